@@ -1,0 +1,179 @@
+// core/autograd.cpp — the backward pass: topological order, chain rule, accumulation.
+//
+// backward(L) computes dL/dp for every leaf p that requires grad:
+//   1. Sort the graph below L topologically, with an explicit stack (no recursion), so that
+//      every node comes after all the nodes that consume its output.
+//   2. Seed dL/dL = 1 (or the given gradient), then visit nodes in that order. Each node's
+//      backward runs exactly once, after all gradient contributions to its output have been
+//      summed, even when its output feeds many consumers (x*x, x + x, diamonds).
+//   3. Contributions to a leaf are added into leaf.grad with +=, so gradients accumulate
+//      across backward() calls until zero_grad().
+//   4. Unless retain_graph, each node's backward closure (and with it every saved array) is
+//      freed right after it runs; a second backward through it throws.
+#include "core/autograd.hpp"
+
+#include <unordered_map>
+#include <xtensor/xnoalias.hpp>
+#include <unordered_set>
+
+namespace xgrad {
+
+// ---- Node destruction without recursion --------------------------------------------------------
+// Dropping the last handle to the end of a long chain would otherwise free node n, which
+// frees input n-1, which frees node n-1, ... one stack frame per op. Instead, the outermost
+// ~Node drains a queue of inputs it took over, so the depth stays constant.
+Node::~Node() {
+    thread_local std::vector<std::shared_ptr<TensorImpl>> pending;
+    thread_local bool draining = false;
+    for (auto& in : inputs) pending.push_back(std::move(in));
+    backward = nullptr;
+    if (draining) return;
+    draining = true;
+    while (!pending.empty()) {
+        std::shared_ptr<TensorImpl> victim = std::move(pending.back());
+        pending.pop_back();
+        victim.reset();  // may run another ~Node, which only appends to `pending`
+    }
+    draining = false;
+}
+
+// ---- grad mode --------------------------------------------------------------------------------
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+
+// ---- recording an op --------------------------------------------------------------------------
+Tensor make_result(Array out, const char* name, std::vector<Tensor> inputs, BackwardFn backward) {
+    bool any = false;
+    for (const auto& t : inputs) any = any || t.requires_grad();
+    auto impl = std::make_shared<TensorImpl>();
+    impl->data = std::move(out);
+    if (any && grad_enabled()) {
+        auto node = std::make_shared<Node>();
+        node->name = name;
+        node->inputs.reserve(inputs.size());
+        for (const auto& t : inputs) node->inputs.push_back(t.impl_ptr());
+        node->backward = std::move(backward);
+        impl->requires_grad = true;
+        impl->grad_fn = std::move(node);
+    }
+    return Tensor(std::move(impl));
+}
+
+void accumulate_grad(TensorImpl& leaf, const Array& g) {
+    check(g.shape() == leaf.data.shape(), "accumulate_grad",
+          "gradient of shape {} does not match the tensor's shape {}", shape_str(g.shape()),
+          shape_str(leaf.data.shape()));
+    check(leaf.sparse_grad == nullptr, "accumulate_grad",
+          "tensor of shape {} already holds a row-sparse gradient; cannot add a dense one",
+          shape_str(leaf.data.shape()));
+    if (!leaf.grad) {
+        leaf.grad = std::make_shared<TensorImpl>();
+        leaf.grad->data = g;
+    } else {
+        xt::noalias(leaf.grad->data) += g;
+    }
+}
+
+// ---- the backward pass --------------------------------------------------------------------------
+namespace {
+
+// Post-order DFS from the root with an explicit stack; returns non-leaf tensors, each after
+// all of its inputs. Throws before touching any gradient if part of the graph was freed.
+std::vector<TensorImpl*> topological_order(TensorImpl* root) {
+    std::vector<TensorImpl*> order;
+    std::unordered_set<TensorImpl*> seen{root};
+    std::vector<std::pair<TensorImpl*, std::size_t>> stack{{root, 0}};  // (tensor, next input)
+    while (!stack.empty()) {
+        auto& [t, next] = stack.back();
+        Node* node = t->grad_fn.get();
+        if (node->released) {
+            throw ValueError(
+                "backward: trying to backward through the graph a second time (op '" + node->name +
+                "'); its saved arrays were freed after the first backward. Pass retain_graph=true "
+                "to the first backward() if you need to backward twice.");
+        }
+        if (next < node->inputs.size()) {
+            TensorImpl* in = node->inputs[next++].get();
+            if (in->grad_fn && in->requires_grad && seen.insert(in).second) stack.push_back({in, 0});
+        } else {
+            order.push_back(t);
+            stack.pop_back();
+        }
+    }
+    return order;
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+    check(root.defined(), "backward", "called on an undefined tensor");
+    check(root.requires_grad(), "backward",
+          "the tensor of shape {} does not require grad and has no grad_fn",
+          shape_str(root.shape()));
+    Array seed;
+    if (gradient.defined()) {
+        check(gradient.shape() == root.shape(), "backward",
+              "gradient of shape {} does not match the output's shape {}",
+              shape_str(gradient.shape()), shape_str(root.shape()));
+        seed = gradient.data();
+    } else {
+        check(root.numel() == 1, "backward",
+              "a gradient can be created implicitly only for a one-element output; the output "
+              "has shape {}, so pass backward(gradient) with that shape",
+              shape_str(root.shape()));
+        seed = xt::ones<real>(root.data().shape());
+    }
+
+    TensorImpl* r = root.impl();
+    if (!r->grad_fn) {  // backward on a leaf: dL/dL
+        accumulate_grad(*r, seed);
+        return;
+    }
+    std::vector<TensorImpl*> order = topological_order(r);
+
+    // dL/d(output) of each non-leaf, summed over its consumers before its node runs.
+    std::unordered_map<TensorImpl*, Array> grads;
+    grads.emplace(r, std::move(seed));
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        TensorImpl* t = *it;
+        auto found = grads.find(t);
+        if (found == grads.end()) continue;  // nothing flowed here
+        Array grad_out = std::move(found->second);
+        grads.erase(found);
+
+        Node& node = *t->grad_fn;
+        Grads in_grads = node.backward(grad_out, t->data);
+        check(in_grads.size() == node.inputs.size(), "backward",
+              "op '{}' returned {} gradients for {} inputs", node.name, in_grads.size(),
+              node.inputs.size());
+        for (std::size_t i = 0; i < in_grads.size(); ++i) {
+            TensorImpl* in = node.inputs[i].get();
+            if (!in_grads[i] || !in->requires_grad) continue;
+            Array& g = *in_grads[i];
+            check(g.shape() == in->data.shape(), "backward",
+                  "op '{}' produced a gradient of shape {} for input {} of shape {}", node.name,
+                  shape_str(g.shape()), i, shape_str(in->data.shape()));
+            if (!in->grad_fn) {
+                accumulate_grad(*in, g);  // a leaf: .grad += g
+            } else {
+                auto [slot, fresh] = grads.try_emplace(in);
+                if (fresh) slot->second = std::move(g);
+                else xt::noalias(slot->second) += g;
+            }
+        }
+        if (!retain_graph) {
+            node.backward = nullptr;  // frees every array the closure saved
+            node.released = true;
+        }
+    }
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+    run_backward(*this, gradient, retain_graph);
+}
+
+}  // namespace xgrad

@@ -1,0 +1,80 @@
+// core/autograd.hpp — the graph that reverse-mode autodiff walks, and how an op joins it.
+//
+// Every op that produces a tensor from inputs which require grad records one Node:
+//
+//     y = f(x1, ..., xn)        y->grad_fn = Node{ inputs = [x1, ..., xn], backward = ... }
+//
+// backward(grad_out, out) receives dL/dy (the shape of y) and y's own values, and returns
+// dL/dxi for each input (the shape of xi), by the chain rule: dL/dxi = dL/dy · dy/dxi.
+//
+// Ownership runs one way only: output -> Node -> inputs. A backward closure captures the
+// inputs and saved arrays it needs, never its own output (that would be a shared_ptr
+// cycle, a leak); it gets the output's values through the `out` argument instead.
+//
+// Writing a new op (see core/ops.cpp for many):
+//
+//     Tensor square(const Tensor& x) {
+//         Array y = x.data() * x.data();                       // forward
+//         return make_result(std::move(y), "square", {x},
+//             [x = x.data()](const Array& grad_out, const Array&) {
+//                 return Grads{ Array(2 * x * grad_out) };     // dL/dx = 2x · dL/dy
+//             });
+//     }
+//
+// then add a gradcheck test for it in tests/test_gradcheck.cpp.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace xgrad {
+
+// One gradient per input, in input order. std::nullopt means "nothing to add for this
+// input": it does not require grad, or the backward already accumulated into it directly
+// (the row scatter of index_select and nn::Embedding does this).
+using Grads = std::vector<std::optional<Array>>;
+using BackwardFn = std::function<Grads(const Array& grad_out, const Array& out)>;
+
+struct Node {
+    std::string name;                                  // the op: "mul", "matmul", ...
+    std::vector<std::shared_ptr<TensorImpl>> inputs;   // the tensors this op read
+    BackwardFn backward;                               // null once released
+    bool released = false;                             // saved arrays freed after a backward
+
+    ~Node();  // iterative, so that freeing a 100,000-op chain cannot overflow the stack
+};
+
+// ---- grad mode ------------------------------------------------------------------------------
+// While a NoGradGuard lives (RAII, per thread), ops record no graph: used by optimizers'
+// updates, evaluation loops and gradcheck's finite differences.
+bool grad_enabled();
+class NoGradGuard {
+public:
+    NoGradGuard();
+    ~NoGradGuard();
+    NoGradGuard(const NoGradGuard&) = delete;
+    NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+private:
+    bool prev_;
+};
+
+// ---- building ops -----------------------------------------------------------------------------
+// Wraps the forward result `out`. If grad mode is on and any input requires grad, the result
+// requires grad and gets a Node with `backward`; otherwise `backward` is dropped unused.
+Tensor make_result(Array out, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+
+// Adds `g` into a leaf's dense .grad (allocating zeros on first use). Throws ValueError naming
+// both shapes when they differ. Public so that ops with a sparse backward can accumulate
+// directly (nn::Embedding).
+void accumulate_grad(TensorImpl& leaf, const Array& g);
+
+// Runs reverse-mode autodiff from `root` (what Tensor::backward calls).
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+
+}  // namespace xgrad

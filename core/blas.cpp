@@ -1,0 +1,32 @@
+// core/blas.cpp — gemm on OpenBLAS's cblas (see core/blas.hpp).
+#include "core/blas.hpp"
+
+#include <cblas.h>
+
+#include <climits>
+
+namespace xgrad {
+
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+          const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+          std::size_t ldc) {
+    check(M < INT_MAX && N < INT_MAX && K < INT_MAX && lda < INT_MAX && ldb < INT_MAX &&
+              ldc < INT_MAX,
+          "gemm", "sizes ({}, {}, {}) exceed BLAS's 32-bit int range", M, N, K);
+    if (M == 0 || N == 0) return;
+    const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+    const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+    const auto i = [](std::size_t v) { return static_cast<int>(v); };
+#ifdef XGRAD_DOUBLE
+    cblas_dgemm(CblasRowMajor, ta, tb, i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+#else
+    cblas_sgemm(CblasRowMajor, ta, tb, i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+#endif
+}
+
+void set_num_threads(int n) {
+    check(n >= 1, "set_num_threads", "thread count must be >= 1; got {}", n);
+    openblas_set_num_threads(n);
+}
+
+}  // namespace xgrad

@@ -1,0 +1,51 @@
+// core/error.hpp — how xgrad reports misuse.
+//
+// Every misuse throws; nothing aborts. Messages start with the op's name and give the
+// offending shapes or values and the valid range, for example
+//     embedding: index 12 at position (1, 4) out of range [0, 10)
+//
+//   ValueError  (a std::invalid_argument)  wrong shapes, bad dims, bad options, misuse of autograd
+//   IndexError  (a std::out_of_range)      an index or ID outside its valid range
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace xgrad {
+
+struct ValueError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
+struct IndexError : std::out_of_range {
+    using std::out_of_range::out_of_range;
+};
+
+// "(2, 3, 4)"; "()" for a scalar.
+template <class Seq>
+std::string shape_str(const Seq& shape) {
+    return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+// check(cond, "matmul", "inner sizes differ: {} vs {}", a, b) throws ValueError("matmul: ...").
+template <class... Args>
+void check(bool cond, const char* op, fmt::format_string<Args...> msg, Args&&... args) {
+    if (!cond) {
+        throw ValueError(std::string(op) + ": " + fmt::format(msg, std::forward<Args>(args)...));
+    }
+}
+
+template <class... Args>
+void check_index(bool cond, const char* op, fmt::format_string<Args...> msg, Args&&... args) {
+    if (!cond) {
+        throw IndexError(std::string(op) + ": " + fmt::format(msg, std::forward<Args>(args)...));
+    }
+}
+
+}  // namespace xgrad

@@ -1,0 +1,46 @@
+// core/gradcheck.hpp — check an op's backward against finite differences.
+//
+// For a function f(inputs) -> out, gradcheck compares, for every element x_i of every input
+// that requires grad,
+//     analytic  dL/dx_i   from L.backward()
+//     numeric   (L(x_i + eps) - L(x_i - eps)) / (2 eps)        central difference, error O(eps²)
+// where L = Σ_j w_j · out_j with fixed pseudo-random weights w (so every output element is
+// checked, not only their sum). It passes when |analytic - numeric| <= atol + rtol·|numeric|
+// for every element.
+//
+// Precision: central differences lose about half the significant digits, so in float32 they
+// cannot tell a wrong formula from rounding. The tests therefore link `xgrad_f64`, the same
+// sources built with real = double, where the defaults below catch an error of 1e-3 relative.
+// ref: PyTorch docs, torch.autograd.gradcheck (same method and default tolerances in double).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace xgrad {
+
+struct GradcheckOptions {
+#ifdef XGRAD_DOUBLE
+    double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+#else
+    double eps = 1e-2, atol = 1e-2, rtol = 1e-2;  // float32: only coarse errors are caught
+#endif
+};
+
+struct GradcheckResult {
+    bool ok = true;
+    double max_abs_error = 0;  // over all checked elements
+    std::size_t checked = 0;   // number of elements compared
+    std::string message;       // the first failure: input, element, analytic vs numeric
+};
+
+// Runs the check. `inputs` are used as given: their values are perturbed and restored, and
+// their .grad is reset before and left holding dL/dx afterwards. Throws ValueError if f returns
+// an undefined tensor or no input requires grad.
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                          const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+
+}  // namespace xgrad

@@ -1,0 +1,283 @@
+// core/tensor.cpp — Tensor handle basics, factories, the random generator, SparseGrad.
+#include "core/tensor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <ostream>
+
+#include <xtensor/xio.hpp>
+
+#include "core/autograd.hpp"
+#include "core/ops.hpp"
+
+namespace xgrad {
+
+// ---- random numbers ----------------------------------------------------------------------
+
+std::mt19937_64& generator() {
+    static std::mt19937_64 gen(42);
+    return gen;
+}
+
+void manual_seed(std::uint64_t seed) { generator().seed(seed); }
+
+// ---- IndexTensor ---------------------------------------------------------------------------
+
+std::int64_t IndexTensor::operator[](std::size_t i) const {
+    check_index(i < data_.size(), "IndexTensor[]", "flat index {} out of range [0, {})", i,
+                data_.size());
+    return data_.data()[i];
+}
+
+IndexTensor IndexTensor::reshape(const Shape& shape) const {
+    std::size_t n = std::accumulate(shape.begin(), shape.end(), std::size_t{1},
+                                    std::multiplies<std::size_t>());
+    check(n == data_.size(), "IndexTensor::reshape", "cannot reshape {} ({} elements) to {}",
+          shape_str(this->shape()), data_.size(), shape_str(shape));
+    IndexArray out = data_;
+    out.reshape(shape);
+    return IndexTensor(std::move(out));
+}
+
+// ---- SparseGrad ----------------------------------------------------------------------------
+
+void SparseGrad::accumulate(const std::vector<std::int64_t>& idx, const Array& rows) {
+    const std::size_t d = dense_shape.at(1);
+    check(rows.dimension() == 2 && rows.shape()[0] == idx.size() && rows.shape()[1] == d,
+          "SparseGrad::accumulate", "rows of shape {} do not match {} indices of width {}",
+          shape_str(rows.shape()), idx.size(), d);
+    // Merge the old (sorted, unique) rows with the new ones: O((k + n) log(k + n) + (k + n)·d).
+    std::vector<std::int64_t> all(indices);
+    all.insert(all.end(), idx.begin(), idx.end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+
+    Array merged = xt::zeros<real>({all.size(), d});
+    auto slot = [&](std::int64_t row) {
+        return static_cast<std::size_t>(std::lower_bound(all.begin(), all.end(), row) - all.begin());
+    };
+    auto add_row = [&](std::size_t to, const real* src) {
+        real* dst = merged.data() + to * d;
+        for (std::size_t j = 0; j < d; ++j) dst[j] += src[j];
+    };
+    for (std::size_t i = 0; i < indices.size(); ++i) add_row(slot(indices[i]), values.data() + i * d);
+    for (std::size_t i = 0; i < idx.size(); ++i) add_row(slot(idx[i]), rows.data() + i * d);
+    indices = std::move(all);
+    values = std::move(merged);
+}
+
+Array SparseGrad::to_dense() const {
+    Array out = xt::zeros<real>(dense_shape);
+    const std::size_t d = dense_shape.at(1);
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+        std::copy_n(values.data() + i * d, d, out.data() + indices[i] * d);
+    }
+    return out;
+}
+
+std::size_t SparseGrad::nbytes() const {
+    return indices.size() * sizeof(std::int64_t) + values.size() * sizeof(real);
+}
+
+// ---- Tensor --------------------------------------------------------------------------------
+
+namespace {
+std::shared_ptr<TensorImpl> make_impl(Array data, bool requires_grad) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->data = std::move(data);
+    impl->requires_grad = requires_grad;
+    return impl;
+}
+}  // namespace
+
+Tensor::Tensor(NestedList<real> values, bool requires_grad)
+    : impl_(make_impl(values.to_array(), requires_grad)) {}
+
+TensorImpl& Tensor::checked(const char* op) const {
+    check(impl_ != nullptr, op, "the tensor is undefined (default-constructed)");
+    return *impl_;
+}
+
+Shape Tensor::shape() const {
+    const auto& s = checked("shape").data.shape();
+    return Shape(s.begin(), s.end());
+}
+
+std::size_t Tensor::size(int dim) const {
+    const int n = static_cast<int>(this->dim());
+    check(dim >= -n && dim < n, "size", "dim {} out of range [{}, {}) for shape {}", dim, -n, n,
+          shape_str(shape()));
+    return shape()[static_cast<std::size_t>(dim < 0 ? dim + n : dim)];
+}
+
+std::size_t Tensor::numel() const { return checked("numel").data.size(); }
+std::size_t Tensor::dim() const { return checked("dim").data.dimension(); }
+
+real Tensor::item() const {
+    const auto& d = checked("item").data;
+    check(d.size() == 1, "item", "only a one-element tensor converts to a scalar; shape is {}",
+          shape_str(d.shape()));
+    return d.data()[0];
+}
+
+const Array& Tensor::data() const { return checked("data").data; }
+Array& Tensor::data() { return checked("data").data; }
+
+namespace {
+std::size_t flat_offset(const Array& a, std::initializer_list<std::size_t> index) {
+    check_index(index.size() == a.dimension(), "at", "got {} indices for a tensor of shape {}",
+                index.size(), shape_str(a.shape()));
+    std::size_t off = 0, k = 0;
+    for (std::size_t i : index) {
+        check_index(i < a.shape()[k], "at", "index {} out of range [0, {}) in dim {} of shape {}", i,
+                    a.shape()[k], k, shape_str(a.shape()));
+        off += i * a.strides()[k];
+        ++k;
+    }
+    return off;
+}
+}  // namespace
+
+real& Tensor::at(std::initializer_list<std::size_t> index) {
+    auto& d = checked("at").data;
+    return d.data()[flat_offset(d, index)];
+}
+
+real Tensor::at(std::initializer_list<std::size_t> index) const {
+    const auto& d = checked("at").data;
+    return d.data()[flat_offset(d, index)];
+}
+
+bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool on) {
+    auto& t = checked("requires_grad_");
+    check(t.grad_fn == nullptr || on, "requires_grad_",
+          "cannot turn off requires_grad on a non-leaf tensor; use detach()");
+    t.requires_grad = on;
+    return *this;
+}
+
+bool Tensor::is_leaf() const { return checked("is_leaf").grad_fn == nullptr; }
+
+Tensor Tensor::grad() const {
+    auto& t = checked("grad");
+    check(t.sparse_grad == nullptr, "grad",
+          "the gradient of this {} tensor is row-sparse; use sparse_grad() (and its to_dense())",
+          shape_str(t.data.shape()));
+    return t.grad ? Tensor(t.grad) : Tensor();
+}
+
+const SparseGrad* Tensor::sparse_grad() const { return checked("sparse_grad").sparse_grad.get(); }
+
+bool Tensor::has_grad() const {
+    auto& t = checked("has_grad");
+    return t.grad != nullptr || t.sparse_grad != nullptr;
+}
+
+void Tensor::set_grad(const Tensor& g) {
+    auto& t = checked("set_grad");
+    check(g.defined() && g.data().shape() == t.data.shape(), "set_grad",
+          "gradient shape {} does not match tensor shape {}",
+          g.defined() ? shape_str(g.shape()) : std::string("(undefined)"), shape_str(t.data.shape()));
+    t.sparse_grad.reset();
+    t.grad = std::make_shared<TensorImpl>();
+    t.grad->data = g.data();
+}
+
+void Tensor::reset_grad() {
+    auto& t = checked("reset_grad");
+    t.grad.reset();
+    t.sparse_grad.reset();
+}
+
+std::shared_ptr<Node> Tensor::grad_fn() const { return checked("grad_fn").grad_fn; }
+
+Tensor Tensor::detach() const { return from_array(checked("detach").data); }
+
+// ---- methods forward to the free functions in core/ops.hpp ---------------------------------
+Tensor Tensor::sum() const { return xgrad::sum(*this); }
+Tensor Tensor::sum(int dim, bool keepdim) const { return xgrad::sum(*this, dim, keepdim); }
+Tensor Tensor::mean() const { return xgrad::mean(*this); }
+Tensor Tensor::mean(int dim, bool keepdim) const { return xgrad::mean(*this, dim, keepdim); }
+Tensor Tensor::max() const { return xgrad::max(*this); }
+Tensor Tensor::max(int dim, bool keepdim) const { return xgrad::max(*this, dim, keepdim); }
+Tensor Tensor::reshape(const Dims& s) const { return xgrad::reshape(*this, s); }
+Tensor Tensor::view(const Dims& s) const { return xgrad::reshape(*this, s); }
+Tensor Tensor::transpose(int d0, int d1) const { return xgrad::transpose(*this, d0, d1); }
+Tensor Tensor::permute(const std::vector<int>& dims) const { return xgrad::permute(*this, dims); }
+Tensor Tensor::matmul(const Tensor& o) const { return xgrad::matmul(*this, o); }
+Tensor Tensor::pow(real e) const { return xgrad::pow(*this, e); }
+Tensor Tensor::exp() const { return xgrad::exp(*this); }
+Tensor Tensor::log() const { return xgrad::log(*this); }
+Tensor Tensor::tanh() const { return xgrad::tanh(*this); }
+Tensor Tensor::relu() const { return xgrad::relu(*this); }
+Tensor Tensor::sigmoid() const { return xgrad::sigmoid(*this); }
+Tensor Tensor::softmax(int dim) const { return xgrad::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int dim) const { return xgrad::log_softmax(*this, dim); }
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+    if (!t.defined()) return os << "Tensor(undefined)";
+    os << "Tensor(shape=" << shape_str(t.shape());
+    if (t.requires_grad()) os << ", requires_grad=true";
+    if (t.grad_fn()) os << ", grad_fn=" << t.grad_fn()->name;
+    os << ")";
+    if (t.numel() <= 64) os << "\n" << t.data();
+    return os;
+}
+
+std::ostream& operator<<(std::ostream& os, const IndexTensor& t) {
+    os << "IndexTensor(shape=" << shape_str(t.shape()) << ")";
+    if (t.numel() <= 64) os << "\n" << t.data();
+    return os;
+}
+
+// ---- factories -------------------------------------------------------------------------------
+
+Tensor from_array(Array data, bool rg) { return Tensor(make_impl(std::move(data), rg)); }
+
+Tensor zeros(const Shape& shape, bool rg) { return from_array(xt::zeros<real>(shape), rg); }
+Tensor ones(const Shape& shape, bool rg) { return from_array(xt::ones<real>(shape), rg); }
+
+Tensor full(const Shape& shape, real value, bool rg) {
+    Array a(shape);
+    a.fill(value);
+    return from_array(std::move(a), rg);
+}
+
+Tensor arange(real end) { return arange(0, end, 1); }
+
+Tensor arange(real start, real end, real step) {
+    check(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), "arange",
+          "need finite start, end and a non-zero step; got ({}, {}, {})", start, end, step);
+    const double n = std::ceil((static_cast<double>(end) - start) / step);
+    const std::size_t count = n > 0 ? static_cast<std::size_t>(n) : 0;
+    Array a = xt::zeros<real>({count});
+    for (std::size_t i = 0; i < count; ++i) a(i) = static_cast<real>(start + step * static_cast<double>(i));
+    return from_array(std::move(a));
+}
+
+Tensor randn(const Shape& shape, bool rg) {
+    Array a(shape);
+    std::normal_distribution<real> dist(0, 1);
+    for (auto& v : a) v = dist(generator());
+    return from_array(std::move(a), rg);
+}
+
+Tensor rand(const Shape& shape, bool rg) {
+    Array a(shape);
+    std::uniform_real_distribution<real> dist(0, 1);
+    for (auto& v : a) v = dist(generator());
+    return from_array(std::move(a), rg);
+}
+
+IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape) {
+    check(low < high, "randint", "need low < high; got [{}, {})", low, high);
+    IndexArray a(shape);
+    std::uniform_int_distribution<std::int64_t> dist(low, high - 1);
+    for (auto& v : a) v = dist(generator());
+    return IndexTensor(std::move(a));
+}
+
+}  // namespace xgrad

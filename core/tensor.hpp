@@ -1,0 +1,246 @@
+// core/tensor.hpp — the Tensor: an n-dimensional array of `real` with reverse-mode autograd.
+//
+// Read this file first. It defines
+//   real          the scalar type: float32 (the library `xgrad`) or float64 (`xgrad_f64`,
+//                 built only so that gradcheck's finite differences are precise)
+//   Array         xt::xarray<real>, row-major and contiguous: every op stores its result
+//                 in a fresh Array, so no two tensors ever alias storage
+//   IndexTensor   int64 token IDs and class targets; a separate type, so passing floats
+//                 where IDs are expected is a compile error
+//   SparseGrad    a row-sparse gradient (k unique rows of a (V, d) table), made by
+//                 nn::Embedding(sparse=true)
+//   Tensor        a cheap handle with shared ownership, like torch::Tensor: copying the
+//                 handle shares the data, the gradient and the graph
+//
+// Legend used in shape comments throughout xgrad:
+//   B batch, T time (sequence position), V vocabulary size, d embedding width,
+//   C classes, N rows, n/k/m matrix sizes in (n, k) @ (k, m).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+#include "core/error.hpp"
+
+namespace xgrad {
+
+#ifdef XGRAD_DOUBLE
+using real = double;
+#else
+using real = float;
+#endif
+
+using Array = xt::xarray<real>;
+using IndexArray = xt::xarray<std::int64_t>;
+using Shape = std::vector<std::size_t>;
+// Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
+using Dims = std::vector<std::int64_t>;
+
+struct Node;  // core/autograd.hpp: one recorded op, the `grad_fn` of its output
+
+// ---- random numbers ------------------------------------------------------------------
+// One process-wide generator. manual_seed(s) makes every later randn/rand/randint and
+// every module initialisation reproducible bit for bit.
+void manual_seed(std::uint64_t seed);
+std::mt19937_64& generator();
+
+// ---- NestedList: brace-initialised values -------------------------------------------------
+// A scalar, or a brace list of NestedLists, so that Tensor({{1, 2}, {3, 4}}) is (2, 2) and
+// Tensor({{0.5}, {-1}}) is (2, 1) without overload ambiguity (as torch::tensor accepts).
+// to_array() throws ValueError for ragged lists such as {{1, 2}, {3}}.
+template <class T>
+class NestedList {
+public:
+    NestedList(T v) : value_(v), is_scalar_(true) {}
+    // IDs are integers: a floating-point literal where an ID is expected does not compile.
+    template <class U, class = std::enable_if_t<std::is_integral_v<T> && std::is_floating_point_v<U>>>
+    NestedList(U) = delete;
+    NestedList(std::initializer_list<NestedList> items) : items_(items) {}
+
+    xt::xarray<T> to_array() const {
+        Shape shape;
+        for (const NestedList* n = this; !n->is_scalar_; n = &n->items_.front()) {
+            shape.push_back(n->items_.size());
+            if (n->items_.size() == 0) break;
+        }
+        xt::xarray<T> out(shape);
+        std::size_t pos = 0;
+        fill(0, shape, out, pos);
+        return out;
+    }
+
+private:
+    void fill(std::size_t depth, const Shape& shape, xt::xarray<T>& out, std::size_t& pos) const {
+        if (is_scalar_) {
+            check(depth == shape.size(), "tensor", "ragged nested list: a scalar at depth {} of shape {}",
+                  depth, shape_str(shape));
+            out.data()[pos++] = value_;
+            return;
+        }
+        check(depth < shape.size() && items_.size() == shape[depth], "tensor",
+              "ragged nested list: {} items at depth {}, expected shape {}", items_.size(), depth,
+              shape_str(shape));
+        for (const auto& item : items_) item.fill(depth + 1, shape, out, pos);
+    }
+
+    T value_{};
+    bool is_scalar_ = false;
+    std::vector<NestedList> items_;
+};
+
+// ---- IndexTensor: integer IDs ---------------------------------------------------------
+// Holds int64 values of any shape; carries no gradient. Construct from nested braces,
+//     IndexTensor ids{{0, 1, 2}, {3, 3, 1}};      // shape (2, 3)
+// or from an xt::xarray<int64_t>. Braces with floating-point values do not compile, and a
+// Tensor is a different type, so float data can never be passed where IDs are expected.
+class IndexTensor {
+public:
+    IndexTensor() = default;
+    explicit IndexTensor(IndexArray data) : data_(std::move(data)) {}
+    IndexTensor(std::initializer_list<NestedList<std::int64_t>> v)
+        : data_(NestedList<std::int64_t>(v).to_array()) {}
+
+    Shape shape() const { return Shape(data_.shape().begin(), data_.shape().end()); }
+    std::size_t numel() const { return data_.size(); }
+    std::size_t dim() const { return data_.dimension(); }
+    const IndexArray& data() const { return data_; }
+    IndexArray& data() { return data_; }
+    // Flat (row-major) element access, bounds-checked.
+    std::int64_t operator[](std::size_t i) const;
+    IndexTensor reshape(const Shape& shape) const;
+
+private:
+    IndexArray data_;
+};
+
+// ---- SparseGrad: a coalesced row-sparse gradient ----------------------------------------
+// The gradient of a (V, d) table of which only k rows were used:
+//   indices  (k,)   unique row numbers, sorted ascending
+//   values   (k, d) the summed gradient of each of those rows
+// Memory is k·(8 + d·sizeof(real)) bytes instead of V·d·sizeof(real).
+struct SparseGrad {
+    Shape dense_shape;                  // (V, d)
+    std::vector<std::int64_t> indices;  // (k,)
+    Array values;                       // (k, d)
+
+    // Adds rows `rows` (n, d) at `idx` (n,) (duplicates allowed) and re-coalesces.
+    void accumulate(const std::vector<std::int64_t>& idx, const Array& rows);
+    // The dense (V, d) equivalent; O(V·d), for inspection and tests.
+    Array to_dense() const;
+    // Bytes actually held: indices + values.
+    std::size_t nbytes() const;
+};
+
+// ---- TensorImpl: what a Tensor handle points to ---------------------------------------
+struct TensorImpl {
+    Array data;
+    bool requires_grad = false;
+    std::shared_ptr<TensorImpl> grad;          // dense gradient, same shape as data; or null
+    std::unique_ptr<SparseGrad> sparse_grad;   // row-sparse gradient; or null
+    std::shared_ptr<Node> grad_fn;             // the op that made this tensor; null for leaves
+};
+
+// ---- Tensor -------------------------------------------------------------------------------
+class Tensor {
+public:
+    Tensor() = default;  // an undefined tensor: defined() is false
+    explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+    // From an xtensor array or expression (evaluated and copied).
+    template <class E>
+    explicit Tensor(const xt::xexpression<E>& e, bool requires_grad = false)
+        : impl_(std::make_shared<TensorImpl>()) {
+        impl_->data = e.derived_cast();
+        impl_->requires_grad = requires_grad;
+    }
+    // Nested braces: Tensor({{1, 2}, {3, 4}}) is (2, 2); Tensor(3.5) is a 0-d scalar.
+    Tensor(NestedList<real> values, bool requires_grad = false);
+    Tensor(std::initializer_list<NestedList<real>> values, bool requires_grad = false)
+        : Tensor(NestedList<real>(values), requires_grad) {}
+
+    // -- basics ---------------------------------------------------------------------------
+    bool defined() const { return impl_ != nullptr; }
+    Shape shape() const;
+    std::size_t size(int dim) const;  // negative dims count from the end
+    std::size_t numel() const;
+    std::size_t dim() const;
+    real item() const;                // only for a one-element tensor
+    const Array& data() const;
+    Array& data();                    // mutable access: changes are not recorded by autograd
+    // Element access by multi-index, bounds-checked: t.at({1, 2}).
+    real& at(std::initializer_list<std::size_t> index);
+    real at(std::initializer_list<std::size_t> index) const;
+
+    // -- autograd -------------------------------------------------------------------------
+    bool requires_grad() const;
+    Tensor& requires_grad_(bool on = true);  // only on leaves, as in PyTorch
+    bool is_leaf() const;                    // true when no op made this tensor
+    // dL/dself accumulated by backward(); undefined until a backward reaches this leaf.
+    // Throws ValueError when the gradient is row-sparse (see sparse_grad()).
+    Tensor grad() const;
+    const SparseGrad* sparse_grad() const;   // null unless the gradient is row-sparse
+    bool has_grad() const;                   // dense or sparse
+    void set_grad(const Tensor& g);          // replace the dense gradient (shape-checked)
+    void reset_grad();                       // drop the gradient (set_to_none)
+    std::shared_ptr<Node> grad_fn() const;
+    // A new leaf with the same values (copied) and no history.
+    Tensor detach() const;
+    // Reverse-mode autodiff from this tensor (core/autograd.cpp). A non-scalar output needs
+    // `gradient` of its own shape. retain_graph=false frees saved arrays after the pass.
+    void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+
+    // -- ops as methods (core/ops.hpp has the free functions and their math) ---------------
+    Tensor sum() const;
+    Tensor sum(int dim, bool keepdim = false) const;
+    Tensor mean() const;
+    Tensor mean(int dim, bool keepdim = false) const;
+    Tensor max() const;
+    Tensor max(int dim, bool keepdim = false) const;
+    Tensor reshape(const Dims& shape) const;
+    Tensor view(const Dims& shape) const;
+    Tensor transpose(int dim0, int dim1) const;
+    Tensor permute(const std::vector<int>& dims) const;
+    Tensor matmul(const Tensor& other) const;
+    Tensor pow(real exponent) const;
+    Tensor exp() const;
+    Tensor log() const;
+    Tensor tanh() const;
+    Tensor relu() const;
+    Tensor sigmoid() const;
+    Tensor softmax(int dim) const;
+    Tensor log_softmax(int dim) const;
+
+    TensorImpl* impl() const { return impl_.get(); }
+    const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+private:
+    TensorImpl& checked(const char* op) const;
+    std::shared_ptr<TensorImpl> impl_;
+};
+
+// Prints "Tensor(shape=(2, 3), requires_grad=true)" followed by the values (small tensors).
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::ostream& operator<<(std::ostream& os, const IndexTensor& t);
+
+// ---- factories ----------------------------------------------------------------------------
+Tensor from_array(Array data, bool requires_grad = false);  // takes the array without copying
+Tensor zeros(const Shape& shape, bool requires_grad = false);
+Tensor ones(const Shape& shape, bool requires_grad = false);
+Tensor full(const Shape& shape, real value, bool requires_grad = false);
+Tensor arange(real end);                          // [0, 1, ..., end)  shape (ceil(end),)
+Tensor arange(real start, real end, real step = 1);
+Tensor randn(const Shape& shape, bool requires_grad = false);  // N(0, 1)
+Tensor rand(const Shape& shape, bool requires_grad = false);   // U[0, 1)
+// Uniform integers in [low, high), from the same generator.
+IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape);
+
+}  // namespace xgrad
