@@ -598,9 +598,7 @@ Tensor log_softmax(const Tensor& x, int dim) {
 
 // ==== indexing ============================================================================================
 
-// Throws IndexError naming the position (as a multi-index into `ids`) of the first ID
-// outside [0, limit).
-static void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op) {
+void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op) {
     const IndexArray& a = ids.data();
     for (std::size_t f = 0; f < a.size(); ++f) {
         const std::int64_t v = a.data()[f];

@@ -80,6 +80,9 @@ Tensor softmax(const Tensor& x, int dim);
 Tensor log_softmax(const Tensor& x, int dim);
 
 // ---- indexing -------------------------------------------------------------------------------------
+// Throws IndexError naming `op`, the position (as a multi-index into `ids`) and the value of
+// the first ID outside [0, limit). Never clamps or wraps: negative IDs are errors.
+void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op);
 Tensor index_select(const Tensor& src, int dim, const IndexTensor& index);
 Tensor one_hot(const IndexTensor& ids, std::size_t num_classes);
 

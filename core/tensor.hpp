@@ -26,6 +26,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
@@ -226,6 +227,9 @@ private:
     TensorImpl& checked(const char* op) const;
     std::shared_ptr<TensorImpl> impl_;
 };
+
+// (name, tensor) pairs in a fixed order: named_parameters(), state_dict(), checkpoints.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // Prints "Tensor(shape=(2, 3), requires_grad=true)" followed by the values (small tensors).
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -1,0 +1,28 @@
+// nn/embedding.cpp — the Embedding module; its op (lookup + row-scatter backward) is
+// nn::functional::embedding in nn/functional.cpp.
+#include "nn/embedding.hpp"
+
+namespace xgrad::nn {
+
+Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, EmbeddingOptions options)
+    : V_(num_embeddings), d_(embedding_dim), options_(options) {
+    check(V_ > 0 && d_ > 0, "Embedding", "num_embeddings and embedding_dim must be positive; got ({}, {})",
+          V_, d_);
+    if (options_.padding_idx) {
+        const std::int64_t p = *options_.padding_idx;
+        check(p >= -V_ && p < V_, "Embedding", "padding_idx {} out of range [{}, {})", p, -V_, V_);
+        options_.padding_idx = p < 0 ? p + V_ : p;  // stored in [0, V)
+    }
+    Tensor w = randn({std::size_t(V_), std::size_t(d_)});  // N(0, 1), as torch.nn.Embedding
+    if (options_.padding_idx) {
+        real* row = w.data().data() + std::size_t(*options_.padding_idx) * std::size_t(d_);
+        std::fill(row, row + d_, real(0));
+    }
+    weight = register_parameter("weight", w);
+}
+
+Tensor Embedding::forward(const IndexTensor& ids) const {
+    return functional::embedding(weight, ids, options_.padding_idx, options_.sparse, stats_);
+}
+
+}  // namespace xgrad::nn

@@ -1,0 +1,60 @@
+// nn/embedding.hpp — Embedding: a learned table E (V, d) whose rows are looked up by ID.
+//
+//   ids (...) int64  →  E[ids] (..., d)
+//
+// A token ID is only a label; the lookup gives it a vector of d learned numbers. Selecting
+// row t equals the product of a one-hot row o_t (1, V) with E (V, d), but costs d copies
+// instead of V·d multiply-adds. The same holds backward: only the rows that were looked up
+// receive gradient, so the backward is a scatter-add over those rows, O(tokens·d), and never
+// touches the other V - k rows.
+//
+// ref: PyTorch docs, torch.nn.Embedding; Bengio et al. 2003, "A Neural Probabilistic Language Model"
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "nn/functional.hpp"
+#include "nn/module.hpp"
+
+namespace xgrad::nn {
+
+struct EmbeddingOptions {
+    // This row gets no gradient and is initialised to zeros. Negative values count from the
+    // end (-1 is row V-1). Must lie in [-V, V).
+    std::optional<std::int64_t> padding_idx;
+    // Produce a row-sparse, coalesced gradient (indices (k,) + values (k, d)) instead of a
+    // dense (V, d) one. optim::Adam and AdamW then update only those k rows.
+    bool sparse = false;
+
+    EmbeddingOptions& set_padding_idx(std::int64_t p) { padding_idx = p; return *this; }
+    EmbeddingOptions& set_sparse(bool s) { sparse = s; return *this; }
+};
+
+class Embedding : public Module {
+public:
+    // weight (V, d) ~ N(0, 1), as PyTorch initialises it; the padding row is zeroed.
+    // Throws ValueError if V or d is not positive, or padding_idx is outside [-V, V).
+    Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, EmbeddingOptions options = {});
+
+    // ids (...) int64 → (..., d). Throws IndexError naming the position and value of an ID
+    // outside [0, V), and V. IDs are never clamped or wrapped.
+    Tensor forward(const IndexTensor& ids) const;
+
+    std::int64_t num_embeddings() const { return V_; }
+    std::int64_t embedding_dim() const { return d_; }
+    const EmbeddingOptions& options() const { return options_; }
+    // Statistics of the most recent backward through this module: tokens, rows touched,
+    // duplicate lookups and gradient bytes written.
+    const functional::EmbeddingStats& last_backward_stats() const { return *stats_; }
+
+    Tensor weight;  // (V, d)
+
+private:
+    std::int64_t V_, d_;
+    EmbeddingOptions options_;
+    std::shared_ptr<functional::EmbeddingStats> stats_ = std::make_shared<functional::EmbeddingStats>();
+};
+
+}  // namespace xgrad::nn

@@ -1,0 +1,362 @@
+// nn/functional.cpp — forward and backward of the layers and losses in nn/functional.hpp.
+//
+// These ops are built exactly like the core ones (core/ops.cpp): compute the forward into a
+// fresh Array, then make_result() with a backward closure that returns one gradient per input.
+#include "nn/functional.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/autograd.hpp"
+#include "core/blas.hpp"
+
+namespace xgrad::nn::functional {
+
+// ---- gelu --------------------------------------------------------------------------------------------
+// forward : y = x · Φ(x),             Φ(x) = ½ (1 + erf(x / √2))
+// backward: dL/dx = g · (Φ(x) + x · φ(x)),   φ(x) = e^(-x²/2) / √(2π)
+// ref: Hendrycks & Gimpel 2016, "Gaussian Error Linear Units"; PyTorch docs, torch.nn.GELU
+Tensor gelu(const Tensor& x) {
+    const Array& xd = x.data();
+    Array y(xd.shape());
+    for (std::size_t i = 0; i < xd.size(); ++i) {
+        const double v = xd.data()[i];
+        y.data()[i] = static_cast<real>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    }
+    return make_result(std::move(y), "gelu", {x}, [xd](const Array& g, const Array&) {
+        Array gx(xd.shape());
+        const double inv_sqrt_2pi = 1 / std::sqrt(2 * M_PI);
+        for (std::size_t i = 0; i < xd.size(); ++i) {
+            const double v = xd.data()[i];
+            const double cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
+            const double pdf = inv_sqrt_2pi * std::exp(-0.5 * v * v);
+            gx.data()[i] = static_cast<real>(g.data()[i] * (cdf + v * pdf));
+        }
+        return Grads{std::move(gx)};
+    });
+}
+
+// ---- linear (fused matmul + bias) ----------------------------------------------------------------
+// forward : Y (R, out) = X (R, in) · Wᵀ + b,      R = all leading dims of x flattened
+// backward: dX (R, in)   = G (R, out) · W (out, in)
+//           dW (out, in) = Gᵀ (out, R) · X (R, in)
+//           db (out)     = Σ_r G[r, :]
+// One gemm each, with W used transposed in place (no Wᵀ copy): the reason this op is fused
+// rather than composed as matmul(x, transpose(W)) + b.
+// ref: PyTorch docs, torch.nn.functional.linear
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    check(weight.dim() == 2, "linear", "weight must be (out, in); got shape {}", shape_str(weight.shape()));
+    const std::size_t out = weight.shape()[0], in = weight.shape()[1];
+    check(x.dim() >= 1 && x.shape().back() == in, "linear",
+          "input of shape {} does not end in in_features = {} (weight {})", shape_str(x.shape()), in,
+          shape_str(weight.shape()));
+    check(!bias.defined() || bias.shape() == Shape{out}, "linear", "bias of shape {} does not match ({},)",
+          bias.defined() ? shape_str(bias.shape()) : std::string(), out);
+    const std::size_t R = x.numel() / std::max<std::size_t>(in, 1);
+    Shape ys = x.shape();
+    ys.back() = out;
+    Array y(ys);
+    gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, 0, y.data(), out);
+    if (bias.defined()) {
+        const real* b = bias.data().data();
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t j = 0; j < out; ++j) y.data()[r * out + j] += b[j];
+    }
+    std::vector<Tensor> inputs{x, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    return make_result(
+        std::move(y), "linear", inputs,
+        [X = x.data(), W = weight.data(), R, in, out, has_bias = bias.defined(), rx = x.requires_grad(),
+         rw = weight.requires_grad(), rb = bias.defined() && bias.requires_grad()](const Array& g, const Array&) {
+            Grads grads(has_bias ? 3 : 2);
+            if (rx) {
+                Array dx(X.shape());
+                gemm(false, false, R, in, out, 1, g.data(), out, W.data(), in, 0, dx.data(), in);
+                grads[0] = std::move(dx);
+            }
+            if (rw) {
+                Array dw(W.shape());
+                gemm(true, false, out, in, R, 1, g.data(), out, X.data(), in, 0, dw.data(), in);
+                grads[1] = std::move(dw);
+            }
+            if (rb) {
+                Array db = xt::zeros<real>({out});
+                for (std::size_t r = 0; r < R; ++r)
+                    for (std::size_t j = 0; j < out; ++j) db.data()[j] += g.data()[r * out + j];
+                grads[2] = std::move(db);
+            }
+            return grads;
+        });
+}
+
+// ---- embedding ---------------------------------------------------------------------------------------
+// forward : y[p, :] = E[ids[p], :]           E (V, d), ids (P...) flattened to P, y (P..., d)
+//           the same as one_hot(ids, V) @ E, but d copies per token instead of V·d products
+// backward: dL/dE[r, :] = Σ_{p : ids[p] = r, r ≠ padding_idx} g[p, :]
+//           a scatter-add into the k distinct rows that appeared: O(P·d) work. Rows that did
+//           not appear get no gradient at all (their gradient is exactly 0).
+// ref: PyTorch docs, torch.nn.functional.embedding; the lesson "From Token IDs to Embedding Vectors"
+Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx,
+                 bool sparse, std::shared_ptr<EmbeddingStats> stats) {
+    check(weight.dim() == 2, "embedding", "weight must be (V, d); got shape {}", shape_str(weight.shape()));
+    const auto V = static_cast<std::int64_t>(weight.shape()[0]);
+    const std::size_t d = weight.shape()[1];
+    if (padding_idx) {
+        check(*padding_idx >= -V && *padding_idx < V, "embedding", "padding_idx {} out of range [{}, {})",
+              *padding_idx, -V, V);
+        if (*padding_idx < 0) padding_idx = *padding_idx + V;
+    }
+    check(!sparse || !weight.requires_grad() || weight.is_leaf(), "embedding",
+          "sparse=true needs the weight to be a leaf tensor (a parameter)");
+    check_ids(ids, V, "embedding");
+
+    const std::size_t P = ids.numel();
+    Shape ys = ids.shape();
+    ys.push_back(d);
+    Array y(ys);
+    const std::int64_t* id = ids.data().data();
+    for (std::size_t p = 0; p < P; ++p)
+        std::copy_n(weight.data().data() + static_cast<std::size_t>(id[p]) * d, d, y.data() + p * d);
+
+    const std::int64_t pad = padding_idx.value_or(-1);
+    auto leaf = weight.is_leaf() ? weight.impl_ptr() : nullptr;
+    return make_result(std::move(y), "embedding", {weight},
+                       [ids, leaf, pad, sparse, stats, d, shape = weight.shape()](const Array& g, const Array&) -> Grads {
+        const std::size_t P = ids.numel();
+        const std::int64_t* id = ids.data().data();
+        // The rows to scatter: every lookup except the padding row's.
+        std::vector<std::int64_t> rows;
+        std::vector<std::size_t> from;  // position p in g of each kept row
+        rows.reserve(P);
+        from.reserve(P);
+        for (std::size_t p = 0; p < P; ++p)
+            if (id[p] != pad) {
+                rows.push_back(id[p]);
+                from.push_back(p);
+            }
+        std::vector<std::int64_t> distinct(rows);
+        std::sort(distinct.begin(), distinct.end());
+        distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+        if (stats) {
+            stats->tokens = P;
+            stats->rows_touched = distinct.size();
+            stats->duplicates = rows.size() - distinct.size();
+        }
+
+        if (sparse) {
+            // Row-sparse: hand the (n, d) rows to the leaf's SparseGrad, which sums duplicates
+            // and keeps one coalesced row per distinct index.
+            check(leaf->grad == nullptr, "embedding", "weight already holds a dense gradient; "
+                                                      "call zero_grad() before mixing sparse and dense");
+            Array picked(Shape{rows.size(), d});
+            for (std::size_t i = 0; i < rows.size(); ++i)
+                std::copy_n(g.data() + from[i] * d, d, picked.data() + i * d);
+            if (!leaf->sparse_grad) {
+                leaf->sparse_grad = std::make_unique<SparseGrad>();
+                leaf->sparse_grad->dense_shape = shape;
+            }
+            leaf->sparse_grad->accumulate(rows, picked);
+            if (stats) stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
+            return Grads{std::nullopt};
+        }
+
+        // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
+        // into weight.grad (allocated as zeros once); otherwise into a fresh array.
+        Array fresh;
+        Array* dst;
+        if (leaf) {
+            if (!leaf->grad) accumulate_grad(*leaf, xt::zeros<real>(shape));
+            dst = &leaf->grad->data;
+        } else {
+            fresh = xt::zeros<real>(shape);
+            dst = &fresh;
+        }
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            real* row = dst->data() + static_cast<std::size_t>(rows[i]) * d;
+            const real* src = g.data() + from[i] * d;
+            for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
+        }
+        if (stats) stats->bytes_written = rows.size() * d * sizeof(real);
+        if (leaf) return Grads{std::nullopt};
+        return Grads{std::move(fresh)};
+    });
+}
+
+// ---- shared by the classification losses --------------------------------------------------------
+namespace {
+
+// Checks logits (..., C) against targets (...) and returns (N, C) with N = targets.numel().
+std::pair<std::size_t, std::size_t> class_shapes(const Tensor& logits, const IndexTensor& targets,
+                                                 const CrossEntropyOptions& o, const char* op) {
+    const Shape ls = logits.shape(), ts = targets.shape();
+    check(ls.size() >= 2 && ls.size() == ts.size() + 1 && std::equal(ts.begin(), ts.end(), ls.begin()), op,
+          "logits {} and targets {} do not match: expected logits (N, C) with targets (N,), "
+          "or (B, T, C) with (B, T)",
+          shape_str(ls), shape_str(ts));
+    const std::size_t C = ls.back(), N = targets.numel();
+    check(C > 0, op, "logits {} have no classes", shape_str(ls));
+    const std::int64_t* t = targets.data().data();
+    for (std::size_t i = 0; i < N; ++i) {
+        check_index(t[i] == o.ignore_index || (t[i] >= 0 && t[i] < static_cast<std::int64_t>(C)), op,
+                    "target {} at flat position {} out of range [0, {}) (ignore_index is {})", t[i], i, C,
+                    o.ignore_index);
+    }
+    return {N, C};
+}
+
+// Per-row weight of dL/d(loss_i) for each reduction: g, g / n_valid, or g_i.
+real row_scale(const Array& g, Reduction r, std::size_t i, std::size_t n_valid) {
+    switch (r) {
+        case Reduction::Sum: return g();
+        case Reduction::Mean: return n_valid == 0 ? real(0) : g() / static_cast<real>(n_valid);
+        case Reduction::None: return g.data()[i];
+    }
+    return 0;
+}
+
+// Reduces per-row losses (N,) to the requested output: () or the targets' shape.
+Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_valid, const Shape& none_shape) {
+    if (r == Reduction::None) {
+        Array out(none_shape);
+        for (std::size_t i = 0; i < loss.size(); ++i) out.data()[i] = static_cast<real>(loss[i]);
+        return out;
+    }
+    double total = 0;
+    for (double l : loss) total += l;
+    if (r == Reduction::Mean) total = n_valid == 0 ? 0.0 : total / static_cast<double>(n_valid);
+    Array out = xt::zeros<real>(Shape{});
+    out() = static_cast<real>(total);
+    return out;
+}
+
+}  // namespace
+
+// ---- cross_entropy (fused log-softmax + NLL) ---------------------------------------------------
+// For row i with logits x (C,), target t and smoothing ε, with the max-subtracted log-sum-exp
+//   m = max_c x_c,   lse = m + log Σ_c e^(x_c - m)              (every exponent ≤ 0)
+//   log p_c = x_c - lse
+//   q_c = (1 - ε)·[c = t] + ε / C                                   (the smoothed target)
+//   loss_i = -Σ_c q_c log p_c = (1 - ε)(lse - x_t) + ε (lse - mean_c x_c)
+// backward: dL/dx_c = s_i · (p_c - q_c),  s_i = g / N_valid (mean), g (sum) or g_i (none)
+// Fused because the composed form would compute log(softmax) and lose precision for large
+// logits; here logits of 1e4 stay finite, and a -inf (masked) logit has p_c = 0 and, without
+// smoothing, a gradient of exactly 0. Ignored targets give loss 0 and gradient 0.
+// ref: PyTorch docs, torch.nn.functional.cross_entropy (label smoothing: Szegedy et al. 2016)
+Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const CrossEntropyOptions& o) {
+    const char* op = "cross_entropy";
+    check(o.label_smoothing >= 0 && o.label_smoothing <= 1, op, "label_smoothing {} outside [0, 1]",
+          o.label_smoothing);
+    const auto [N, C] = class_shapes(logits, targets, o, op);
+    const real* x = logits.data().data();
+    const std::int64_t* t = targets.data().data();
+    const double eps = o.label_smoothing;
+
+    Array probs(Shape{N, C});  // softmax, saved for the backward
+    std::vector<double> loss(N, 0.0);
+    std::size_t n_valid = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+        if (t[i] == o.ignore_index) continue;
+        ++n_valid;
+        const real* xi = x + i * C;
+        const double m = *std::max_element(xi, xi + C);
+        double s = 0, sum_x = 0;
+        for (std::size_t c = 0; c < C; ++c) s += std::exp(double(xi[c]) - m);
+        const double lse = m + std::log(s);
+        for (std::size_t c = 0; c < C; ++c) {
+            probs.data()[i * C + c] = static_cast<real>(std::exp(double(xi[c]) - lse));
+            if (eps > 0) sum_x += xi[c];
+        }
+        loss[i] = (1 - eps) * (lse - xi[t[i]]) + (eps > 0 ? eps * (lse - sum_x / double(C)) : 0.0);
+    }
+    return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {logits},
+                       [probs = std::move(probs), targets, o, N = N, C = C, n_valid, shape = logits.shape()](
+                           const Array& g, const Array&) {
+                           Array dx = xt::zeros<real>(shape);
+                           const std::int64_t* t = targets.data().data();
+                           const double eps = o.label_smoothing;
+                           for (std::size_t i = 0; i < N; ++i) {
+                               if (t[i] == o.ignore_index) continue;
+                               const double s = row_scale(g, o.reduction, i, n_valid);
+                               for (std::size_t c = 0; c < C; ++c) {
+                                   const double q = (c == std::size_t(t[i]) ? 1 - eps : 0.0) + eps / double(C);
+                                   dx.data()[i * C + c] = static_cast<real>(s * (probs.data()[i * C + c] - q));
+                               }
+                           }
+                           return Grads{std::move(dx)};
+                       });
+}
+
+// ---- nll_loss --------------------------------------------------------------------------------------
+// forward : loss_i = -lp[i, t_i]            lp (N, C) log-probabilities
+// backward: dL/dlp[i, t_i] = -s_i, every other entry 0
+// ref: PyTorch docs, torch.nn.functional.nll_loss
+Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const CrossEntropyOptions& o) {
+    const char* op = "nll_loss";
+    check(o.label_smoothing == 0, op, "label_smoothing is not supported; got {}", o.label_smoothing);
+    const auto [N, C] = class_shapes(log_probs, targets, o, op);
+    const real* lp = log_probs.data().data();
+    const std::int64_t* t = targets.data().data();
+    std::vector<double> loss(N, 0.0);
+    std::size_t n_valid = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+        if (t[i] == o.ignore_index) continue;
+        ++n_valid;
+        loss[i] = -double(lp[i * C + std::size_t(t[i])]);
+    }
+    return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {log_probs},
+                       [targets, o, N = N, C = C, n_valid, shape = log_probs.shape()](const Array& g, const Array&) {
+                           Array dx = xt::zeros<real>(shape);
+                           const std::int64_t* t = targets.data().data();
+                           for (std::size_t i = 0; i < N; ++i)
+                               if (t[i] != o.ignore_index)
+                                   dx.data()[i * C + std::size_t(t[i])] = -row_scale(g, o.reduction, i, n_valid);
+                           return Grads{std::move(dx)};
+                       });
+}
+
+// ---- mse_loss (composed) -----------------------------------------------------------------------
+// loss = reduce((input - target)²); its backward comes from sub, pow, mean/sum.
+// ref: PyTorch docs, torch.nn.functional.mse_loss
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+    check(input.shape() == target.shape(), "mse_loss", "input {} and target {} must have the same shape",
+          shape_str(input.shape()), shape_str(target.shape()));
+    Tensor sq = pow(input - target, 2);
+    switch (reduction) {
+        case Reduction::Mean: return mean(sq);
+        case Reduction::Sum: return sum(sq);
+        case Reduction::None: return sq;
+    }
+    return sq;
+}
+
+// ---- binary_cross_entropy_with_logits (fused) ---------------------------------------------------
+// forward : ℓ_i = max(x_i, 0) - x_i y_i + log(1 + e^(-|x_i|))
+//           (= -y log σ(x) - (1 - y) log(1 - σ(x)), rearranged so no exponent is positive)
+// backward: dL/dx_i = s_i · (σ(x_i) - y_i),  s_i = g / n (mean), g (sum) or g_i (none)
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, Reduction reduction) {
+    const char* op = "binary_cross_entropy_with_logits";
+    check(logits.shape() == targets.shape(), op, "logits {} and targets {} must have the same shape",
+          shape_str(logits.shape()), shape_str(targets.shape()));
+    const std::size_t n = logits.numel();
+    const real* x = logits.data().data();
+    const real* y = targets.data().data();
+    std::vector<double> loss(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double xi = x[i];
+        loss[i] = std::max(xi, 0.0) - xi * y[i] + std::log1p(std::exp(-std::abs(xi)));
+    }
+    return make_result(reduce_rows(loss, reduction, n, logits.shape()), op, {logits},
+                       [X = logits.data(), Y = targets.data(), reduction, n](const Array& g, const Array&) {
+                           Array dx(X.shape());
+                           for (std::size_t i = 0; i < n; ++i) {
+                               const double xi = X.data()[i];
+                               const double sig = xi >= 0 ? 1 / (1 + std::exp(-xi)) : std::exp(xi) / (1 + std::exp(xi));
+                               dx.data()[i] = static_cast<real>(row_scale(g, reduction, i, n) * (sig - Y.data()[i]));
+                           }
+                           return Grads{std::move(dx)};
+                       });
+}
+
+}  // namespace xgrad::nn::functional

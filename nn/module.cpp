@@ -1,0 +1,108 @@
+// nn/module.cpp — parameter registration, traversal, modes and checkpoints.
+#include "nn/module.hpp"
+
+#include <map>
+
+#include "nn/serialize.hpp"
+
+namespace xgrad::nn {
+
+namespace {
+void check_name(const std::string& name, const char* op) {
+    check(!name.empty() && name.find('.') == std::string::npos, op,
+          "name '{}' must be non-empty and contain no '.'", name);
+}
+}  // namespace
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+    check_name(name, "register_parameter");
+    check(tensor.defined(), "register_parameter", "parameter '{}' is an undefined tensor", name);
+    check(tensor.is_leaf(), "register_parameter",
+          "parameter '{}' must be a leaf tensor (detach() it first)", name);
+    for (const auto& [n, _] : params_)
+        check(n != name, "register_parameter", "parameter '{}' is already registered", name);
+    for (const auto& [n, _] : children_)
+        check(n != name, "register_parameter", "'{}' is already a submodule's name", name);
+    tensor.requires_grad_(requires_grad);
+    params_.emplace_back(name, tensor);
+    return tensor;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+    check_name(name, "register_module");
+    check(module != nullptr, "register_module", "module '{}' is null", name);
+    for (const auto& [n, _] : children_)
+        check(n != name, "register_module", "module '{}' is already registered", name);
+    for (const auto& [n, _] : params_)
+        check(n != name, "register_module", "'{}' is already a parameter's name", name);
+    children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(const std::string& prefix, NamedTensors& out) const {
+    for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
+    for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+NamedTensors Module::named_parameters() const {
+    NamedTensors out;
+    collect("", out);
+    return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+    std::vector<Tensor> out;
+    for (auto& [_, t] : named_parameters()) out.push_back(t);
+    return out;
+}
+
+std::size_t Module::num_parameters() const {
+    std::size_t n = 0;
+    for (const auto& [_, t] : named_parameters()) n += t.numel();
+    return n;
+}
+
+void Module::train(bool on) {
+    training_ = on;
+    for (auto& [_, child] : children_) child->train(on);
+}
+
+void Module::zero_grad(bool set_to_none) {
+    for (auto& [_, t] : named_parameters()) {
+        if (set_to_none || t.sparse_grad()) t.reset_grad();
+        else if (t.grad().defined()) t.grad().data().fill(0);
+    }
+}
+
+NamedTensors Module::state_dict() const { return named_parameters(); }
+
+void Module::load_state_dict(const NamedTensors& state) {
+    // Validate everything first, so that a bad entry leaves every parameter as it was.
+    std::map<std::string, const Tensor*> given;
+    for (const auto& [name, t] : state) {
+        check(given.emplace(name, &t).second, "load_state_dict", "duplicate entry '{}'", name);
+    }
+    NamedTensors own = named_parameters();
+    for (const auto& [name, p] : own) {
+        auto it = given.find(name);
+        check(it != given.end(), "load_state_dict", "missing parameter '{}' (shape {})", name,
+              shape_str(p.shape()));
+        check(it->second->defined() && it->second->shape() == p.shape(), "load_state_dict",
+              "parameter '{}' has shape {} in the model but {} in the state dict", name,
+              shape_str(p.shape()),
+              it->second->defined() ? shape_str(it->second->shape()) : std::string("(undefined)"));
+        given.erase(it);
+    }
+    check(given.empty(), "load_state_dict", "unexpected entry '{}' not in the model",
+          given.empty() ? std::string() : given.begin()->first);
+    std::map<std::string, const Tensor*> by_name;
+    for (const auto& [name, t] : state) by_name[name] = &t;
+    for (auto& [name, p] : own) p.data() = by_name.at(name)->data();  // same shape: a plain copy
+}
+
+void Module::save(const std::string& path) const {
+    save_safetensors(path, state_dict(), {{"format", "pt"}});
+}
+
+void Module::load(const std::string& path) { load_state_dict(load_safetensors(path).tensors); }
+
+}  // namespace xgrad::nn

@@ -1,0 +1,88 @@
+// nn/module.hpp — Module: a named tree of parameters and submodules, as in PyTorch.
+//
+// A model is a class deriving from Module. Its constructor registers what it owns:
+//
+//     struct MLP : nn::Module {
+//         std::shared_ptr<nn::Linear> fc1, fc2;
+//         MLP() {
+//             fc1 = register_module("fc1", std::make_shared<nn::Linear>(10, 20));
+//             fc2 = register_module("fc2", std::make_shared<nn::Linear>(20, 2));
+//         }
+//         Tensor forward(const Tensor& x) { return fc2->forward(fc1->forward(x).tanh()); }
+//     };
+//
+// named_parameters() walks that tree and yields "fc1.weight", "fc1.bias", "fc2.weight", ...
+// in registration order. A submodule that is stored but never registered is invisible to
+// parameters(), the optimizer and save(): the usual guard is a test that checks
+// num_parameters() against the count computed by hand.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace xgrad::nn {
+
+class Module {
+public:
+    Module() = default;
+    virtual ~Module() = default;
+    Module(const Module&) = delete;  // parameters are shared handles: copying would alias them
+    Module& operator=(const Module&) = delete;
+
+    // Registers `tensor` as a parameter called `name` (no dots, unique in this module) and
+    // sets its requires_grad. Returns the same handle. Throws ValueError on a bad name.
+    Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+
+    // Registers a child module; its parameters appear as "<name>.<param>". Returns `module`.
+    template <class M>
+    std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+        add_child(name, module);
+        return module;
+    }
+
+    // All parameters of this module and its descendants, depth first in registration order.
+    NamedTensors named_parameters() const;
+    std::vector<Tensor> parameters() const;
+    // Σ numel over parameters(): the number of learned scalars.
+    std::size_t num_parameters() const;
+    std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const {
+        return children_;
+    }
+
+    // Training mode flag, set recursively (no module in xgrad behaves differently yet; it is
+    // kept so that dropout or batch norm can be added without changing user code).
+    void train(bool on = true);
+    void eval() { train(false); }
+    bool is_training() const { return training_; }
+
+    // Drops (set_to_none = true, PyTorch's default) or zero-fills every parameter's gradient.
+    void zero_grad(bool set_to_none = true);
+
+    // ---- checkpoints ---------------------------------------------------------------------
+    // The parameters by dotted name. The handles are shared, not copied.
+    NamedTensors state_dict() const;
+    // Copies values into the parameters, by name. Strict: every parameter must be present
+    // with the same shape and no unknown name may appear; otherwise throws ValueError naming
+    // the missing, unexpected or mis-shaped entry, and the module is left untouched.
+    void load_state_dict(const NamedTensors& state);
+    // Writes the state dict as safetensors (nn/serialize.hpp), atomically: a temporary file
+    // in the same directory, then a rename. Throws std::runtime_error on I/O failure.
+    void save(const std::string& path) const;
+    // Reads a safetensors file and load_state_dict()s it. A missing, truncated or corrupted
+    // file, or a wrong name or shape, throws and leaves the module untouched.
+    void load(const std::string& path);
+
+private:
+    void add_child(const std::string& name, std::shared_ptr<Module> module);
+    void collect(const std::string& prefix, NamedTensors& out) const;
+
+    NamedTensors params_;
+    std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+    bool training_ = true;
+};
+
+}  // namespace xgrad::nn

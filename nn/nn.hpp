@@ -1,0 +1,11 @@
+// nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, Sequential,
+// the functional layers and losses, and safetensors checkpoints.
+#pragma once
+
+#include "nn/activation.hpp"
+#include "nn/embedding.hpp"
+#include "nn/functional.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
+#include "nn/sequential.hpp"
+#include "nn/serialize.hpp"

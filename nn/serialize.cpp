@@ -1,0 +1,164 @@
+// nn/serialize.cpp — safetensors writer and validating reader (layout in nn/serialize.hpp).
+#include "nn/serialize.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace xgrad::nn {
+
+namespace {
+
+// safetensors stores little-endian bytes; xgrad copies memory as is, which is only right on
+// a little-endian host (x86-64, arm64).
+bool host_is_little_endian() {
+    const std::uint16_t one = 1;
+    unsigned char first;
+    std::memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+#ifdef XGRAD_DOUBLE
+constexpr const char* kDtype = "F64";
+#else
+constexpr const char* kDtype = "F32";
+#endif
+
+constexpr std::uint64_t kMaxHeader = 100'000'000;  // readers refuse headers over 100 MB
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+    check(host_is_little_endian(), "save_safetensors", "big-endian hosts are not supported");
+    nlohmann::json header = nlohmann::json::object();
+    std::set<std::string> names;
+    std::size_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        check(!name.empty() && name != "__metadata__", "save_safetensors", "invalid tensor name '{}'", name);
+        check(names.insert(name).second, "save_safetensors", "duplicate tensor name '{}'", name);
+        check(t.defined(), "save_safetensors", "tensor '{}' is undefined", name);
+        const std::size_t bytes = t.numel() * sizeof(real);
+        header[name] = {{"dtype", kDtype}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    if (!metadata.empty()) header["__metadata__"] = metadata;
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
+    const std::uint64_t n = text.size();
+
+    // Write to a temporary file in the same directory, flush it to disk (fsync), then rename:
+    // rename() replaces `path` atomically, so readers see the old file or the new one, never
+    // a half-written mix.
+    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    std::FILE* out = std::fopen(tmp.c_str(), "wb");
+    if (!out) throw std::runtime_error("save_safetensors: cannot open '" + tmp + "' for writing");
+    bool ok = std::fwrite(&n, 8, 1, out) == 1 && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+    for (const auto& [_, t] : tensors) {
+        if (!ok) break;
+        ok = std::fwrite(t.data().data(), sizeof(real), t.numel(), out) == t.numel();
+    }
+    ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
+    ok = (std::fclose(out) == 0) && ok;
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error("save_safetensors: writing '" + path + "' failed (via '" + tmp + "')");
+    }
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+    check(host_is_little_endian(), "load_safetensors", "big-endian hosts are not supported");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("load_safetensors: cannot open '" + path + "'");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const char* op = "load_safetensors";
+
+    check(bytes.size() >= 8, op, "'{}' is {} bytes, too short for the 8-byte header length", path, bytes.size());
+    std::uint64_t n;
+    std::memcpy(&n, bytes.data(), 8);
+    check(n <= kMaxHeader && n <= bytes.size() - 8, op,
+          "'{}' declares a {}-byte header but has {} bytes after the length (limit 100 MB)", path, n,
+          bytes.size() - 8);
+    nlohmann::json header;
+    try {
+        header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+    } catch (const nlohmann::json::exception& e) {
+        throw ValueError(fmt::format("{}: '{}' has a header that is not valid JSON ({})", op, path, e.what()));
+    }
+    check(header.is_object(), op, "'{}' header is not a JSON object", path);
+    const std::size_t data_begin = 8 + n, data_size = bytes.size() - data_begin;
+
+    SafetensorsFile file;
+    std::vector<std::pair<std::size_t, std::string>> order;  // (begin offset, name)
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        const std::string& name = it.key();
+        const auto& e = it.value();
+        if (name == "__metadata__") {
+            check(e.is_object(), op, "'{}': __metadata__ is not an object", path);
+            for (auto m = e.begin(); m != e.end(); ++m) {
+                check(m.value().is_string(), op, "'{}': metadata '{}' is not a string", path, m.key());
+                file.metadata[m.key()] = m.value().get<std::string>();
+            }
+            continue;
+        }
+        check(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets") &&
+                  e["dtype"].is_string() && e["shape"].is_array() && e["data_offsets"].is_array() &&
+                  e["data_offsets"].size() == 2,
+              op, "'{}': entry '{}' lacks dtype, shape or data_offsets", path, name);
+        const std::string dtype = e["dtype"].get<std::string>();
+        check(dtype == "F32" || dtype == "F64", op, "'{}': tensor '{}' has dtype {}; xgrad reads F32 and F64",
+              path, name, dtype);
+        const std::size_t elem = dtype == "F32" ? 4 : 8;
+        Shape shape;
+        std::size_t numel = 1;
+        for (const auto& s : e["shape"]) {
+            check(s.is_number_unsigned(), op, "'{}': tensor '{}' has a non-integer or negative size", path, name);
+            shape.push_back(s.get<std::size_t>());
+            check(shape.back() == 0 || numel <= SIZE_MAX / shape.back(), op, "'{}': tensor '{}' is too large", path, name);
+            numel *= shape.back();
+        }
+        const auto& offs = e["data_offsets"];
+        check(offs[0].is_number_unsigned() && offs[1].is_number_unsigned(), op,
+              "'{}': tensor '{}' has invalid data_offsets", path, name);
+        const std::size_t begin = offs[0].get<std::size_t>(), end = offs[1].get<std::size_t>();
+        check(begin <= end && end <= data_size, op,
+              "'{}': tensor '{}' spans bytes [{}, {}) but the data section has {} bytes (truncated file?)",
+              path, name, begin, end, data_size);
+        check(numel <= SIZE_MAX / elem && end - begin == numel * elem, op,
+              "'{}': tensor '{}' of shape {} {} needs {} bytes but data_offsets give {}", path, name,
+              shape_str(shape), dtype, numel * elem, end - begin);
+
+        Array a(shape);
+        const char* src = bytes.data() + data_begin + begin;
+        for (std::size_t i = 0; i < numel; ++i) {
+            if (elem == 4) {
+                float v;
+                std::memcpy(&v, src + 4 * i, 4);
+                a.data()[i] = static_cast<real>(v);
+            } else {
+                double v;
+                std::memcpy(&v, src + 8 * i, 8);
+                a.data()[i] = static_cast<real>(v);
+            }
+        }
+        order.emplace_back(begin, name);
+        file.tensors.emplace_back(name, from_array(std::move(a)));
+    }
+    // Report tensors in file order (JSON objects are parsed in key order).
+    std::vector<std::size_t> idx(order.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return order[a].first < order[b].first; });
+    NamedTensors sorted;
+    for (std::size_t i : idx) sorted.push_back(std::move(file.tensors[i]));
+    file.tensors = std::move(sorted);
+    return file;
+}
+
+}  // namespace xgrad::nn

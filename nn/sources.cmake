@@ -1,0 +1,8 @@
+# Sources of xgrad::nn, appended to the library (included from the top-level CMakeLists.txt).
+list(APPEND XGRAD_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/module.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/serialize.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/functional.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/embedding.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/linear.cpp
+)
