@@ -1,0 +1,45 @@
+# Quick start for xgrad. Everything real lives in CMake; this file only strings the steps together.
+#   make run [ARGS="--steps 1000"]   install deps, Release build in build/, run the main example
+#   make test                        install deps, Release build, run every test with ctest
+#   make sanitize                    the same tests under ASan + UBSan + LeakSanitizer, in build-asan/
+#   make clean                       remove both build directories
+
+BUILD      := build
+ASAN_BUILD := build-asan
+JOBS       ?= $(shell nproc)
+MAKEFLAGS  += --no-print-directory
+# The main job: the char-level MLP once examples/CMakeLists.txt defines it, else the tensor tour.
+MAIN ?= $(BUILD)/examples/$(shell grep -Eqs 'add_executable\( *char_mlp[ )]' examples/CMakeLists.txt \
+                                  && echo char_mlp || echo tensor_basics)
+ARGS ?=
+
+# One BLAS thread per test process: ctest runs tests in parallel, and OpenBLAS threads would oversubscribe.
+export OPENBLAS_NUM_THREADS := 1
+CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --test-dir
+
+.PHONY: deps run test sanitize clean
+
+deps:
+	@bash .ci/install-deps
+
+run: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS) --target $(notdir $(MAIN))
+	$(MAIN) $(ARGS)
+
+test: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+	$(CTEST) $(BUILD)
+
+# Debug keeps assert() on; -O1 instead of -O0 keeps the numeric gradcheck loops fast under ASan.
+# Any finding fails the run: UBSan is built with -fno-sanitize-recover, ASan and LSan halt.
+sanitize: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0
+sanitize: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
+sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	$(CTEST) $(ASAN_BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
