@@ -1,0 +1,141 @@
+// optim/adam.hpp — Adam (Kingma & Ba 2015) and AdamW (Loshchilov & Hutter 2019), with
+// PyTorch's defaults and algorithms (torch.optim.Adam, torch.optim.AdamW), amsgrad, and a
+// lazy update for row-sparse gradients. The update, step by step, is in optim/adam.cpp.
+//
+//     optim::Adam  opt(model.named_parameters(), optim::AdamOptions(3e-3));
+//     optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(1e-3).weight_decay(0.1));
+//
+// Legend: n elements of a parameter, V rows of an embedding table, d its width,
+//         k rows present in a row-sparse gradient, t the parameter's step count.
+#pragma once
+
+#include <tuple>
+
+#include "optim/optimizer.hpp"
+
+namespace xgrad::optim {
+
+// Options with LibTorch's names and PyTorch's defaults; setters chain, getters share the name.
+// Checked when the optimizer is constructed: lr ≥ 0, eps ≥ 0, 0 ≤ β1, β2 < 1, weight_decay ≥ 0.
+class AdamOptions {
+public:
+    explicit AdamOptions(double lr = 1e-3) : lr_(lr) {}
+
+    AdamOptions& lr(double v) { lr_ = v; return *this; }
+    AdamOptions& betas(std::tuple<double, double> v) { betas_ = v; return *this; }
+    AdamOptions& eps(double v) { eps_ = v; return *this; }
+    AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+    AdamOptions& amsgrad(bool v) { amsgrad_ = v; return *this; }
+
+    double lr() const { return lr_; }                                // γ  (1e-3)
+    const std::tuple<double, double>& betas() const { return betas_; }  // (β1, β2)  (0.9, 0.999)
+    double eps() const { return eps_; }                              // ε  (1e-8)
+    double weight_decay() const { return weight_decay_; }            // λ, L2 in the gradient (0)
+    bool amsgrad() const { return amsgrad_; }                        // (false)
+
+private:
+    double lr_;
+    std::tuple<double, double> betas_{0.9, 0.999};
+    double eps_ = 1e-8;
+    double weight_decay_ = 0;
+    bool amsgrad_ = false;
+};
+
+// The same options for AdamW; only the default weight decay differs (1e-2, decoupled).
+class AdamWOptions {
+public:
+    explicit AdamWOptions(double lr = 1e-3) : lr_(lr) {}
+
+    AdamWOptions& lr(double v) { lr_ = v; return *this; }
+    AdamWOptions& betas(std::tuple<double, double> v) { betas_ = v; return *this; }
+    AdamWOptions& eps(double v) { eps_ = v; return *this; }
+    AdamWOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+    AdamWOptions& amsgrad(bool v) { amsgrad_ = v; return *this; }
+
+    double lr() const { return lr_; }                                // γ  (1e-3)
+    const std::tuple<double, double>& betas() const { return betas_; }  // (β1, β2)  (0.9, 0.999)
+    double eps() const { return eps_; }                              // ε  (1e-8)
+    double weight_decay() const { return weight_decay_; }            // λ, decoupled (1e-2)
+    bool amsgrad() const { return amsgrad_; }                        // (false)
+
+private:
+    double lr_;
+    std::tuple<double, double> betas_{0.9, 0.999};
+    double eps_ = 1e-8;
+    double weight_decay_ = 1e-2;
+    bool amsgrad_ = false;
+};
+
+namespace detail {
+
+struct AdamHyper {
+    double beta1, beta2, eps;
+    bool amsgrad;
+    bool decoupled;  // false: Adam's L2 (g ← g + λ·θ); true: AdamW's θ ← θ − γ·λ·θ
+};
+
+// What Adam and AdamW share: moments, bias correction, amsgrad, the lazy sparse path.
+// Only where the weight decay enters differs (`decoupled`).
+class AdamBase : public Optimizer {
+protected:
+    AdamBase(std::string kind, std::vector<ParamGroup> groups, double lr, double weight_decay,
+             AdamHyper hyper);
+
+    void update_dense(const ParamGroup& group, Array& param, const Array& grad,
+                      ParamState& state) override;
+    void update_sparse(const ParamGroup& group, Array& param, const SparseGrad& grad,
+                       ParamState& state) override;
+    void check_sparse_supported(const std::string& param_name) const override;
+    std::vector<std::string> state_buffer_names() const override;
+    bool counts_steps() const override { return true; }
+    Metadata options_metadata() const override;
+
+private:
+    AdamHyper hyper_;
+};
+
+}  // namespace detail
+
+// Adam: per parameter it keeps m and v (n elements each; v_max too with amsgrad) and a step
+// count t (one std::int64_t). Weight decay λ is an L2 term added to the gradient, as in
+// torch.optim.Adam: g ← g + λ·θ, which Adam's 1/√v̂ then rescales.
+//
+// Row-sparse gradients (nn::Embedding(sparse=true)) are applied lazily, in the manner of
+// PyTorch's SparseAdam: only the k rows present in the gradient update their m, v and θ; rows
+// never seen keep θ, m = 0 and v = 0. Bias correction counts steps per parameter tensor: t is
+// incremented at every step() at which the tensor has a gradient (any k, even 0), as in
+// SparseAdam, so a row touched for the first time at t = 50 is corrected with 1 − β^50 (its m
+// is then small: the correction assumes the row was seen every step). Weight decay reaches
+// touched rows only. Unlike SparseAdam (eps added to √v before the correction), ε is added
+// after it, exactly as in the dense update, so when every row is touched at every step the
+// lazy and dense updates are the same. amsgrad with a sparse gradient throws ValueError
+// (SparseAdam does not support it either).
+class Adam : public detail::AdamBase {
+public:
+    // Throws ValueError for lr < 0, eps < 0, β outside [0, 1), weight_decay < 0 (and
+    // non-finite values), and the base-class conditions (empty list, non-leaf or duplicates).
+    Adam(NamedTensors params, AdamOptions options = AdamOptions());
+    Adam(std::vector<ParamGroup> groups, AdamOptions defaults = AdamOptions());
+    const AdamOptions& options() const { return options_; }
+
+private:
+    AdamOptions options_;
+};
+
+// AdamW: Adam with decoupled weight decay (Loshchilov & Hutter 2019, "Decoupled Weight Decay
+// Regularization"), as torch.optim.AdamW. The difference from Adam, for one step:
+//     Adam:   g ← g + λ·θ,  then  θ ← θ − γ·m̂/(√v̂ + ε)          (λ·θ passes through m and v)
+//     AdamW:  θ ← θ − γ·λ·θ, then  θ ← θ − γ·m̂/(√v̂ + ε)          (m and v see only ∇L)
+// so the decay is γ·λ·θ for every weight, not rescaled by Adam's per-weight step size.
+// Same state and sparse semantics as Adam; on the sparse path only touched rows decay.
+class AdamW : public detail::AdamBase {
+public:
+    AdamW(NamedTensors params, AdamWOptions options = AdamWOptions());
+    AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults = AdamWOptions());
+    const AdamWOptions& options() const { return options_; }
+
+private:
+    AdamWOptions options_;
+};
+
+}  // namespace xgrad::optim

@@ -1,0 +1,62 @@
+// optim/clip_grad.cpp — clip_grad_norm_: one pass to measure the total norm, one to scale.
+//
+// Legend: n elements of a dense gradient, k rows and d width of a row-sparse one.
+#include "optim/clip_grad.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace xgrad::optim {
+
+namespace {
+
+// The stored gradient values of a parameter as (pointer, count): n dense elements, or the
+// k·d values of a row-sparse gradient; (null, 0) without a gradient.
+std::pair<real*, std::size_t> grad_values(const Tensor& p) {
+    TensorImpl& t = *p.impl();
+    if (t.sparse_grad) return {t.sparse_grad->values.data(), t.sparse_grad->values.size()};
+    if (t.grad) return {t.grad->data.data(), t.grad->data.size()};
+    return {nullptr, 0};
+}
+
+}  // namespace
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
+    check(max_norm >= 0, "clip_grad_norm_", "max_norm must be >= 0; got {}", max_norm);
+    check(norm_type > 0, "clip_grad_norm_", "norm_type must be > 0 or infinity; got {}", norm_type);
+    const bool inf_norm = std::isinf(norm_type);
+    double acc = 0;  // Σ |g|^p, or max |g|
+    for (const auto& p : params) {
+        check(p.defined(), "clip_grad_norm_", "got an undefined tensor");
+        auto [g, n] = grad_values(p);
+        for (std::size_t i = 0; i < n; ++i) {
+            const double a = std::abs(static_cast<double>(g[i]));
+            if (inf_norm) {
+                acc = std::isnan(a) || std::isnan(acc) ? std::numeric_limits<double>::quiet_NaN()
+                                                       : std::max(acc, a);
+            } else {
+                acc += norm_type == 2.0 ? a * a : std::pow(a, norm_type);
+            }
+        }
+    }
+    const double total = inf_norm ? acc : (norm_type == 2.0 ? std::sqrt(acc) : std::pow(acc, 1 / norm_type));
+    const double coef = max_norm / (total + 1e-6);   // clip coefficient
+    if (!(coef >= 1.0)) {                              // coef < 1, or NaN (propagates, as PyTorch)
+        const real c = static_cast<real>(coef);
+        for (const auto& p : params) {
+            auto [g, n] = grad_values(p);
+            for (std::size_t i = 0; i < n; ++i) g[i] *= c;  // g ← g · max_norm / (‖G‖ + 1e-6)
+        }
+    }
+    return total;
+}
+
+double clip_grad_norm_(const NamedTensors& params, double max_norm, double norm_type) {
+    std::vector<Tensor> tensors;
+    tensors.reserve(params.size());
+    for (const auto& np : params) tensors.push_back(np.second);
+    return clip_grad_norm_(tensors, max_norm, norm_type);
+}
+
+}  // namespace xgrad::optim

@@ -1,0 +1,182 @@
+// optim/memory_report.cpp — how many bytes each parameter, its gradient and its optimizer
+// state occupy, counted exactly from what is stored right now.
+//
+// Per parameter of n elements (sizeof(real) = 4 in the float build), once stepped:
+//   SGD                  0                      (momentum = 0)
+//   SGD, momentum        b            n·4
+//   Adam, AdamW          m, v         2·n·4, plus t: 8
+//   ... with amsgrad     m, v, v_max  3·n·4, plus t: 8
+// A row-sparse gradient of a (V, d) table holds k·(8 + d·4) bytes instead of V·d·4; the
+// Adam state of that table stays dense (V·d each), as in PyTorch's SparseAdam.
+//
+// Legend: V rows, d width, k rows present in a row-sparse gradient, n elements.
+#include <algorithm>
+#include <ostream>
+
+#include "optim/optimizer.hpp"
+
+namespace xgrad::optim {
+
+std::size_t MemoryRow::state_bytes() const {
+    return exp_avg_bytes + exp_avg_sq_bytes + max_exp_avg_sq_bytes + momentum_buffer_bytes + step_bytes;
+}
+
+double MemoryRow::state_bytes_per_element() const {
+    return numel == 0 ? 0.0 : static_cast<double>(state_bytes()) / static_cast<double>(numel);
+}
+
+MemoryRow MemoryReport::total() const {
+    MemoryRow t;
+    t.name = "total";
+    for (const auto& r : rows) {
+        t.numel += r.numel;
+        t.rows += r.rows;
+        t.param_bytes += r.param_bytes;
+        t.grad_bytes += r.grad_bytes;
+        t.exp_avg_bytes += r.exp_avg_bytes;
+        t.exp_avg_sq_bytes += r.exp_avg_sq_bytes;
+        t.max_exp_avg_sq_bytes += r.max_exp_avg_sq_bytes;
+        t.momentum_buffer_bytes += r.momentum_buffer_bytes;
+        t.step_bytes += r.step_bytes;
+        t.rows_touched += r.rows_touched;
+    }
+    return t;
+}
+
+MemoryReport Optimizer::memory_report() const {
+    MemoryReport report;
+    report.optimizer = kind_;
+    report.state_columns = state_buffer_names();
+    if (counts_steps()) report.state_columns.push_back("step");
+    constexpr std::size_t elem = sizeof(real);
+    for (const auto& group : groups_) {
+        for (const auto& [name, p] : group.params) {
+            const TensorImpl& t = *p.impl();
+            MemoryRow row;
+            row.name = name;
+            row.shape = p.shape();
+            row.numel = p.numel();
+            row.rows = row.shape.empty() ? 1 : row.shape[0];
+            row.param_bytes = row.numel * elem;
+            if (t.sparse_grad) {
+                row.grad_bytes = t.sparse_grad->nbytes();
+            } else if (t.grad) {
+                row.grad_bytes = t.grad->data.size() * elem;
+            }
+            auto it = state_.find(name);
+            if (it != state_.end()) {
+                const ParamState& st = it->second;
+                if (st.initialized) {  // the buffers this optimizer keeps exist from here on
+                    for (const auto& b : state_buffer_names()) {
+                        const std::size_t bytes = st.buffer(b)->size() * elem;
+                        if (b == "exp_avg") row.exp_avg_bytes = bytes;
+                        if (b == "exp_avg_sq") row.exp_avg_sq_bytes = bytes;
+                        if (b == "max_exp_avg_sq") row.max_exp_avg_sq_bytes = bytes;
+                        if (b == "momentum_buffer") row.momentum_buffer_bytes = bytes;
+                    }
+                    row.step_bytes = counts_steps() ? sizeof(std::int64_t) : 0;
+                }
+                row.last_update = st.last_update;
+                row.rows_touched = st.rows_touched;
+            }
+            report.rows.push_back(std::move(row));
+        }
+    }
+    return report;
+}
+
+std::string human_bytes(std::size_t bytes) {
+    const double b = static_cast<double>(bytes);
+    if (bytes < 1024) return fmt::format("{} B", bytes);
+    if (b < 1024.0 * 1024) return fmt::format("{:.2f} KiB", b / 1024);
+    if (b < 1024.0 * 1024 * 1024) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
+    return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+}
+
+namespace {
+
+std::size_t state_column(const MemoryRow& r, const std::string& column) {
+    if (column == "exp_avg") return r.exp_avg_bytes;
+    if (column == "exp_avg_sq") return r.exp_avg_sq_bytes;
+    if (column == "max_exp_avg_sq") return r.max_exp_avg_sq_bytes;
+    if (column == "momentum_buffer") return r.momentum_buffer_bytes;
+    return r.step_bytes;  // "step"
+}
+
+const char* last_update_name(LastUpdate u) {
+    switch (u) {
+        case LastUpdate::dense: return "dense";
+        case LastUpdate::sparse: return "sparse";
+        default: return "-";
+    }
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const MemoryReport& report) {
+    // Two header lines (name, unit), one line per parameter, a rule, the total.
+    using Line = std::vector<std::string>;
+    Line names{"name", "shape", "numel", "param", "grad"};
+    Line units{"", "", "elements", "B", "B"};
+    for (const auto& c : report.state_columns) {
+        names.push_back(c);
+        units.push_back("B");
+    }
+    for (const char* c : {"state", "state", "state/elem", "last step", "rows touched"}) names.push_back(c);
+    for (const char* u : {"B", "KiB/MiB", "B/element", "", "of rows"}) units.push_back(u);
+
+    auto cells = [&](const MemoryRow& r, bool is_total) {
+        Line line{r.name, is_total ? "" : shape_str(r.shape), std::to_string(r.numel),
+                  std::to_string(r.param_bytes), std::to_string(r.grad_bytes)};
+        for (const auto& c : report.state_columns) line.push_back(std::to_string(state_column(r, c)));
+        line.push_back(std::to_string(r.state_bytes()));
+        line.push_back(human_bytes(r.state_bytes()));
+        line.push_back(fmt::format("{:.2f}", r.state_bytes_per_element()));
+        line.push_back(is_total ? "" : last_update_name(r.last_update));
+        line.push_back(fmt::format("{}/{}", r.rows_touched, r.rows));
+        return line;
+    };
+    std::vector<Line> body;
+    for (const auto& r : report.rows) body.push_back(cells(r, false));
+    const MemoryRow total = report.total();
+    const Line total_line = cells(total, true);
+
+    std::vector<std::size_t> width(names.size(), 0);
+    std::vector<const Line*> all{&names, &units, &total_line};
+    for (const auto& l : body) all.push_back(&l);
+    for (const Line* l : all) {
+        for (std::size_t i = 0; i < l->size(); ++i) width[i] = std::max(width[i], (*l)[i].size());
+    }
+    const std::size_t last_text_column = names.size() - 2;  // "last step"
+    auto print = [&](const Line& l) {
+        std::string s;
+        for (std::size_t i = 0; i < l.size(); ++i) {
+            const bool left = i < 2 || i == last_text_column;  // text left, numbers right
+            s += left ? fmt::format("{:<{}}", l[i], width[i]) : fmt::format("{:>{}}", l[i], width[i]);
+            s += i + 1 < l.size() ? "  " : "";
+        }
+        s.erase(s.find_last_not_of(' ') + 1);
+        os << s << "\n";
+    };
+    std::size_t rule = 0;
+    for (std::size_t w : width) rule += w + 2;
+
+    os << fmt::format("{} optimizer memory: {} parameter tensors, {} elements, sizeof(real) = {} B; "
+                      "state is allocated at a parameter's first step()\n",
+                      report.optimizer, report.rows.size(), total.numel, sizeof(real));
+    print(names);
+    print(units);
+    os << std::string(rule - 2, '-') << "\n";
+    for (const auto& l : body) print(l);
+    os << std::string(rule - 2, '-') << "\n";
+    print(total_line);
+    const double ratio = total.param_bytes == 0 ? 0.0
+                                                : static_cast<double>(total.state_bytes()) /
+                                                      static_cast<double>(total.param_bytes);
+    os << fmt::format("parameters {}, gradients {}, optimizer state {} ({:.2f} x the parameter bytes)",
+                      human_bytes(total.param_bytes), human_bytes(total.grad_bytes),
+                      human_bytes(total.state_bytes()), ratio);
+    return os;
+}
+
+}  // namespace xgrad::optim

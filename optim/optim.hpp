@@ -1,0 +1,14 @@
+// optim/optim.hpp — everything in xgrad::optim, in one include.
+//
+//   optimizer.hpp     Optimizer, ParamGroup, OptimizerState (state dicts), MemoryReport
+//   sgd.hpp           SGD, SGDOptions
+//   adam.hpp          Adam, AdamW, AdamOptions, AdamWOptions (lazy updates for sparse grads)
+//   clip_grad.hpp     clip_grad_norm_
+//   lr_scheduler.hpp  CosineWithWarmup
+#pragma once
+
+#include "optim/adam.hpp"
+#include "optim/clip_grad.hpp"
+#include "optim/lr_scheduler.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/sgd.hpp"

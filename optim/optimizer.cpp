@@ -1,0 +1,329 @@
+// optim/optimizer.cpp — the Optimizer base: groups, step() dispatch, zero_grad, state dicts.
+//
+// step() is a template method: it validates every gradient first (so a failing step changes
+// nothing), then hands each parameter's .data() array, its gradient and its ParamState to the
+// algorithm's update_dense or update_sparse. The algorithms never call a Tensor op, so no
+// step can be recorded in the autograd graph.
+//
+// Legend: V rows, d width, k rows of a row-sparse gradient, t step count, g group index.
+#include "optim/optimizer.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <unordered_set>
+
+
+namespace xgrad::optim {
+
+namespace {
+
+Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+// Shortest decimal form that reads back to the same double (fmt uses Dragonbox), so
+// "0.001" and "1e-08" round-trip exactly through a state dict.
+std::string to_decimal(double v) { return fmt::format("{}", v); }
+
+double parse_double(const std::string& text, const std::string& op, const std::string& key) {
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    check(!text.empty() && *end == '\0' && errno == 0, op.c_str(),
+          "metadata '{}' = '{}' is not a decimal number", key, text);
+    return v;
+}
+
+std::int64_t parse_int(const std::string& text, const std::string& op, const std::string& key) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    check(!text.empty() && *end == '\0' && errno == 0, op.c_str(),
+          "metadata '{}' = '{}' is not an integer", key, text);
+    return static_cast<std::int64_t>(v);
+}
+
+// Two option strings agree if they are equal, or both numbers with the same value
+// ("0.9" and "0.90").
+bool same_option(const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    char *ea = nullptr, *eb = nullptr;
+    const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+    return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;
+}
+
+}  // namespace
+
+const Array* ParamState::buffer(const std::string& name) const {
+    if (name == "exp_avg") return &exp_avg;
+    if (name == "exp_avg_sq") return &exp_avg_sq;
+    if (name == "max_exp_avg_sq") return &max_exp_avg_sq;
+    if (name == "momentum_buffer") return &momentum_buffer;
+    return nullptr;
+}
+
+Array* ParamState::buffer(const std::string& name) {
+    return const_cast<Array*>(static_cast<const ParamState&>(*this).buffer(name));
+}
+
+// ---- construction --------------------------------------------------------------------------------
+
+Optimizer::Optimizer(std::string kind, std::vector<ParamGroup> groups, double default_lr,
+                     double default_weight_decay)
+    : kind_(std::move(kind)), default_lr_(default_lr), default_weight_decay_(default_weight_decay) {
+    std::size_t count = 0;
+    for (const auto& g : groups) count += g.params.size();
+    check(count > 0, kind_.c_str(), "got an empty parameter list");
+    for (auto& g : groups) add_param_group(std::move(g));
+}
+
+void Optimizer::check_group(const ParamGroup& group, std::size_t index) const {
+    const char* op = kind_.c_str();
+    check(std::isfinite(group.lr) && group.lr >= 0, op,
+          "invalid learning rate {} in param group {}; need a finite lr >= 0", group.lr, index);
+    check(std::isfinite(group.weight_decay) && group.weight_decay >= 0, op,
+          "invalid weight_decay {} in param group {}; need a finite weight_decay >= 0",
+          group.weight_decay, index);
+    std::set<std::string> names;
+    std::unordered_set<const TensorImpl*> tensors;
+    for (const auto& g : groups_) {
+        for (const auto& [name, p] : g.params) {
+            names.insert(name);
+            tensors.insert(p.impl());
+        }
+    }
+    for (const auto& [name, p] : group.params) {
+        check(p.defined(), op, "parameter '{}' is an undefined tensor", name);
+        check(p.is_leaf(), op, "cannot optimize '{}': it is not a leaf (it has a grad_fn)", name);
+        check(names.insert(name).second, op,
+              "parameter name '{}' appears twice; state dicts need unique names", name);
+        check(tensors.insert(p.impl()).second, op,
+              "parameter '{}' is a tensor that appears in the parameter list twice", name);
+    }
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+    if (std::isnan(group.lr)) group.lr = default_lr_;
+    if (std::isnan(group.weight_decay)) group.weight_decay = default_weight_decay_;
+    check_group(group, groups_.size());
+    groups_.push_back(std::move(group));
+}
+
+// ---- step and zero_grad --------------------------------------------------------------------------
+
+void Optimizer::step() {
+    const std::string op = kind_ + ".step";
+    // 1. Validate everything first: a throw below leaves parameters and state untouched.
+    for (const auto& group : groups_) {
+        check(std::isfinite(group.lr) && group.lr >= 0 && std::isfinite(group.weight_decay) &&
+                  group.weight_decay >= 0,
+              op.c_str(), "a param group has lr {} and weight_decay {}; both must be finite and >= 0",
+              group.lr, group.weight_decay);
+        for (const auto& [name, p] : group.params) {
+            const TensorImpl& t = *p.impl();
+            if (t.sparse_grad) {
+                check(!t.grad, op.c_str(), "'{}' has both a dense and a row-sparse gradient", name);
+                const SparseGrad& sg = *t.sparse_grad;
+                const Shape shape = shape_of(t.data);
+                check(sg.dense_shape == shape && shape.size() == 2, op.c_str(),
+                      "'{}': row-sparse gradient of dense shape {} for a parameter of shape {}", name,
+                      shape_str(sg.dense_shape), shape_str(shape));
+                const std::size_t k = sg.indices.size();
+                check(k == 0 || (sg.values.dimension() == 2 && sg.values.shape()[0] == k &&
+                                 sg.values.shape()[1] == shape[1]),
+                      op.c_str(), "'{}': row-sparse gradient values of shape {} for {} indices of width {}",
+                      name, shape_str(sg.values.shape()), k, shape[1]);
+                for (std::size_t i = 0; i < k; ++i) {
+                    const std::int64_t row = sg.indices[i];
+                    check_index(row >= 0 && static_cast<std::size_t>(row) < shape[0], op.c_str(),
+                                "'{}': gradient row {} at position {} out of range [0, {})", name, row,
+                                i, shape[0]);
+                    check(i == 0 || sg.indices[i - 1] < row, op.c_str(),
+                          "'{}': gradient row indices must be sorted and unique (coalesced); "
+                          "{} follows {} at position {}", name, row, sg.indices[i - 1], i);
+                }
+                check_sparse_supported(name);
+            } else if (t.grad) {
+                check(t.grad->data.shape() == t.data.shape(), op.c_str(),
+                      "'{}': gradient of shape {} for a parameter of shape {}", name,
+                      shape_str(t.grad->data.shape()), shape_str(t.data.shape()));
+            }
+        }
+    }
+    // 2. Update. ParamState is created at a parameter's first gradient, never before.
+    for (const auto& group : groups_) {
+        for (const auto& [name, p] : group.params) {
+            TensorImpl& t = *p.impl();
+            if (!t.grad && !t.sparse_grad) {
+                auto it = state_.find(name);
+                if (it != state_.end()) {
+                    it->second.last_update = LastUpdate::none;
+                    it->second.rows_touched = 0;
+                }
+                continue;
+            }
+            ParamState& st = state_[name];
+            if (t.sparse_grad) {
+                update_sparse(group, t.data, *t.sparse_grad, st);
+                st.last_update = LastUpdate::sparse;
+                st.rows_touched = t.sparse_grad->indices.size();
+            } else {
+                update_dense(group, t.data, t.grad->data, st);
+                st.last_update = LastUpdate::dense;
+                st.rows_touched = t.data.dimension() == 0 ? 1 : t.data.shape()[0];
+            }
+            st.initialized = true;
+        }
+    }
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+    for (auto& group : groups_) {
+        for (auto& [name, p] : group.params) {
+            if (set_to_none) {
+                p.reset_grad();
+                continue;
+            }
+            TensorImpl& t = *p.impl();
+            if (t.grad) std::fill(t.grad->data.begin(), t.grad->data.end(), real(0));
+            if (t.sparse_grad) {  // an empty coalesced gradient: k = 0 rows
+                t.sparse_grad->indices.clear();
+                t.sparse_grad->values = Array(Shape{0, t.sparse_grad->dense_shape.at(1)});
+            }
+        }
+    }
+}
+
+// ---- state dict ------------------------------------------------------------------------------------
+
+OptimizerState Optimizer::state_dict() const {
+    OptimizerState s;
+    Metadata& md = s.metadata;
+    md["optimizer"] = kind_;
+    for (const auto& [key, value] : options_metadata()) md[key] = value;
+    md["param_groups"] = std::to_string(groups_.size());
+    const std::vector<std::string> buffers = state_buffer_names();
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+        md[fmt::format("group.{}.lr", g)] = to_decimal(groups_[g].lr);
+        md[fmt::format("group.{}.weight_decay", g)] = to_decimal(groups_[g].weight_decay);
+        for (const auto& [name, p] : groups_[g].params) {
+            md[name + ".group"] = std::to_string(g);
+            auto it = state_.find(name);
+            if (it == state_.end() || !it->second.initialized) continue;
+            const ParamState& st = it->second;
+            for (const auto& b : buffers) s.tensors.emplace_back(name + "." + b, from_array(*st.buffer(b)));
+            if (counts_steps()) md[name + ".step"] = std::to_string(st.step);
+        }
+    }
+    return s;
+}
+
+void Optimizer::load_state_dict(const OptimizerState& state) {
+    const std::string op = kind_ + ".load_state_dict";
+    const Metadata& md = state.metadata;
+    std::set<std::string> used_keys;
+    auto get = [&](const std::string& key) -> const std::string& {
+        auto it = md.find(key);
+        check(it != md.end(), op.c_str(), "the state has no metadata key '{}'", key);
+        used_keys.insert(key);
+        return it->second;
+    };
+
+    const std::string& saved_kind = get("optimizer");
+    check(saved_kind == kind_, op.c_str(), "the state is from optimizer '{}', this one is '{}'",
+          saved_kind, kind_);
+    for (const auto& [key, mine] : options_metadata()) {
+        const std::string& saved = get(key);
+        check(same_option(saved, mine), op.c_str(),
+              "option '{}' is {} in the state but {} in this optimizer; construct the optimizer "
+              "with the saved options", key, saved, mine);
+    }
+    const std::int64_t n_groups = parse_int(get("param_groups"), op, "param_groups");
+    check(n_groups == static_cast<std::int64_t>(groups_.size()), op.c_str(),
+          "the state has {} param groups, this optimizer has {}", n_groups, groups_.size());
+
+    std::map<std::string, const Tensor*> tensors;
+    for (const auto& [name, t] : state.tensors) {
+        check(tensors.emplace(name, &t).second, op.c_str(), "tensor '{}' appears twice in the state", name);
+    }
+    std::set<std::string> used_tensors;
+
+    // Build the new state aside; commit only when everything has been checked.
+    std::vector<std::pair<double, double>> new_hyper;  // (lr, weight_decay) per group
+    std::map<std::string, ParamState> new_state;
+    const std::vector<std::string> buffers = state_buffer_names();
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+        const std::string lr_key = fmt::format("group.{}.lr", g);
+        const std::string wd_key = fmt::format("group.{}.weight_decay", g);
+        const double lr = parse_double(get(lr_key), op, lr_key);
+        const double wd = parse_double(get(wd_key), op, wd_key);
+        check(std::isfinite(lr) && lr >= 0 && std::isfinite(wd) && wd >= 0, op.c_str(),
+              "group {} has lr {} and weight_decay {}; both must be finite and >= 0", g, lr, wd);
+        new_hyper.emplace_back(lr, wd);
+
+        for (const auto& [name, p] : groups_[g].params) {
+            check(md.count(name + ".group") > 0, op.c_str(),
+                  "parameter '{}' (param group {}) is not in the state", name, g);
+            const std::int64_t saved_group = parse_int(get(name + ".group"), op, name + ".group");
+            check(saved_group == static_cast<std::int64_t>(g), op.c_str(),
+                  "parameter '{}' is in param group {} in the state but in group {} here", name,
+                  saved_group, g);
+            ParamState st;
+            std::vector<std::string> present, missing;
+            for (const auto& b : buffers) {
+                auto it = tensors.find(name + "." + b);
+                if (it == tensors.end()) {
+                    missing.push_back(name + "." + b);
+                    continue;
+                }
+                const Tensor& t = *it->second;
+                check(t.defined() && t.shape() == p.shape(), op.c_str(),
+                      "tensor '{}' has shape {} but parameter '{}' has shape {}", it->first,
+                      t.defined() ? shape_str(t.shape()) : std::string("(undefined)"), name,
+                      shape_str(p.shape()));
+                *st.buffer(b) = t.data();  // a copy
+                present.push_back(it->first);
+                used_tensors.insert(it->first);
+            }
+            check(present.empty() || missing.empty(), op.c_str(),
+                  "the state has {} but not {}", fmt::join(present, ", "), fmt::join(missing, ", "));
+            st.initialized = !present.empty();
+            if (counts_steps()) {
+                const std::string step_key = name + ".step";
+                const bool has_step = md.count(step_key) > 0;
+                check(has_step == st.initialized, op.c_str(),
+                      "parameter '{}': the state has {} but {}", name,
+                      has_step ? "a step count" : "no step count",
+                      st.initialized ? "has buffers" : "no buffers");
+                if (has_step) {
+                    st.step = parse_int(get(step_key), op, step_key);
+                    check(st.step >= 1, op.c_str(), "'{}' is {}; a stepped parameter has t >= 1",
+                          step_key, st.step);
+                }
+            }
+            if (st.initialized) new_state.emplace(name, std::move(st));
+        }
+    }
+
+    std::vector<std::string> unknown;
+    for (const auto& [name, t] : tensors) {
+        if (!used_tensors.count(name)) unknown.push_back(name);
+    }
+    check(unknown.empty(), op.c_str(), "the state has tensors this optimizer does not expect: {}",
+          fmt::join(unknown, ", "));
+    for (const auto& [key, value] : md) {
+        if (!used_keys.count(key)) unknown.push_back(key);
+    }
+    check(unknown.empty(), op.c_str(), "the state has metadata keys this optimizer does not expect: {}",
+          fmt::join(unknown, ", "));
+
+    // Commit (nothing below can throw but allocation).
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+        groups_[g].lr = new_hyper[g].first;
+        groups_[g].weight_decay = new_hyper[g].second;
+    }
+    state_ = std::move(new_state);
+}
+
+}  // namespace xgrad::optim

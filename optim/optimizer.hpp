@@ -1,0 +1,194 @@
+// optim/optimizer.hpp — what every optimizer shares: parameter groups, zero_grad(), the
+// per-parameter state, state_dict()/load_state_dict(), and the optimizer-state memory report.
+//
+// The algorithms live beside their formulas in optim/sgd.cpp and optim/adam.cpp; a training
+// loop uses them the way LibTorch's C++ frontend does:
+//
+//     optim::Adam opt(model.named_parameters(), optim::AdamOptions(3e-3));
+//     std::cout << opt.memory_report() << "\n";   // bytes per parameter tensor
+//     opt.zero_grad();  loss.backward();  opt.step();
+//
+// State is lazy, as in PyTorch: a parameter gets its buffers (momentum, Adam's moments) at the
+// first step() at which it has a gradient. Before that the optimizer holds 0 state bytes.
+//
+// Legend: V rows of an embedding table, d its width, k rows present in a row-sparse gradient,
+//         t the step count of one parameter tensor, n the elements of a parameter.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace xgrad::optim {
+
+using Metadata = std::map<std::string, std::string>;
+
+// ---- parameter groups -------------------------------------------------------------------------
+// A set of parameters that share a learning rate and a weight decay, as in PyTorch's
+// param_groups. A NaN field (the default) means "take it from the optimizer's options":
+//     ParamGroup{model.named_parameters()}            lr and weight_decay from the options
+//     ParamGroup{head.named_parameters(), 1e-2, 0.0}  its own lr and no weight decay
+// After the optimizer is constructed every group holds plain numbers, and a scheduler may set
+// `lr` (and a user `weight_decay`) between steps through param_groups().
+struct ParamGroup {
+    NamedTensors params;
+    double lr = std::numeric_limits<double>::quiet_NaN();            // learning rate γ
+    double weight_decay = std::numeric_limits<double>::quiet_NaN();  // λ
+};
+
+// ---- state dict -------------------------------------------------------------------------------
+// Everything needed to resume training bit for bit, in the shape of a safetensors file
+// (nn::save_safetensors(path, s.tensors, s.metadata) writes it). Names:
+//   tensors    "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.max_exp_avg_sq" (Adam, AdamW),
+//              "<param>.momentum_buffer" (SGD); each the parameter's shape; only for
+//              parameters whose state exists (those that have been stepped)
+//   metadata   "optimizer"                 "SGD", "Adam" or "AdamW"
+//              "momentum", "beta1", ...     the options (decimal strings; bools "true"/"false")
+//              "param_groups"               number of groups
+//              "group.<g>.lr", "group.<g>.weight_decay"
+//              "<param>.group"              the group index of every parameter
+//              "<param>.step"               t, for optimizers that count steps (Adam, AdamW)
+// Doubles are written in the shortest form that reads back to the same double, so lr and the
+// options survive the round trip exactly.
+struct OptimizerState {
+    NamedTensors tensors;
+    Metadata metadata;
+};
+
+// ---- memory report ------------------------------------------------------------------------------
+// How the last step() changed a parameter.
+enum class LastUpdate { none, dense, sparse };
+
+// One parameter tensor. All sizes in bytes, counted exactly: the payload of each array
+// (elements · sizeof(real)) and sizeof(std::int64_t) = 8 per step counter. The C++ object
+// headers around them (an xarray's shape and strides, about 100 bytes each) are not counted,
+// just as PyTorch's tensor metadata is not.
+struct MemoryRow {
+    std::string name;
+    Shape shape;
+    std::size_t numel = 0;
+    std::size_t rows = 0;                   // shape[0]; 1 for a 0-d tensor
+    std::size_t param_bytes = 0;            // numel · sizeof(real)
+    std::size_t grad_bytes = 0;             // dense: numel · sizeof(real); sparse: SparseGrad::nbytes()
+                                            // = k · (8 + d · sizeof(real)); no gradient: 0
+    std::size_t exp_avg_bytes = 0;          // m
+    std::size_t exp_avg_sq_bytes = 0;       // v
+    std::size_t max_exp_avg_sq_bytes = 0;   // max over steps of v (amsgrad)
+    std::size_t momentum_buffer_bytes = 0;  // b (SGD with momentum)
+    std::size_t step_bytes = 0;             // t: 8 once allocated (Adam, AdamW); SGD keeps none
+    LastUpdate last_update = LastUpdate::none;
+    std::size_t rows_touched = 0;           // rows the last step() changed: k (sparse), rows (dense)
+
+    std::size_t state_bytes() const;        // the sum of the five state columns
+    double state_bytes_per_element() const; // state_bytes / numel (0 when numel is 0)
+};
+
+struct MemoryReport {
+    std::string optimizer;                   // "Adam", ...
+    std::vector<std::string> state_columns;  // the state this optimizer keeps, e.g. exp_avg, step
+    std::vector<MemoryRow> rows;             // one per parameter, in param_groups() order
+    MemoryRow total() const;                 // column sums (name "total"; no shape)
+};
+
+// An aligned table: exact bytes per column, a human-readable (B/KiB/MiB/GiB) column for the
+// state, then a summary line with parameters, gradients and state in human-readable units.
+std::ostream& operator<<(std::ostream& os, const MemoryReport& report);
+// "812 B", "1.50 KiB", "3.00 MiB" (powers of 1024).
+std::string human_bytes(std::size_t bytes);
+
+// ---- per-parameter state ---------------------------------------------------------------------------
+// What an algorithm keeps for one parameter between steps. Buffers are empty (0 elements)
+// until the parameter's first step; then those the optimizer uses have the parameter's shape.
+struct ParamState {
+    bool initialized = false;                // set after the first step that saw a gradient
+    std::int64_t step = 0;                   // t (Adam, AdamW)
+    Array exp_avg = Array(Shape{0});         // m
+    Array exp_avg_sq = Array(Shape{0});      // v
+    Array max_exp_avg_sq = Array(Shape{0});  // v_max (amsgrad)
+    Array momentum_buffer = Array(Shape{0}); // b
+    // Bookkeeping for memory_report() only: not algorithm state, not saved, not counted.
+    LastUpdate last_update = LastUpdate::none;
+    std::size_t rows_touched = 0;
+
+    // By state-dict name ("exp_avg", ...); null if unknown.
+    Array* buffer(const std::string& name);
+    const Array* buffer(const std::string& name) const;
+};
+
+// ---- the base class -------------------------------------------------------------------------------
+class Optimizer {
+public:
+    virtual ~Optimizer() = default;
+    Optimizer(const Optimizer&) = delete;  // two optimizers would share parameters but not state
+    Optimizer& operator=(const Optimizer&) = delete;
+
+    // One update of every parameter that has a gradient (dense or row-sparse); parameters
+    // without one are skipped and keep their state unchanged. Updates write the parameters'
+    // .data() arrays directly, so they are never recorded by autograd: parameters stay leaves.
+    // Throws ValueError before changing anything if a gradient is malformed (shape, indices)
+    // or if the optimizer does not support it (SGD with momentum, or amsgrad, on a sparse one).
+    void step();
+
+    // set_to_none (the default, as in PyTorch ≥ 2.0): drop every gradient (reset_grad()).
+    // Otherwise: fill dense gradients with 0 in place, and empty sparse ones (k = 0).
+    void zero_grad(bool set_to_none = true);
+
+    std::vector<ParamGroup>& param_groups() { return groups_; }
+    const std::vector<ParamGroup>& param_groups() const { return groups_; }
+    // Appends a group (NaN fields from the options). Throws ValueError on a bad lr or
+    // weight_decay, a parameter name already present, or the same tensor twice.
+    void add_param_group(ParamGroup group);
+
+    // A deep copy of the state (see OptimizerState for the names).
+    OptimizerState state_dict() const;
+    // Restores state from state_dict(): step counts, buffers, and every group's lr and
+    // weight_decay. The options (betas, momentum, ...) are checked, not restored: they must
+    // equal this optimizer's. Throws ValueError naming the first difference (optimizer kind,
+    // option, group count, a parameter's group, a missing or unexpected tensor or key, a
+    // shape) and then leaves the optimizer exactly as it was.
+    void load_state_dict(const OptimizerState& state);
+
+    // Bytes of each parameter, its gradient and its optimizer state, as they are now.
+    MemoryReport memory_report() const;
+
+    const std::string& name() const { return kind_; }  // "SGD", "Adam", "AdamW"
+
+protected:
+    // `kind` names the algorithm in messages and state dicts; NaN group fields are filled
+    // with default_lr / default_weight_decay. Throws ValueError for an empty parameter list,
+    // an undefined or non-leaf parameter, duplicates, or a negative lr or weight_decay.
+    Optimizer(std::string kind, std::vector<ParamGroup> groups, double default_lr,
+              double default_weight_decay);
+
+    // The algorithm. `grad` has the parameter's shape (dense) or is row-sparse (lazy update of
+    // its k rows). `state.initialized` is false at the parameter's first step.
+    virtual void update_dense(const ParamGroup& group, Array& param, const Array& grad,
+                              ParamState& state) = 0;
+    virtual void update_sparse(const ParamGroup& group, Array& param, const SparseGrad& grad,
+                               ParamState& state) = 0;
+    // Throws ValueError if `param_name`'s row-sparse gradient cannot be used (checked by step()
+    // for every parameter before any update, so a failed step changes nothing).
+    virtual void check_sparse_supported(const std::string& param_name) const = 0;
+    // The buffers one parameter's state holds after its first step, by state-dict name.
+    virtual std::vector<std::string> state_buffer_names() const = 0;
+    virtual bool counts_steps() const = 0;
+    // The options as decimal strings ("beta1" → "0.9"), for state_dict and its check on load.
+    virtual Metadata options_metadata() const = 0;
+
+private:
+    void check_group(const ParamGroup& group, std::size_t index) const;
+
+    std::string kind_;
+    double default_lr_;
+    double default_weight_decay_;
+    std::vector<ParamGroup> groups_;
+    std::map<std::string, ParamState> state_;  // by parameter name (names are unique)
+};
+
+}  // namespace xgrad::optim
