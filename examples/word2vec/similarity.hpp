@@ -1,0 +1,42 @@
+// examples/word2vec/similarity.hpp — reading a trained embedding table: cosine similarity,
+// nearest neighbours, and the within-group against cross-group check of the seed lessons.
+//
+//   cos(a, b) = a·b / (‖a‖ ‖b‖)   ∈ [−1, 1]: 1 for the same direction, 0 for orthogonal
+//
+// Legend: V vocabulary size, d embedding width.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace word2vec {
+
+// Each row of E (V, d) divided by its length, so that a dot product of two rows is their
+// cosine. A zero row stays zero (its cosine with anything is then 0).   (V, d)
+xgrad::Array unit_rows(const xgrad::Array& E);
+
+// E minus its mean row: e_w − (1/V) Σ_u e_u.   (V, d)
+// Skip-gram vectors share a common direction: the negatives of every centre c come from the
+// same P_n, so every v_c gets, on average, the same push −k·E_{n~P_n}[σ(u_n·v_c) u_n], and the
+// model has no bias term to absorb it. This lifts the cosine of any two words.
+// Removing the mean is the first step of "all-but-the-top" (Mu & Viswanath 2018); after it a
+// random pair of words has a mean cosine near 0, so group differences are easier to read.
+xgrad::Array centred_rows(const xgrad::Array& E);
+
+// cos(row a, row b) of a unit_rows() table.
+double cosine(const xgrad::Array& unit, std::int64_t a, std::int64_t b);
+
+// The n rows most similar to row `query` (itself excluded), best first: (ID, cosine).
+std::vector<std::pair<std::int64_t, double>> nearest(const xgrad::Array& unit, std::int64_t query, std::size_t n);
+
+// Mean cosine over all unordered pairs {a, b}, a ≠ b, within `ids`; and over all pairs
+// (a ∈ ids_a, b ∈ ids_b) across two groups.
+double mean_within(const xgrad::Array& unit, const std::vector<std::int64_t>& ids);
+double mean_across(const xgrad::Array& unit, const std::vector<std::int64_t>& ids_a,
+                   const std::vector<std::int64_t>& ids_b);
+
+}  // namespace word2vec
