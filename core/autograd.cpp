@@ -21,20 +21,26 @@ namespace xgrad {
 // ---- Node destruction without recursion --------------------------------------------------------
 // Dropping the last handle to the end of a long chain would otherwise free node n, which
 // frees input n-1, which frees node n-1, ... one stack frame per op. Instead, the outermost
-// ~Node drains a queue of inputs it took over, so the depth stays constant.
+// ~Node keeps a queue, on its own stack, of the inputs it took over; a ~Node nested inside
+// it only appends to that queue, so the depth stays constant.
+// The queue is found through a thread_local raw pointer, which has no destructor: a graph
+// may be freed after this thread's thread_local objects are gone (a graph held by a static
+// or thread_local Tensor, freed at exit), so ~Node must not rely on one.
 Node::~Node() {
-    thread_local std::vector<std::shared_ptr<TensorImpl>> pending;
-    thread_local bool draining = false;
-    for (auto& in : inputs) pending.push_back(std::move(in));
-    backward = nullptr;
-    if (draining) return;
-    draining = true;
+    thread_local std::vector<std::shared_ptr<TensorImpl>>* queue = nullptr;
+    if (queue) {  // inside an outer ~Node: hand the inputs over and return
+        for (auto& in : inputs) queue->push_back(std::move(in));
+        return;   // (backward is destroyed after this, still inside the outer ~Node)
+    }
+    std::vector<std::shared_ptr<TensorImpl>> pending = std::move(inputs);
+    queue = &pending;
+    backward = nullptr;  // what the closure held is queued too
     while (!pending.empty()) {
         std::shared_ptr<TensorImpl> victim = std::move(pending.back());
         pending.pop_back();
         victim.reset();  // may run another ~Node, which only appends to `pending`
     }
-    draining = false;
+    queue = nullptr;
 }
 
 // ---- grad mode --------------------------------------------------------------------------------

@@ -176,8 +176,9 @@ Tensor rdiv(real s, const Tensor& a) {
 
 // ---- pow -----------------------------------------------------------------------------------------
 // forward : y = x^p                         p a scalar
-// backward: dL/dx = g · p · x^(p-1)
-// ref: power rule
+// backward: dL/dx = g · p · x^(p-1),  and exactly 0 for p = 0: x^0 is constant, and the
+//           formula would give 0 · x^-1 = 0 · inf = NaN at x = 0
+// ref: power rule; PyTorch's pow_backward masks p = 0 the same way
 // A plain std::pow loop: xsimd's vectorised pow trips GCC 12's -Wuninitialized false
 // positive inside its own AVX-512 intrinsics header (GCC bug 105593).
 static Array pow_elementwise(const Array& x, real p) {
@@ -189,6 +190,7 @@ static Array pow_elementwise(const Array& x, real p) {
 Tensor pow(const Tensor& x, real p) {
     return make_result(pow_elementwise(x.data(), p), "pow", {x},
                        [x = x.data(), p](const Array& g, const Array&) {
+                           if (p == 0) return Grads{Array(xt::zeros<real>(x.shape()))};
                            return Grads{Array(g * p * pow_elementwise(x, p - 1))};
                        });
 }
