@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/autograd.hpp"
@@ -14,25 +15,55 @@
 
 namespace xgrad::nn::functional {
 
+namespace {
+
+void check_defined(const Tensor& t, const char* op, const char* what) {
+    check(t.defined(), op, "{} is an undefined tensor", what);
+}
+
+// A Reduction made by casting an arbitrary integer would otherwise be treated as Sum, with a
+// zero gradient.
+void check_reduction(Reduction r, const char* op) {
+    check(r == Reduction::Mean || r == Reduction::Sum || r == Reduction::None, op,
+          "unknown reduction {}; use Reduction::Mean, Sum or None", static_cast<int>(r));
+}
+
+// The multi-index of flat (row-major) element `flat` in `shape`: "(1, 2)".
+std::string position_str(std::size_t flat, const Shape& shape) {
+    std::vector<std::size_t> pos(shape.size());
+    for (std::size_t i = shape.size(); i-- > 0;) {
+        pos[i] = flat % shape[i];
+        flat /= shape[i];
+    }
+    return shape_str(pos);
+}
+
+}  // namespace
+
 // ---- gelu --------------------------------------------------------------------------------------------
-// forward : y = x · Φ(x),             Φ(x) = ½ (1 + erf(x / √2))
+// forward : y = x · Φ(x),             Φ(x) = ½ (1 + erf(x / √2)) = ½ erfc(-x / √2)
 // backward: dL/dx = g · (Φ(x) + x · φ(x)),   φ(x) = e^(-x²/2) / √(2π)
+// Φ is computed as ½ erfc(-x/√2): the same value, but 1 + erf(x/√2) cancels to 0 for x < -8
+// and would make gelu(-10) = 0 instead of -7.6e-23. At x = ±∞ the products ∞ · 0 would be
+// nan; their limits are used instead: x·Φ(x) → 0 as x → -∞, x·φ(x) → 0 as x → ±∞.
 // ref: Hendrycks & Gimpel 2016, "Gaussian Error Linear Units"; PyTorch docs, torch.nn.GELU
 Tensor gelu(const Tensor& x) {
+    check_defined(x, "gelu", "the input");
     const Array& xd = x.data();
+    const double inv_sqrt2 = 1 / std::sqrt(2.0);
     Array y(xd.shape());
     for (std::size_t i = 0; i < xd.size(); ++i) {
         const double v = xd.data()[i];
-        y.data()[i] = static_cast<real>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+        y.data()[i] = static_cast<real>(std::isinf(v) ? std::max(v, 0.0) : v * 0.5 * std::erfc(-v * inv_sqrt2));
     }
-    return make_result(std::move(y), "gelu", {x}, [xd](const Array& g, const Array&) {
+    return make_result(std::move(y), "gelu", {x}, [xd, inv_sqrt2](const Array& g, const Array&) {
         Array gx(xd.shape());
         const double inv_sqrt_2pi = 1 / std::sqrt(2 * M_PI);
         for (std::size_t i = 0; i < xd.size(); ++i) {
             const double v = xd.data()[i];
-            const double cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
-            const double pdf = inv_sqrt_2pi * std::exp(-0.5 * v * v);
-            gx.data()[i] = static_cast<real>(g.data()[i] * (cdf + v * pdf));
+            const double cdf = 0.5 * std::erfc(-v * inv_sqrt2);
+            const double x_pdf = std::isinf(v) ? 0.0 : v * inv_sqrt_2pi * std::exp(-0.5 * v * v);
+            gx.data()[i] = static_cast<real>(g.data()[i] * (cdf + x_pdf));
         }
         return Grads{std::move(gx)};
     });
@@ -46,7 +77,12 @@ Tensor gelu(const Tensor& x) {
 // One gemm each, with W used transposed in place (no Wᵀ copy): the reason this op is fused
 // rather than composed as matmul(x, transpose(W)) + b.
 // ref: PyTorch docs, torch.nn.functional.linear
+// Empty sizes: R = 0 (an empty batch) gives an empty y and dW = 0; in = 0 gives y = b. A gemm
+// whose inner size K is 0 is an empty sum, so its output is zero-filled here rather than left
+// to the BLAS library.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    check_defined(x, "linear", "the input");
+    check_defined(weight, "linear", "the weight");
     check(weight.dim() == 2, "linear", "weight must be (out, in); got shape {}", shape_str(weight.shape()));
     const std::size_t out = weight.shape()[0], in = weight.shape()[1];
     check(x.dim() >= 1 && x.shape().back() == in, "linear",
@@ -54,10 +90,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
           shape_str(weight.shape()));
     check(!bias.defined() || bias.shape() == Shape{out}, "linear", "bias of shape {} does not match ({},)",
           bias.defined() ? shape_str(bias.shape()) : std::string(), out);
-    const std::size_t R = x.numel() / std::max<std::size_t>(in, 1);
+    std::size_t R = 1;  // product of the leading dims (not numel / in, which fails for in = 0)
+    for (std::size_t i = 0; i + 1 < x.dim(); ++i) R *= x.shape()[i];
     Shape ys = x.shape();
     ys.back() = out;
     Array y(ys);
+    if (in == 0) y.fill(0);
     gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, 0, y.data(), out);
     if (bias.defined()) {
         const real* b = bias.data().data();
@@ -78,6 +116,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             }
             if (rw) {
                 Array dw(W.shape());
+                if (R == 0) dw.fill(0);
                 gemm(true, false, out, in, R, 1, g.data(), out, X.data(), in, 0, dw.data(), in);
                 grads[1] = std::move(dw);
             }
@@ -100,6 +139,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 // ref: PyTorch docs, torch.nn.functional.embedding; the lesson "From Token IDs to Embedding Vectors"
 Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx,
                  bool sparse, std::shared_ptr<EmbeddingStats> stats) {
+    check_defined(weight, "embedding", "the weight");
     check(weight.dim() == 2, "embedding", "weight must be (V, d); got shape {}", shape_str(weight.shape()));
     const auto V = static_cast<std::int64_t>(weight.shape()[0]);
     const std::size_t d = weight.shape()[1];
@@ -178,6 +218,7 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
             const real* src = g.data() + from[i] * d;
             for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
         }
+        // rows.size() additions of d values; the one-time zero-fill of a new (V, d) .grad is not counted.
         if (stats) stats->bytes_written = rows.size() * d * sizeof(real);
         if (leaf) return Grads{std::nullopt};
         return Grads{std::move(fresh)};
@@ -190,6 +231,8 @@ namespace {
 // Checks logits (..., C) against targets (...) and returns (N, C) with N = targets.numel().
 std::pair<std::size_t, std::size_t> class_shapes(const Tensor& logits, const IndexTensor& targets,
                                                  const CrossEntropyOptions& o, const char* op) {
+    check_defined(logits, op, "the input");
+    check_reduction(o.reduction, op);
     const Shape ls = logits.shape(), ts = targets.shape();
     check(ls.size() >= 2 && ls.size() == ts.size() + 1 && std::equal(ts.begin(), ts.end(), ls.begin()), op,
           "logits {} and targets {} do not match: expected logits (N, C) with targets (N,), "
@@ -199,9 +242,9 @@ std::pair<std::size_t, std::size_t> class_shapes(const Tensor& logits, const Ind
     check(C > 0, op, "logits {} have no classes", shape_str(ls));
     const std::int64_t* t = targets.data().data();
     for (std::size_t i = 0; i < N; ++i) {
-        check_index(t[i] == o.ignore_index || (t[i] >= 0 && t[i] < static_cast<std::int64_t>(C)), op,
-                    "target {} at flat position {} out of range [0, {}) (ignore_index is {})", t[i], i, C,
-                    o.ignore_index);
+        if (t[i] == o.ignore_index || (t[i] >= 0 && t[i] < static_cast<std::int64_t>(C))) continue;
+        throw IndexError(fmt::format("{}: target {} at position {} out of range [0, {}) (ignore_index is {})", op,
+                                     t[i], position_str(i, ts), C, o.ignore_index));
     }
     return {N, C};
 }
@@ -318,13 +361,17 @@ Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const Cross
 
 // ---- mse_loss (composed) -----------------------------------------------------------------------
 // loss = reduce((input - target)²); its backward comes from sub, pow, mean/sum.
+// The mean of no elements is 0 (as for the other losses here; PyTorch gives nan).
 // ref: PyTorch docs, torch.nn.functional.mse_loss
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+    check_defined(input, "mse_loss", "the input");
+    check_defined(target, "mse_loss", "the target");
+    check_reduction(reduction, "mse_loss");
     check(input.shape() == target.shape(), "mse_loss", "input {} and target {} must have the same shape",
           shape_str(input.shape()), shape_str(target.shape()));
     Tensor sq = pow(input - target, 2);
     switch (reduction) {
-        case Reduction::Mean: return mean(sq);
+        case Reduction::Mean: return sq.numel() == 0 ? sum(sq) : mean(sq);
         case Reduction::Sum: return sum(sq);
         case Reduction::None: return sq;
     }
@@ -335,16 +382,30 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 // forward : ℓ_i = max(x_i, 0) - x_i y_i + log(1 + e^(-|x_i|))
 //           (= -y log σ(x) - (1 - y) log(1 - σ(x)), rearranged so no exponent is positive)
 // backward: dL/dx_i = s_i · (σ(x_i) - y_i),  s_i = g / n (mean), g (sum) or g_i (none)
+// Targets must lie in [0, 1]: anything else (class IDs passed as floats, a nan) gives a loss
+// without meaning, possibly negative, so it throws. The mean of no elements is 0. At x = ±∞
+// the formula would give ∞ - ∞ = nan; the limit is used instead (PyTorch gives nan there).
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, Reduction reduction) {
     const char* op = "binary_cross_entropy_with_logits";
+    check_defined(logits, op, "the input");
+    check_defined(targets, op, "the target");
+    check_reduction(reduction, op);
     check(logits.shape() == targets.shape(), op, "logits {} and targets {} must have the same shape",
           shape_str(logits.shape()), shape_str(targets.shape()));
     const std::size_t n = logits.numel();
     const real* x = logits.data().data();
     const real* y = targets.data().data();
+    for (std::size_t i = 0; i < n; ++i)
+        check(y[i] >= 0 && y[i] <= 1, op, "target {} at position {} outside [0, 1] (targets are probabilities)",
+              y[i], position_str(i, targets.shape()));
     std::vector<double> loss(n);
     for (std::size_t i = 0; i < n; ++i) {
         const double xi = x[i];
+        if (std::isinf(xi)) {  // the limit: 0 if the target is exactly the side x points to, else +∞
+            const double miss = xi > 0 ? 1 - y[i] : y[i];
+            loss[i] = miss == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+            continue;
+        }
         loss[i] = std::max(xi, 0.0) - xi * y[i] + std::log1p(std::exp(-std::abs(xi)));
     }
     return make_result(reduce_rows(loss, reduction, n, logits.shape()), op, {logits},

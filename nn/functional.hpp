@@ -39,7 +39,8 @@ struct EmbeddingStats {
     std::size_t tokens = 0;         // IDs looked up (padding included)
     std::size_t rows_touched = 0;   // distinct rows that received gradient (k)
     std::size_t duplicates = 0;     // lookups of a row already seen in the batch: tokens - padding - k
-    std::size_t bytes_written = 0;  // gradient bytes written by this backward
+    std::size_t bytes_written = 0;  // gradient bytes written by this backward: dense, one row
+                                    // of d values per non-padding lookup; sparse, k rows + k indices
 };
 
 // Row lookup y[..., :] = weight[ids[...], :].   weight (V, d), ids any shape (...) int64,
@@ -70,6 +71,8 @@ struct CrossEntropyOptions {
 // returns 0 (PyTorch returns nan = 0/0) and the gradient is exactly 0 either way.
 // Throws IndexError for a target outside [0, C) that is not ignore_index (value, position,
 // C), ValueError for mismatched shapes or label_smoothing outside [0, 1].
+// Non-finite logits never crash; as in PyTorch, a nan logit makes its row's loss and gradient
+// nan, a -inf target logit gives +inf, and a row of all -inf (or any +inf) gives nan.
 // ref: PyTorch docs, torch.nn.functional.cross_entropy
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const CrossEntropyOptions& options = {});
 
@@ -78,13 +81,16 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
 Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const CrossEntropyOptions& options = {});
 
 // Mean squared error, (input - target)², reduced. input and target have the same shape.
+// The mean of an empty input is 0.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 // Binary cross-entropy on logits, fused and stable:
 //   ℓ = max(x, 0) - x·y + log(1 + e^(-|x|))      = -[y log σ(x) + (1-y) log(1-σ(x))]
 //   dℓ/dx = σ(x) - y
 // logits and targets (probabilities in [0, 1]) have the same shape; the targets get no
-// gradient. ref: PyTorch docs, torch.nn.functional.binary_cross_entropy_with_logits
+// gradient. Throws ValueError for a target outside [0, 1] (value and position) or mismatched
+// shapes. The mean of an empty input is 0.
+// ref: PyTorch docs, torch.nn.functional.binary_cross_entropy_with_logits
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                         Reduction reduction = Reduction::Mean);
 

@@ -2,6 +2,7 @@
 #include "nn/module.hpp"
 
 #include <map>
+#include <set>
 
 #include "nn/serialize.hpp"
 
@@ -28,9 +29,22 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
     return tensor;
 }
 
+// True if `target` is this module or one of its descendants. The tree is acyclic (add_child
+// keeps it so), so the recursion ends; its depth is the tree's depth.
+bool Module::contains(const Module* target) const {
+    if (this == target) return true;
+    for (const auto& [_, child] : children_)
+        if (child->contains(target)) return true;
+    return false;
+}
+
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
     check_name(name, "register_module");
     check(module != nullptr, "register_module", "module '{}' is null", name);
+    // A module registered inside itself (directly or through its children) would make
+    // named_parameters() and train() recurse forever, and the shared_ptr cycle would leak.
+    check(!module->contains(this), "register_module",
+          "module '{}' is this module or one of its ancestors; a module tree cannot have a cycle", name);
     for (const auto& [n, _] : children_)
         check(n != name, "register_module", "module '{}' is already registered", name);
     for (const auto& [n, _] : params_)
@@ -44,8 +58,15 @@ void Module::collect(const std::string& prefix, NamedTensors& out) const {
 }
 
 NamedTensors Module::named_parameters() const {
+    NamedTensors all;
+    collect("", all);
+    // A tensor reachable under two names (a tied weight, or one module registered twice) is
+    // listed once, under its first name, as PyTorch does: otherwise an optimizer would step it
+    // twice and num_parameters() would count it twice.
+    std::set<const TensorImpl*> seen;
     NamedTensors out;
-    collect("", out);
+    for (auto& [name, t] : all)
+        if (seen.insert(t.impl()).second) out.emplace_back(std::move(name), std::move(t));
     return out;
 }
 

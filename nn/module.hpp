@@ -38,13 +38,17 @@ public:
     Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
 
     // Registers a child module; its parameters appear as "<name>.<param>". Returns `module`.
+    // Throws ValueError on a bad name, a null module, or a cycle (`module` is this module or
+    // one of its ancestors).
     template <class M>
     std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
         add_child(name, module);
         return module;
     }
 
-    // All parameters of this module and its descendants, depth first in registration order.
+    // All parameters of this module and its descendants, depth first: each module's own
+    // parameters in registration order, then its children's. A tensor reachable under two
+    // names (a tied weight, a module registered twice) appears once, under its first name.
     NamedTensors named_parameters() const;
     std::vector<Tensor> parameters() const;
     // Σ numel over parameters(): the number of learned scalars.
@@ -79,6 +83,7 @@ public:
 private:
     void add_child(const std::string& name, std::shared_ptr<Module> module);
     void collect(const std::string& prefix, NamedTensors& out) const;
+    bool contains(const Module* target) const;
 
     NamedTensors params_;
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

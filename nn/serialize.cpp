@@ -3,13 +3,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +52,13 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
         offset += bytes;
     }
     if (!metadata.empty()) header["__metadata__"] = metadata;
-    std::string text = header.dump();
+    std::string text;
+    try {
+        text = header.dump();  // throws on a name or metadata string that is not valid UTF-8
+    } catch (const nlohmann::json::exception& e) {
+        throw ValueError(fmt::format("save_safetensors: a tensor name or metadata string is not valid UTF-8 ({})",
+                                     e.what()));
+    }
     text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
     const std::uint64_t n = text.size();
 
@@ -63,6 +71,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     bool ok = std::fwrite(&n, 8, 1, out) == 1 && std::fwrite(text.data(), 1, text.size(), out) == text.size();
     for (const auto& [_, t] : tensors) {
         if (!ok) break;
+        if (t.numel() == 0) continue;  // an empty array's data() may be null, which fwrite must not get
         ok = std::fwrite(t.data().data(), sizeof(real), t.numel(), out) == t.numel();
     }
     ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
@@ -75,6 +84,11 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
 
 SafetensorsFile load_safetensors(const std::string& path) {
     check(host_is_little_endian(), "load_safetensors", "big-endian hosts are not supported");
+    // Only regular files: a directory opens and then reads as 0 bytes, and a device such as
+    // /dev/zero would be read until memory runs out.
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+        throw std::runtime_error("load_safetensors: '" + path + "' is not a regular file (a directory, device or pipe?)");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("load_safetensors: cannot open '" + path + "'");
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -86,9 +100,22 @@ SafetensorsFile load_safetensors(const std::string& path) {
     check(n <= kMaxHeader && n <= bytes.size() - 8, op,
           "'{}' declares a {}-byte header but has {} bytes after the length (limit 100 MB)", path, n,
           bytes.size() - 8);
+    // Duplicate keys are invalid safetensors, but a JSON parser silently keeps the last one;
+    // the parser callback sees every key and refuses a repeat within one object.
+    std::vector<std::set<std::string>> keys;  // one set per open object
+    auto no_duplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using E = nlohmann::json::parse_event_t;
+        if (event == E::object_start) keys.emplace_back();
+        if (event == E::object_end) keys.pop_back();
+        if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second)
+            throw ValueError(fmt::format("{}: '{}' has a header with the duplicate key '{}'", op, path,
+                                         parsed.get<std::string>()));
+        return true;
+    };
     nlohmann::json header;
     try {
-        header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+        header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n),
+                                       no_duplicates);
     } catch (const nlohmann::json::exception& e) {
         throw ValueError(fmt::format("{}: '{}' has a header that is not valid JSON ({})", op, path, e.what()));
     }
@@ -96,7 +123,11 @@ SafetensorsFile load_safetensors(const std::string& path) {
     const std::size_t data_begin = 8 + n, data_size = bytes.size() - data_begin;
 
     SafetensorsFile file;
-    std::vector<std::pair<std::size_t, std::string>> order;  // (begin offset, name)
+    struct Span {
+        std::size_t begin, end;  // byte offsets in the data section
+        std::string name;
+    };
+    std::vector<Span> order;  // one per tensor, in header (key) order
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string& name = it.key();
         const auto& e = it.value();
@@ -124,6 +155,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
             check(shape.back() == 0 || numel <= SIZE_MAX / shape.back(), op, "'{}': tensor '{}' is too large", path, name);
             numel *= shape.back();
         }
+        check(numel <= SIZE_MAX / elem, op, "'{}': tensor '{}' of shape {} is too large", path, name,
+              shape_str(shape));
         const auto& offs = e["data_offsets"];
         check(offs[0].is_number_unsigned() && offs[1].is_number_unsigned(), op,
               "'{}': tensor '{}' has invalid data_offsets", path, name);
@@ -131,7 +164,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
         check(begin <= end && end <= data_size, op,
               "'{}': tensor '{}' spans bytes [{}, {}) but the data section has {} bytes (truncated file?)",
               path, name, begin, end, data_size);
-        check(numel <= SIZE_MAX / elem && end - begin == numel * elem, op,
+        check(end - begin == numel * elem, op,
               "'{}': tensor '{}' of shape {} {} needs {} bytes but data_offsets give {}", path, name,
               shape_str(shape), dtype, numel * elem, end - begin);
 
@@ -148,13 +181,30 @@ SafetensorsFile load_safetensors(const std::string& path) {
                 a.data()[i] = static_cast<real>(v);
             }
         }
-        order.emplace_back(begin, name);
+        order.push_back({begin, end, name});
         file.tensors.emplace_back(name, from_array(std::move(a)));
     }
     // Report tensors in file order (JSON objects are parsed in key order).
     std::vector<std::size_t> idx(order.size());
     for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return order[a].first < order[b].first; });
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        return std::tie(order[a].begin, order[a].end) < std::tie(order[b].begin, order[b].end);
+    });
+    // The tensors must tile the data section exactly, as the reference reader demands: each
+    // begins where the previous one ends, and the last ends at the end of the file. Overlaps
+    // would alias two tensors' bytes; gaps and trailing bytes mean a damaged or foreign file.
+    std::size_t expected = 0;
+    for (std::size_t i : idx) {
+        const Span& t = order[i];
+        check(t.begin >= expected, op,
+              "'{}': tensor '{}' starts at byte {}, inside the previous tensor, which ends at {} (overlap)", path,
+              t.name, t.begin, expected);
+        check(t.begin == expected, op, "'{}': tensor '{}' starts at byte {}, but the previous tensor ends at {} (a gap)",
+              path, t.name, t.begin, expected);
+        expected = t.end;
+    }
+    check(expected == data_size, op, "'{}': {} trailing byte(s) after the last tensor (the data section has {} bytes)",
+          path, data_size - expected, data_size);
     NamedTensors sorted;
     for (std::size_t i : idx) sorted.push_back(std::move(file.tensors[i]));
     file.tensors = std::move(sorted);

@@ -31,14 +31,17 @@ struct SafetensorsFile {
 // Writes `tensors` (dtype F32 in the float build, F64 in the double build) and `metadata`.
 // Atomic: the bytes go to "<path>.tmp-<pid>" first, which is renamed over `path` only after
 // a successful write, so a crash never leaves a half-written checkpoint. Throws ValueError
-// for duplicate or empty names, std::runtime_error for I/O errors.
+// for duplicate, empty or non-UTF-8 names and undefined tensors, std::runtime_error for I/O
+// errors (the temporary file is removed).
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const Metadata& metadata = {});
 
-// Reads and validates a whole file: header length within the file and ≤ 100 MB, valid JSON,
-// known dtypes (F32, F64; converted to `real`), shapes whose byte size matches their offsets,
-// offsets inside the data section. Throws std::runtime_error if the file cannot be read and
-// ValueError (naming the file and the problem) if it is malformed or truncated.
+// Reads and validates a whole file: header length within the file and ≤ 100 MB, valid JSON
+// without duplicate keys, known dtypes (F32, F64; converted to `real`), shapes whose byte size
+// matches their offsets, and tensors that tile the data section exactly (no overlap, no gap,
+// no trailing bytes), as the reference reader requires. Throws std::runtime_error if the file
+// cannot be read (missing, or not a regular file) and ValueError (naming the file and the
+// problem) if it is malformed or truncated.
 SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace xgrad::nn
