@@ -2,10 +2,13 @@
 #   make run [ARGS="--steps 1000"]   install deps, Release build in build/, run the main example
 #   make test                        install deps, Release build, run every test with ctest
 #   make sanitize                    the same tests under ASan + UBSan + LeakSanitizer, in build-asan/
-#   make clean                       remove both build directories
+#   make bench [ARGS="--threads 2"]  xgrad vs PyTorch on the workloads of bench/, in build-bench/
+#                                    (installs Debian's python3-torch if missing; see bench/compare.py)
+#   make clean                       remove the build directories
 
 BUILD      := build
 ASAN_BUILD := build-asan
+BENCH_BUILD := build-bench
 JOBS       ?= $(shell nproc)
 MAKEFLAGS  += --no-print-directory
 # The main job: the char-level MLP once examples/CMakeLists.txt defines it, else the tensor tour.
@@ -17,7 +20,7 @@ ARGS ?=
 export OPENBLAS_NUM_THREADS := 1
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --test-dir
 
-.PHONY: deps run test sanitize clean
+.PHONY: deps run test sanitize bench clean
 
 deps:
 	@bash .ci/install-deps
@@ -41,5 +44,13 @@ sanitize: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(CTEST) $(ASAN_BUILD)
 
+# Release build with the benchmarks on; compare.py runs xgrad_bench and bench/torch_peer.py side by
+# side and prints the table. Debian's python (/usr/bin/python3) is the one that has python3-torch.
+bench:
+	@bash .ci/install-deps --bench
+	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DXGRAD_BUILD_BENCH=ON
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target xgrad_bench memory_accounting char_mlp
+	/usr/bin/python3 bench/compare.py --build $(BENCH_BUILD) $(ARGS)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(BENCH_BUILD)

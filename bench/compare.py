@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6 and print one table.
+
+    make bench                              # builds build-bench/, then runs this with the defaults
+    make bench ARGS="--threads 2"           # both sides on 2 threads
+    /usr/bin/python3 bench/compare.py --build build-bench --repeats 3 --only W1,W5
+
+Each repeat runs, workload by workload, xgrad's Google Benchmark binary (bench/xgrad_bench.cpp)
+and then bench/torch_peer.py on the same workload, so the two figures of a ratio are measured
+seconds apart under the same machine load. The table gives the median figure over the repeats,
+and each ratio as median [min – max]. W6 runs the real default examples/char_mlp training and the
+same run in PyTorch, and reads each process's peak RSS from the kernel (wait4's ru_maxrss).
+
+Only the standard library is used here; torch_peer.py needs Debian's python3-torch
+(`bash .ci/install-deps --bench` installs it; `make bench` does that first).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch (a pyenv python3 on PATH may not)
+MB = 1024 * 1024
+
+# workload → (regex for xgrad_bench's --benchmark_filter, torch_peer.py --workload)
+GROUPS = {
+    "W1": (r"^W1_", "W1"),
+    "W2": (r"^W2_", "W2"),
+    "W3": (r"^W3_", "W3"),
+    "W4": (r"^W4_", "W4"),
+    "W5": (r"^W5_", "W5"),
+}
+W4_SIZES = (1000, 10000, 100000, 1000000)
+W4_ONEHOT = (1000, 10000)
+
+
+def run(cmd, env_extra, rusage=False):
+    """Runs cmd; returns (stdout, its peak RSS in bytes if rusage else None). Exits on failure.
+
+    The peak RSS comes from GNU time (/usr/bin/time -f %M), which forks and execs the command
+    itself: Linux keeps a process's peak RSS across exec, so a child forked straight from this
+    Python process would report at least this process's own size (about 13 MiB) as its peak."""
+    env = dict(os.environ, **env_extra)
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        full = ["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd if rusage else cmd
+        p = subprocess.run(full, capture_output=True, env=env, text=True)
+        if p.returncode != 0:
+            sys.exit(f"compare.py: {' '.join(cmd)} failed with exit code {p.returncode}:\n{p.stderr[-3000:]}")
+        return p.stdout, (int(rss.read().split()[-1]) * 1024 if rusage else None)  # %M is in KiB
+
+
+def xgrad_group(args, regex):
+    out, _ = run([os.path.join(args.build, "bench", "xgrad_bench"), "--threads", str(args.threads),
+                  f"--benchmark_filter={regex}", f"--benchmark_min_time={args.min_time}",
+                  "--benchmark_format=json"], {"OPENBLAS_NUM_THREADS": str(args.threads)})
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    res = {}
+    for b in json.loads(out)["benchmarks"]:
+        name = b["name"].removesuffix("/real_time")
+        res[name] = b["real_time"] * scale[b["time_unit"]]  # seconds per step
+    return res
+
+
+def torch_group(args, workload):
+    out, _ = run([PYTHON, os.path.join(HERE, "torch_peer.py"), "--workload", workload, "--threads",
+                  str(args.threads), "--min-time", str(args.min_time)],
+                 {"OMP_NUM_THREADS": str(args.threads), "OPENBLAS_NUM_THREADS": str(args.threads)})
+    return {r["name"]: r["seconds_per_step"] for r in map(json.loads, out.splitlines())}
+
+
+def w6(args):
+    """Peak RSS of the default char_mlp run in xgrad and in PyTorch, and what xgrad accounts for."""
+    env = {"OPENBLAS_NUM_THREADS": str(args.threads), "OMP_NUM_THREADS": str(args.threads)}
+    char_mlp = os.path.join(args.build, "examples", "char_mlp")
+    stop = ["--stop-after", str(args.w6_steps)] if args.w6_steps else []
+    r = {}
+    _, r["xgrad_baseline"] = run([char_mlp, "--help"], env, rusage=True)
+    with tempfile.TemporaryDirectory() as out_dir:
+        t0 = time.perf_counter()
+        _, r["xgrad_peak"] = run([char_mlp, "--out", out_dir, "--threads", str(args.threads)] + stop, env, rusage=True)
+        r["xgrad_seconds"] = time.perf_counter() - t0
+    _, r["torch_baseline"] = run([PYTHON, "-c", "import torch"], env, rusage=True)
+    t0 = time.perf_counter()
+    _, r["torch_peak"] = run([PYTHON, os.path.join(HERE, "torch_peer.py"), "--char-mlp-run", "--threads",
+                              str(args.threads)] + stop, env, rusage=True)
+    r["torch_seconds"] = time.perf_counter() - t0
+    out, _ = run([os.path.join(args.build, "bench", "memory_accounting")], env)
+    acc = json.loads(out)
+    r.update(acc)
+    r["budget"] = 1.3 * acc["accounted_bytes"] + r["xgrad_baseline"]
+    return r
+
+
+def fmt_range(values, f):
+    vals = sorted(values)
+    med = statistics.median(vals)
+    return f(med) if len(vals) == 1 else f"{f(med)} [{f(vals[0])} – {f(vals[-1])}]"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"), help="CMake build dir with bench/ built")
+    ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
+    ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
+    ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6", help="comma-separated workloads (default all)")
+    ap.add_argument("--w6-steps", type=int, default=0,
+                    help="W6: stop both char_mlp runs after this many steps (default 0: the whole default run)")
+    ap.add_argument("--json", help="also write every raw measurement to this file")
+    args = ap.parse_args()
+    only = [w.strip() for w in args.only.split(",") if w.strip()]
+
+    load_start = os.getloadavg()
+    xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
+    pt = [dict() for _ in range(args.repeats)]
+    mem = []
+    for rep in range(args.repeats):
+        for w in only:
+            print(f"[repeat {rep + 1}/{args.repeats}] {w} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+            if w == "W6":
+                mem.append(w6(args))
+                continue
+            regex, peer = GROUPS[w]
+            xg[rep].update(xgrad_group(args, regex))
+            pt[rep].update(torch_group(args, peer))
+    load_end = os.getloadavg()
+
+    rows = []  # (workload, metric, xgrad, pytorch, ratio, target, met)
+
+    def speed_row(label, name, target=None):
+        """steps/s of both sides; ratio = xgrad steps/s over PyTorch's."""
+        xs = [1 / r[name] for r in xg]
+        ps = [1 / r[name] for r in pt]
+        ratios = [x / p for x, p in zip(xs, ps)]
+        met = "" if target is None else ("yes" if min(ratios) >= target else
+                                         "no" if max(ratios) < target else "mixed")
+        rows.append((label, "steps/s", fmt_range(xs, lambda v: f"{v:,.1f}"), fmt_range(ps, lambda v: f"{v:,.1f}"),
+                     fmt_range(ratios, lambda v: f"{v:.2f}x"), "" if target is None else f">= {target}x", met))
+
+    if "W1" in only:
+        speed_row("W1 char-MLP small (V27 b3 d10 h200 B32, Adam)", "W1_char_mlp_small", 10)
+    if "W2" in only:
+        speed_row("W2 char-MLP medium (V27 b8 d64 h512 B256, Adam)", "W2_char_mlp_medium", 1.0)
+    if "W3" in only:
+        speed_row("W3 embedding V50257 d768 P512, dense Adam", "W3_embedding_dense", 2)
+        speed_row("W3 embedding V50257 d768 P512, sparse: lazy Adam vs SparseAdam", "W3_embedding_sparse", 2)
+    if "W4" in only:
+        for V in W4_SIZES:
+            speed_row(f"W4 sparse step d256 P512, V={V:,}", f"W4_sparse_vs_V/{V}")
+        for V in W4_ONEHOT:
+            speed_row(f"W4 one-hot reference path, V={V:,}", f"W4_onehot_vs_V/{V}")
+        scale_x = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/1000"] for r in xg]
+        scale_p = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/1000"] for r in pt]
+        rows.append(("W4 step time at V=1e6 / at V=1e3", "time ratio", fmt_range(scale_x, lambda v: f"{v:.2f}"),
+                     fmt_range(scale_p, lambda v: f"{v:.2f}"), "", "xgrad <= 1.3",
+                     "yes" if max(scale_x) <= 1.3 else "no" if min(scale_x) > 1.3 else "mixed"))
+    if "W5" in only:
+        flops = 3.0 * 2.0 * 256 * 512 * 512
+        gx = [flops / r["W5_matmul_xgrad"] / 1e9 for r in xg]
+        graw = [flops / r["W5_matmul_raw_sgemm"] / 1e9 for r in xg]
+        gp = [flops / r["W5_matmul"] / 1e9 for r in pt]
+        rows.append(("W5 matmul (256x512)(512x512) fwd+bwd", "GFLOP/s", fmt_range(gx, lambda v: f"{v:.1f}"),
+                     fmt_range(gp, lambda v: f"{v:.1f}"), fmt_range([x / p for x, p in zip(gx, gp)], lambda v: f"{v:.2f}x"),
+                     "", ""))
+        eff = [x / r for x, r in zip(gx, graw)]
+        rows.append(("W5 xgrad matmul / raw cblas_sgemm (same process)", "GFLOP/s", fmt_range(graw, lambda v: f"raw {v:.1f}"),
+                     "", fmt_range(eff, lambda v: f"{100 * v:.0f}%"), ">= 85%",
+                     "yes" if min(eff) >= 0.85 else "no" if max(eff) < 0.85 else "mixed"))
+    if mem:
+        rows.append(("W6 char_mlp default run: peak RSS", "MiB", fmt_range([m["xgrad_peak"] / MB for m in mem], lambda v: f"{v:.1f}"),
+                     fmt_range([m["torch_peak"] / MB for m in mem], lambda v: f"{v:.1f}"),
+                     fmt_range([m["xgrad_peak"] / m["torch_peak"] for m in mem], lambda v: f"{v:.2f}x"), "< 1x",
+                     "yes" if all(m["xgrad_peak"] < m["torch_peak"] for m in mem) else "no"))
+        rows.append(("W6   process baseline (xgrad: char_mlp --help; PyTorch: import torch)", "MiB",
+                     fmt_range([m["xgrad_baseline"] / MB for m in mem], lambda v: f"{v:.1f}"),
+                     fmt_range([m["torch_baseline"] / MB for m in mem], lambda v: f"{v:.1f}"), "", "", ""))
+        m0 = mem[0]
+        rows.append(("W6   accounted: data {:.1f} + model {:.2f} + activations {:.1f} MiB".format(
+                        m0["data_bytes"] / MB, (m0["param_bytes"] + m0["grad_bytes"] + m0["state_bytes"]) / MB,
+                        max(m0["train_activation_bytes"], m0["eval_activation_bytes"]) / MB),
+                     "MiB", f"{m0['accounted_bytes'] / MB:.1f}", "", "", "", ""))
+        fit = [m["xgrad_peak"] / m["budget"] for m in mem]
+        rows.append(("W6   peak RSS / (1.3 x accounted + baseline)", "ratio", fmt_range(fit, lambda v: f"{v:.2f}"), "", "",
+                     "<= 1", "yes" if max(fit) <= 1 else "no" if min(fit) > 1 else "mixed"))
+        rows.append(("W6   wall time of the run", "s", fmt_range([m["xgrad_seconds"] for m in mem], lambda v: f"{v:.1f}"),
+                     fmt_range([m["torch_seconds"] for m in mem], lambda v: f"{v:.1f}"), "", "", ""))
+
+    header = ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    print(f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
+          f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats")
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load_start[0]:.2f} at start, "
+          f"{load_end[0]:.2f} at end")
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem,
+                       "load": [load_start, load_end]}, f, indent=1)
+
+
+def pt_version():
+    out = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    return out.stdout.strip() or "(not importable)"
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return re.sub(r"\s+", " ", line.split(":", 1)[1].strip())
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""bench/torch_peer.py — PyTorch's side of the comparison (issue 5).
+
+The same workloads as bench/xgrad_bench.cpp, with the same shapes and hyperparameters, timed the
+same way: build once, take a few untimed warm steps, then repeat whole training steps (forward,
+backward, optimizer step, zero_grad) until at least --min-time seconds have passed, and report the
+mean wall time per step. Gradients are dropped (zero_grad(set_to_none=True)), as xgrad's zero_grad
+does by default.
+
+    /usr/bin/python3 bench/torch_peer.py --workload W1 --threads 1     # one JSON line per benchmark
+    /usr/bin/python3 bench/torch_peer.py --char-mlp-run --steps 30000  # W6: the default char_mlp run
+
+Needs Debian's python3-torch (`bash .ci/install-deps --bench`); the tests never import it.
+Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units.
+"""
+import argparse
+import json
+import math
+import random
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SEED = 1234
+WARM_STEPS = 3  # untimed steps before timing, as in xgrad_bench.cpp
+POOL = 8        # distinct batches cycled through, generated untimed
+
+
+class CharMLP(nn.Module):
+    """examples/char_mlp/model.hpp: Embedding → reshape → Linear → tanh → Linear."""
+
+    def __init__(self, vocab, block, d, hidden):
+        super().__init__()
+        self.block, self.d = block, d
+        self.emb = nn.Embedding(vocab, d)
+        self.fc1 = nn.Linear(block * d, hidden)
+        self.fc2 = nn.Linear(hidden, vocab)
+
+    def forward(self, x):                                   # x (B, block) int64
+        e = self.emb(x)                                     # (B, block, d)
+        h1 = torch.tanh(self.fc1(e.view(-1, self.block * self.d)))  # (B, H)
+        return self.fc2(h1)                                 # (B, V) logits
+
+
+def char_mlp_step(block, d, hidden, B):
+    torch.manual_seed(SEED)
+    model = CharMLP(27, block, d, hidden)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    xs = [torch.randint(0, 27, (B, block)) for _ in range(POOL)]
+    ys = [torch.randint(0, 27, (B,)) for _ in range(POOL)]
+    state = {"next": 0}
+
+    def step():
+        i = state["next"] % POOL
+        state["next"] += 1
+        logits = model(xs[i])                                # (B, V)
+        loss = F.cross_entropy(logits, ys[i])                # () nats
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def embedding_step(V, d, P, sparse, one_hot=False):
+    """loss = Σ E(ids) ⊙ G; sparse: row-sparse gradient and SparseAdam; one_hot: (P, V) · E."""
+    torch.manual_seed(SEED)
+    emb = nn.Embedding(V, d, sparse=sparse)
+    opt = (torch.optim.SparseAdam if sparse else torch.optim.Adam)(emb.parameters(), lr=1e-3)
+    G = torch.randn(P, d)
+    ids = [torch.randint(0, V, (P,)) for _ in range(POOL)]
+    state = {"next": 0}
+
+    def step():
+        x = ids[state["next"] % POOL]
+        state["next"] += 1
+        e = F.one_hot(x, V).float() @ emb.weight if one_hot else emb(x)  # (P, d)
+        loss = (e * G).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
+N, K, M = 256, 512, 512
+MATMUL_FLOPS = 3.0 * 2.0 * N * K * M  # forward, dA, dB
+
+
+def matmul_step():
+    torch.manual_seed(SEED)
+    A = torch.randn(N, K, requires_grad=True)
+    B = torch.randn(K, M, requires_grad=True)
+    G = torch.randn(N, M)
+
+    def step():
+        Y = A @ B
+        Y.backward(G)
+        A.grad = None
+        B.grad = None
+    return step
+
+
+def time_steps(step, min_time):
+    """Mean seconds per warm step over at least min_time seconds."""
+    for _ in range(WARM_STEPS):
+        step()
+    n, start = 0, time.perf_counter()
+    while True:
+        step()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            return elapsed / n, n
+
+
+# Benchmark names match xgrad_bench.cpp's, so compare.py can pair them.
+WORKLOADS = {
+    "W1": [("W1_char_mlp_small", lambda: char_mlp_step(3, 10, 200, 32))],
+    "W2": [("W2_char_mlp_medium", lambda: char_mlp_step(8, 64, 512, 256))],
+    "W3": [("W3_embedding_dense", lambda: embedding_step(50257, 768, 512, sparse=False)),
+           ("W3_embedding_sparse", lambda: embedding_step(50257, 768, 512, sparse=True))],
+    "W4": [(f"W4_sparse_vs_V/{V}", lambda V=V: embedding_step(V, 256, 512, sparse=True))
+           for V in (1000, 10000, 100000, 1000000)]
+          + [(f"W4_onehot_vs_V/{V}", lambda V=V: embedding_step(V, 256, 512, sparse=False, one_hot=True))
+             for V in (1000, 10000)],
+    "W5": [("W5_matmul", matmul_step)],
+}
+WORKLOADS["W3_dense"] = WORKLOADS["W3"][:1]
+WORKLOADS["W3_sparse"] = WORKLOADS["W3"][1:]
+
+
+# ---- W6: the default examples/char_mlp run ------------------------------------------------------
+# Same data (the word list, a–z words, deduplicated, 80/10/10 split), model, AdamW with a cosine
+# schedule after a linear warmup, batches of 128 drawn with replacement, and a validation pass in
+# chunks of 8192 every 2000 steps. compare.py reads this process's peak RSS.
+def char_mlp_run(args):
+    torch.manual_seed(args.seed)
+    words, seen = [], set()
+    with open(args.data) as f:
+        for line in f:
+            w = line.strip().lower()
+            if w and all("a" <= c <= "z" for c in w) and w not in seen:
+                seen.add(w)
+                words.append(w)
+    random.Random(args.seed).shuffle(words)
+    n_train, n_val = int(0.8 * len(words)), int(0.1 * len(words))
+    splits = words[:n_train], words[n_train:n_train + n_val], words[n_train + n_val:]
+
+    def examples(ws):
+        xs, ys = [], []
+        for w in ws:
+            context = [0] * args.block_size
+            for ch in w + ".":
+                nxt = 0 if ch == "." else ord(ch) - ord("a") + 1
+                xs.append(context)
+                ys.append(nxt)
+                context = context[1:] + [nxt]
+        return torch.tensor(xs, dtype=torch.int64), torch.tensor(ys, dtype=torch.int64)
+
+    (Xtr, Ytr), (Xva, Yva), _ = [examples(s) for s in splits]
+    model = CharMLP(27, args.block_size, args.embed_dim, args.hidden)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    warmup, total, min_lr = 500, args.steps, args.lr / 20
+
+    def lr_at(t):
+        if t < warmup:
+            return args.lr * t / warmup
+        return min_lr + (args.lr - min_lr) * 0.5 * (1 + math.cos(math.pi * (t - warmup) / max(1, total - warmup)))
+
+    @torch.no_grad()
+    def evaluate(X, Y):
+        total_loss = 0.0
+        for b in range(0, len(Y), 8192):
+            total_loss += F.cross_entropy(model(X[b:b + 8192]), Y[b:b + 8192], reduction="sum").item()
+        return total_loss / len(Y)
+
+    end = min(args.steps, args.stop_after) if args.stop_after else args.steps
+    start = time.perf_counter()
+    for step in range(end):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        rows = torch.randint(0, len(Ytr), (args.batch_size,))
+        loss = F.cross_entropy(model(Xtr[rows]), Ytr[rows])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (step + 1) % 2000 == 0 or step + 1 == args.steps:
+            val = evaluate(Xva, Yva)
+    print(json.dumps({"name": "W6_char_mlp_run", "steps": end, "seconds": time.perf_counter() - start,
+                      "final_loss": loss.item(), "val_loss": val if end >= 2000 else None}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
+                    help="workload to time (repeatable); default: all")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark")
+    ap.add_argument("--char-mlp-run", action="store_true", help="W6: run the default char_mlp training")
+    ap.add_argument("--data", default="/usr/share/dict/words")
+    ap.add_argument("--steps", type=int, default=30000)
+    ap.add_argument("--stop-after", type=int, default=0)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--block-size", type=int, default=5)
+    ap.add_argument("--embed-dim", type=int, default=24)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--seed", type=int, default=42)
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    if args.char_mlp_run:
+        char_mlp_run(args)
+        return
+    for w in args.workload or ["W1", "W2", "W3", "W4", "W5"]:
+        for name, make in WORKLOADS[w]:
+            seconds, n = time_steps(make(), args.min_time)
+            out = {"name": name, "seconds_per_step": seconds, "iterations": n, "threads": torch.get_num_threads()}
+            if name == "W5_matmul":
+                out["gflops"] = MATMUL_FLOPS / seconds / 1e9
+            print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

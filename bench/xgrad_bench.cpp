@@ -1,0 +1,216 @@
+// bench/xgrad_bench.cpp — xgrad's side of the PyTorch comparison (issue 5), on Google Benchmark.
+//
+// One benchmark iteration is one warm training step: forward, backward, optimizer step and
+// zero_grad, in the order examples/char_mlp/main.cpp uses. Each workload is built once per
+// process (building W3's 50,257 × 768 table takes longer than many steps) and stepped a few
+// times before timing starts, so the optimizer state and gradient buffers already exist.
+// bench/torch_peer.py does the same workloads with the same shapes and hyperparameters.
+//
+//   W1  char-MLP step, small:  V 27, block 3, d 10, hidden 200, batch 32, Adam 3e-3
+//   W2  char-MLP step, medium: V 27, block 8, d 64, hidden 512, batch 256, Adam 3e-3
+//   W3  embedding step at GPT-2 size: V 50,257, d 768, 512 IDs, loss = Σ E(ids) ⊙ G
+//       /dense: dense gradient + Adam;  /sparse: row-sparse gradient + lazy Adam
+//   W4  W3's sparse step at d 256 for V = 1e3 … 1e6;  /onehot: loss = Σ (onehot(ids) · E) ⊙ G,
+//       dense Adam, the O(tokens·V·d) reference path, at the small V
+//   W5  matmul (256 × 512) · (512 × 512) forward + backward, against three raw cblas_sgemm
+//       calls doing the same 3 · 2·256·512·512 FLOPs; the counter GFLOPs is per second
+//
+// Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
+// Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/blas.hpp"
+#include "model.hpp"  // examples/char_mlp: the very model the main example trains
+#include "nn/nn.hpp"
+#include "optim/optim.hpp"
+
+using namespace xgrad;
+
+namespace {
+
+constexpr std::uint64_t kSeed = 1234;
+constexpr int kWarmSteps = 3;   // untimed steps before timing: state and buffers exist
+constexpr std::size_t kPool = 8;  // distinct batches cycled through, generated untimed
+
+// ---- W1, W2: one char-MLP training step ----------------------------------------------------
+struct CharMlpStep {
+    char_mlp::CharMLP model;
+    optim::Adam opt;
+    std::vector<IndexTensor> xs, ys;  // kPool batches: x (B, block), y (B,)
+    std::size_t next = 0;
+
+    CharMlpStep(int block, int d, int hidden, std::size_t B)
+        : model((manual_seed(kSeed), 27), block, d, hidden),
+          opt(model.named_parameters(), optim::AdamOptions(3e-3)) {
+        for (std::size_t i = 0; i < kPool; ++i) {
+            xs.push_back(randint(0, 27, {B, std::size_t(block)}));
+            ys.push_back(randint(0, 27, {B}));
+        }
+    }
+    void step() {
+        const std::size_t i = next++ % kPool;
+        Tensor logits = model.forward(xs[i]);                               // (B, V)
+        Tensor loss = nn::functional::cross_entropy(logits, ys[i]);        // () nats
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        benchmark::DoNotOptimize(loss.impl());
+    }
+};
+
+// ---- W3, W4: one embedding step, loss = Σ E(ids) ⊙ G ------------------------------------------
+struct EmbeddingStep {
+    nn::Embedding emb;
+    optim::Adam opt;
+    Tensor G;                     // (P, d) fixed random weights of the loss
+    std::vector<IndexTensor> ids;  // kPool draws of P IDs in [0, V)
+    bool one_hot_path;
+    std::size_t next = 0;
+
+    EmbeddingStep(std::size_t V, std::size_t d, std::size_t P, bool sparse, bool one_hot)
+        : emb((manual_seed(kSeed), std::int64_t(V)), std::int64_t(d), nn::EmbeddingOptions().set_sparse(sparse)),
+          opt(emb.named_parameters(), optim::AdamOptions(1e-3)),
+          G(randn({P, d})),
+          one_hot_path(one_hot) {
+        for (std::size_t i = 0; i < kPool; ++i) ids.push_back(randint(0, std::int64_t(V), {P}));
+    }
+    void step() {
+        const IndexTensor& x = ids[next++ % kPool];
+        // The reference path spells the lookup as a product with one-hot rows: (P, V) · (V, d).
+        Tensor e = one_hot_path ? matmul(one_hot(x, emb.weight.size(0)), emb.weight)  // (P, d)
+                                : emb.forward(x);                                      // (P, d)
+        Tensor loss = sum(e * G);                                                      // ()
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        benchmark::DoNotOptimize(loss.impl());
+    }
+};
+
+// A workload is built on the first call of its benchmark and reused by the calls Google
+// Benchmark makes while it settles the iteration count.
+template <class W, class... Args>
+W& cached(std::unique_ptr<W>& slot, Args... args) {
+    if (!slot) {
+        slot = std::make_unique<W>(args...);
+        for (int i = 0; i < kWarmSteps; ++i) slot->step();
+    }
+    return *slot;
+}
+
+template <class W>
+void run_steps(benchmark::State& state, W& w) {
+    for (auto _ : state) w.step();
+    state.counters["steps_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void W1_char_mlp_small(benchmark::State& state) {
+    static std::unique_ptr<CharMlpStep> w;
+    run_steps(state, cached(w, /*block=*/3, /*d=*/10, /*hidden=*/200, /*B=*/std::size_t(32)));
+}
+
+void W2_char_mlp_medium(benchmark::State& state) {
+    static std::unique_ptr<CharMlpStep> w;
+    run_steps(state, cached(w, /*block=*/8, /*d=*/64, /*hidden=*/512, /*B=*/std::size_t(256)));
+}
+
+void W3_embedding_dense(benchmark::State& state) {
+    static std::unique_ptr<EmbeddingStep> w;
+    run_steps(state, cached(w, std::size_t(50257), std::size_t(768), std::size_t(512), false, false));
+}
+
+void W3_embedding_sparse(benchmark::State& state) {
+    static std::unique_ptr<EmbeddingStep> w;
+    run_steps(state, cached(w, std::size_t(50257), std::size_t(768), std::size_t(512), true, false));
+}
+
+// W4: the argument is V. One workload alive at a time: V = 1e6 holds 3 GiB (θ, m, v).
+void W4_sparse_vs_V(benchmark::State& state) {
+    static std::unique_ptr<EmbeddingStep> w;
+    static std::size_t built_for = 0;
+    const auto V = static_cast<std::size_t>(state.range(0));
+    if (built_for != V) w.reset(), built_for = V;
+    run_steps(state, cached(w, V, std::size_t(256), std::size_t(512), true, false));
+}
+
+void W4_onehot_vs_V(benchmark::State& state) {
+    static std::unique_ptr<EmbeddingStep> w;
+    static std::size_t built_for = 0;
+    const auto V = static_cast<std::size_t>(state.range(0));
+    if (built_for != V) w.reset(), built_for = V;
+    run_steps(state, cached(w, V, std::size_t(256), std::size_t(512), false, true));
+}
+
+// ---- W5: matmul efficiency ----------------------------------------------------------------------
+constexpr std::size_t kN = 256, kK = 512, kM = 512;
+constexpr double kMatmulFlops = 3.0 * 2.0 * kN * kK * kM;  // forward, dA, dB
+
+void W5_matmul_xgrad(benchmark::State& state) {
+    manual_seed(kSeed);
+    Tensor A = randn({kN, kK}, true), B = randn({kK, kM}, true);
+    const Tensor G = randn({kN, kM});  // dL/dY
+    auto step = [&] {
+        Tensor Y = matmul(A, B);  // (N, M)
+        Y.backward(G);            // dA = G·Bᵀ, dB = Aᵀ·G
+        A.reset_grad();           // zero_grad (set_to_none)
+        B.reset_grad();
+    };
+    for (int i = 0; i < kWarmSteps; ++i) step();
+    for (auto _ : state) step();
+    state.counters["GFLOPs"] = benchmark::Counter(kMatmulFlops * double(state.iterations()) / 1e9,
+                                                  benchmark::Counter::kIsRate);
+}
+
+// The same three products as raw cblas_sgemm into preallocated buffers: the ceiling.
+void W5_matmul_raw_sgemm(benchmark::State& state) {
+    std::vector<float> A(kN * kK, 0.5f), B(kK * kM, 0.25f), G(kN * kM, 1.0f);
+    std::vector<float> Y(kN * kM), dA(kN * kK), dB(kK * kM);
+    const int n = int(kN), k = int(kK), m = int(kM);
+    auto step = [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, m, k, 1, A.data(), k, B.data(), m, 0, Y.data(), m);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, k, m, 1, G.data(), m, B.data(), m, 0, dA.data(), k);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, m, n, 1, A.data(), k, G.data(), m, 0, dB.data(), m);
+        benchmark::ClobberMemory();
+    };
+    for (int i = 0; i < kWarmSteps; ++i) step();
+    for (auto _ : state) step();
+    state.counters["GFLOPs"] = benchmark::Counter(kMatmulFlops * double(state.iterations()) / 1e9,
+                                                  benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+BENCHMARK(W1_char_mlp_small)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(W2_char_mlp_medium)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(W3_embedding_dense)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(W3_embedding_sparse)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(W4_sparse_vs_V)->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(W4_onehot_vs_V)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// `--threads N` (default 1) sets OpenBLAS's thread count; every other flag goes to Google Benchmark.
+int main(int argc, char** argv) {
+    int threads = 1;
+    std::vector<char*> rest{argv[0]};
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
+        else if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
+        else rest.push_back(argv[i]);
+    }
+    set_num_threads(threads);
+    benchmark::AddCustomContext("xgrad_threads", std::to_string(threads));
+    int n = int(rest.size());
+    benchmark::Initialize(&n, rest.data());
+    if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
