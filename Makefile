@@ -11,9 +11,8 @@ ASAN_BUILD := build-asan
 BENCH_BUILD := build-bench
 JOBS       ?= $(shell nproc)
 MAKEFLAGS  += --no-print-directory
-# The main job: the char-level MLP once examples/CMakeLists.txt defines it, else the tensor tour.
-MAIN ?= $(BUILD)/examples/$(shell grep -Eqs 'add_executable\( *char_mlp[ )]' examples/CMakeLists.txt \
-                                  && echo char_mlp || echo tensor_basics)
+# The main job: train the character-level MLP language model (examples/char_mlp).
+MAIN ?= $(BUILD)/examples/char_mlp
 ARGS ?=
 
 # One BLAS thread per test process: ctest runs tests in parallel, and OpenBLAS threads would oversubscribe.

@@ -121,7 +121,7 @@ public:
     IndexTensor reshape(const Shape& shape) const;
 
 private:
-    IndexArray data_;
+    IndexArray data_ = IndexArray(Shape{0});  // empty (0,); a default xarray is 0-d with 1 element
 };
 
 // ---- SparseGrad: a coalesced row-sparse gradient ----------------------------------------
@@ -132,7 +132,7 @@ private:
 struct SparseGrad {
     Shape dense_shape;                  // (V, d)
     std::vector<std::int64_t> indices;  // (k,)
-    Array values;                       // (k, d)
+    Array values = Array(Shape{0, 0});  // (k, d); a default Array would be 0-d with 1 element
 
     // Adds rows `rows` (n, d) at `idx` (n,) (duplicates allowed) and re-coalesces.
     void accumulate(const std::vector<std::int64_t>& idx, const Array& rows);

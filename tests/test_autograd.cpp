@@ -119,7 +119,7 @@ TEST_CASE("x*x and x+x: both uses of the same tensor contribute", "[autograd][di
     require_values(z.grad(), {0, 0});
 }
 
-TEST_CASE("diamond: a = 2x; d = (a + 1)(3a) — the shared node runs once", "[autograd][diamond]") {
+TEST_CASE("diamond: a = 2x - d = (a + 1)(3a) — the shared node runs once", "[autograd][diamond]") {
     // d = (2x + 1)·6x = 12x² + 6x, so dd/dx = 24x + 6.
     int calls = 0;
     Tensor x({1, 2}, true);
@@ -145,7 +145,7 @@ TEST_CASE("a value used by three consumers: the gradients sum before its backwar
     require_values(x.grad(), {27, 45});
 }
 
-TEST_CASE("a 100,000-op chain: backward and destruction do not overflow the stack", "[autograd][deep]") {
+TEST_CASE("a 100000-op chain: backward and destruction do not overflow the stack", "[autograd][deep]") {
     constexpr int depth = 100000;
     Tensor x({1, 2}, true);
     std::weak_ptr<Node> first_node, last_node;
@@ -169,7 +169,7 @@ TEST_CASE("a 100,000-op chain: backward and destruction do not overflow the stac
     REQUIRE(first_node.expired());
 }
 
-TEST_CASE("a 100,000-op chain with retain_graph: a second backward doubles the gradient", "[autograd][deep]") {
+TEST_CASE("a 100000-op chain with retain_graph: a second backward doubles the gradient", "[autograd][deep]") {
     Tensor x(1.0, true);
     run_on_small_stack([&] {
         Tensor y = x;
@@ -190,7 +190,7 @@ TEST_CASE("a second backward without retain_graph throws ValueError naming retai
     require_values(x.grad(), {2, 4});  // the failed call added nothing
 }
 
-TEST_CASE("a backward through a freed subgraph throws, even from a new root", "[autograd][retain]") {
+TEST_CASE("a backward through a freed subgraph throws - even from a new root", "[autograd][retain]") {
     Tensor x({1, 2}, true);
     Tensor h = x * x;
     h.sum().backward();
@@ -198,7 +198,7 @@ TEST_CASE("a backward through a freed subgraph throws, even from a new root", "[
     REQUIRE_THROWS_WITH(z.backward(), Contains("retain_graph"));
 }
 
-TEST_CASE("retain_graph=true allows a second backward, which doubles the gradient", "[autograd][retain]") {
+TEST_CASE("retain_graph=true allows a second backward - which doubles the gradient", "[autograd][retain]") {
     int calls = 0;
     Tensor x({1, 2}, true);
     Tensor y = counted_scale(x, 5, calls).pow(2).sum();  // dy/dx = 2·25x = 50x
@@ -210,7 +210,7 @@ TEST_CASE("retain_graph=true allows a second backward, which doubles the gradien
     REQUIRE_THROWS_WITH(y.backward(), Contains("retain_graph"));
 }
 
-TEST_CASE("NoGradGuard records no graph, and restores grad mode", "[autograd][nograd]") {
+TEST_CASE("NoGradGuard records no graph - and restores grad mode", "[autograd][nograd]") {
     Tensor x({1, 2}, true);
     REQUIRE(grad_enabled());
     {
@@ -283,7 +283,7 @@ TEST_CASE("index_select and concat graphs hold no cycles either", "[autograd][me
     REQUIRE(table.expired());
 }
 
-TEST_CASE("a graph freed at thread exit, after the engine's own thread_locals, is freed safely", "[autograd][memory]") {
+TEST_CASE("a graph freed at thread exit - after the engine's own thread_locals - is freed safely", "[autograd][memory]") {
     // thread_local objects die in reverse order of construction. `holder` is built first, so
     // at thread exit it dies after any thread_local the engine set up later on this thread;
     // freeing its graph must not touch them. (A graph in a static Tensor, freed at process

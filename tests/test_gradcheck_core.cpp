@@ -49,7 +49,7 @@ GradcheckResult run_gradcheck(const Fn& f, const Ts&... inputs) {
 
 // ==== elementwise, broadcasting ====================================================================
 
-TEST_CASE("gradcheck add/sub/mul/div, same shapes", "[gradcheck][elementwise]") {
+TEST_CASE("gradcheck add/sub/mul/div - same shapes", "[gradcheck][elementwise]") {
     manual_seed(1);
     Tensor a = leaf({2, 3}), b = leaf({2, 3}), c = positive_leaf({2, 3});
     REQUIRE_GRADCHECK([](const auto& v) { return add(v[0], v[1]); }, a, b);
@@ -59,7 +59,7 @@ TEST_CASE("gradcheck add/sub/mul/div, same shapes", "[gradcheck][elementwise]") 
     REQUIRE_GRADCHECK([](const auto& v) { return neg(v[0]); }, a);
 }
 
-TEST_CASE("gradcheck broadcasting (2,3)⊕(3,), (2,1)⊕(1,3), (2,3)⊕() and (4,1,3)⊕(2,1)", "[gradcheck][elementwise][broadcast]") {
+TEST_CASE("gradcheck broadcasting (2x3)⊕(3x) - (2x1)⊕(1x3) - (2x3)⊕() and (4x1x3)⊕(2x1)", "[gradcheck][elementwise][broadcast]") {
     manual_seed(2);
     const std::vector<std::pair<Shape, Shape>> cases = {
         {{2, 3}, {3}}, {{2, 1}, {1, 3}}, {{2, 3}, {}}, {{4, 1, 3}, {2, 1}}, {{3}, {2, 3}}};
@@ -82,7 +82,7 @@ TEST_CASE("gradcheck with one operand that does not require grad", "[gradcheck][
     REQUIRE_GRADCHECK([constant](const auto& v) { return constant / (v[0] * v[0] + 1); }, a);
 }
 
-TEST_CASE("gradcheck repeated inputs f(x, x)", "[gradcheck][repeated]") {
+TEST_CASE("gradcheck repeated inputs f(x x x)", "[gradcheck][repeated]") {
     manual_seed(4);
     Tensor x = leaf({3, 3});
     REQUIRE_GRADCHECK([](const auto& v) { return mul(v[0], v[0]); }, x);
@@ -113,7 +113,7 @@ TEST_CASE("gradcheck scalar variants", "[gradcheck][scalar]") {
 
 // ==== pointwise ======================================================================================
 
-TEST_CASE("gradcheck pow, exp, log, tanh, sigmoid", "[gradcheck][pointwise]") {
+TEST_CASE("gradcheck pow - exp - log - tanh - sigmoid", "[gradcheck][pointwise]") {
     manual_seed(6);
     Tensor x = leaf({3, 4}), p = positive_leaf({3, 4});
     REQUIRE_GRADCHECK([](const auto& v) { return pow(v[0], 3); }, x);
@@ -136,7 +136,7 @@ TEST_CASE("gradcheck relu away from its kink", "[gradcheck][pointwise]") {
 
 // ==== reductions ======================================================================================
 
-TEST_CASE("gradcheck sum and mean, all and along each dim", "[gradcheck][reduce]") {
+TEST_CASE("gradcheck sum and mean - all and along each dim", "[gradcheck][reduce]") {
     manual_seed(7);
     Tensor x = leaf({2, 3, 4});
     REQUIRE_GRADCHECK([](const auto& v) { return sum(v[0]); }, x);
@@ -149,7 +149,7 @@ TEST_CASE("gradcheck sum and mean, all and along each dim", "[gradcheck][reduce]
         }
 }
 
-TEST_CASE("gradcheck max, all and along each dim (no ties)", "[gradcheck][reduce]") {
+TEST_CASE("gradcheck max - all and along each dim (no ties)", "[gradcheck][reduce]") {
     manual_seed(8);
     Tensor x = leaf({3, 4, 2});  // continuous values: ties have probability 0
     REQUIRE_GRADCHECK([](const auto& v) { return max(v[0]); }, x);
@@ -163,7 +163,7 @@ TEST_CASE("gradcheck max, all and along each dim (no ties)", "[gradcheck][reduce
 
 // ==== shape =============================================================================================
 
-TEST_CASE("gradcheck reshape, transpose, permute", "[gradcheck][shape]") {
+TEST_CASE("gradcheck reshape - transpose - permute", "[gradcheck][shape]") {
     manual_seed(9);
     Tensor x = leaf({2, 3, 4});
     REQUIRE_GRADCHECK([](const auto& v) { return reshape(v[0], {4, -1}); }, x);
@@ -174,7 +174,7 @@ TEST_CASE("gradcheck reshape, transpose, permute", "[gradcheck][shape]") {
     REQUIRE_GRADCHECK([](const auto& v) { return permute(v[0], {1, 2, 0}) * permute(v[0], {1, 2, 0}).exp(); }, x);
 }
 
-TEST_CASE("gradcheck concat along each dim, with an input that needs no grad", "[gradcheck][shape]") {
+TEST_CASE("gradcheck concat along each dim - with an input that needs no grad", "[gradcheck][shape]") {
     manual_seed(10);
     Tensor a = leaf({2, 3, 2}), b = leaf({2, 1, 2}), c = randn({2, 2, 2});
     REQUIRE_GRADCHECK([c](const auto& v) { return concat({v[0], c, v[1]}, 1); }, a, b);
@@ -185,7 +185,7 @@ TEST_CASE("gradcheck concat along each dim, with an input that needs no grad", "
 
 // ==== matmul ==============================================================================================
 
-TEST_CASE("gradcheck matmul 2-D, including transposed operands", "[gradcheck][matmul]") {
+TEST_CASE("gradcheck matmul 2-D - including transposed operands", "[gradcheck][matmul]") {
     manual_seed(11);
     Tensor a = leaf({3, 4}), b = leaf({4, 2});
     Tensor at = leaf({4, 3}), bt = leaf({2, 4});
@@ -251,7 +251,7 @@ TEST_CASE("gradcheck softmax with a -inf mask", "[gradcheck][softmax]") {
 
 // ==== indexing ===============================================================================================
 
-TEST_CASE("gradcheck index_select with duplicate IDs, from a leaf and from a non-leaf", "[gradcheck][index]") {
+TEST_CASE("gradcheck index_select with duplicate IDs - from a leaf and from a non-leaf", "[gradcheck][index]") {
     manual_seed(15);
     Tensor E = leaf({5, 3});
     const IndexTensor ids{{4, 0, 4}, {1, 4, 0}};
@@ -262,7 +262,7 @@ TEST_CASE("gradcheck index_select with duplicate IDs, from a leaf and from a non
     REQUIRE_GRADCHECK([](const auto& v) { return index_select(v[0], 0, IndexTensor{5, 5, 2}); }, v1);
 }
 
-TEST_CASE("gradcheck one_hot(ids) @ E, the embedding reference path", "[gradcheck][index]") {
+TEST_CASE("gradcheck one_hot(ids) @ E - the embedding reference path", "[gradcheck][index]") {
     manual_seed(16);
     const IndexTensor ids{3, 3, 0, 1};
     REQUIRE_GRADCHECK([ids](const auto& v) { return matmul(one_hot(ids, 4), v[0]); }, leaf({4, 2}));
@@ -295,7 +295,7 @@ Tensor cube_with(const Tensor& x, std::function<Array(const Array& g, const Arra
 }
 }  // namespace
 
-TEST_CASE("mutation: the correct cube backward passes, wrong ones fail", "[gradcheck][mutation]") {
+TEST_CASE("mutation: the correct cube backward passes - wrong ones fail", "[gradcheck][mutation]") {
     manual_seed(18);
     Tensor x = leaf({2, 3});
     const auto right = [](const Array& g, const Array& x) { return Array(3 * g * x * x); };

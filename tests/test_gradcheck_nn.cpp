@@ -54,7 +54,7 @@ F::CrossEntropyOptions ce(nn::Reduction r, std::int64_t ignore_index = -100, dou
 
 // ==== linear ==========================================================================================
 
-TEST_CASE("gradcheck linear: x, W and b; without bias; (B, T, in) input", "[gradcheck][nn][linear]") {
+TEST_CASE("gradcheck linear: x - W and b - without bias - (BxTxin) input", "[gradcheck][nn][linear]") {
     manual_seed(1);
     Tensor x = leaf({4, 3}), W = leaf({5, 3}), b = leaf({5});
     REQUIRE_GRADCHECK([](const auto& v) { return F::linear(v[0], v[1], v[2]); }, x, W, b);
@@ -70,7 +70,7 @@ TEST_CASE("gradcheck linear: x, W and b; without bias; (B, T, in) input", "[grad
 
 // ==== embedding =======================================================================================
 
-TEST_CASE("gradcheck embedding, dense: duplicate IDs sum", "[gradcheck][nn][embedding]") {
+TEST_CASE("gradcheck embedding - dense: duplicate IDs sum", "[gradcheck][nn][embedding]") {
     manual_seed(2);
     Tensor E = leaf({6, 3});
     IndexTensor ids{{1, 3, 3}, {0, 5, 1}};  // rows 1 and 3 twice, rows 2 and 4 never
@@ -82,7 +82,7 @@ TEST_CASE("gradcheck embedding, dense: duplicate IDs sum", "[gradcheck][nn][embe
     REQUIRE_GRADCHECK([same](const auto& v) { return F::embedding(v[0], same); }, E);
 }
 
-TEST_CASE("gradcheck embedding, sparse: gradcheck reads sparse_grad()->to_dense()", "[gradcheck][nn][embedding]") {
+TEST_CASE("gradcheck embedding - sparse: gradcheck reads sparse_grad()->to_dense()", "[gradcheck][nn][embedding]") {
     manual_seed(3);
     Tensor E = leaf({6, 3});
     IndexTensor ids{{1, 3, 3}, {0, 5, 1}};
@@ -143,7 +143,7 @@ TEST_CASE("gradcheck catches a row scatter that overwrites instead of adding", "
 
 // ==== losses ===========================================================================================
 
-TEST_CASE("gradcheck cross_entropy: reductions, ignore_index, label_smoothing", "[gradcheck][nn][loss]") {
+TEST_CASE("gradcheck cross_entropy: reductions - ignore_index - label_smoothing", "[gradcheck][nn][loss]") {
     manual_seed(6);
     Tensor x = from_array(Array(3 * randn({5, 4}).data()), true);
     IndexTensor t{0, 3, 1, 1, 2};
@@ -160,7 +160,7 @@ TEST_CASE("gradcheck cross_entropy: reductions, ignore_index, label_smoothing", 
     }
 }
 
-TEST_CASE("gradcheck cross_entropy on (B, T, C) logits with (B, T) targets", "[gradcheck][nn][loss]") {
+TEST_CASE("gradcheck cross_entropy on (BxTxC) logits with (BxT) targets", "[gradcheck][nn][loss]") {
     manual_seed(7);
     Tensor x = leaf({2, 3, 5});
     IndexTensor t{{0, 4, 2}, {-100, 1, 1}};
@@ -179,7 +179,7 @@ TEST_CASE("gradcheck nll_loss", "[gradcheck][nn][loss]") {
     REQUIRE_GRADCHECK([&](const auto& v) { return F::nll_loss(log_softmax(v[0], -1), t); }, lp);
 }
 
-TEST_CASE("gradcheck mse_loss, both operands", "[gradcheck][nn][loss]") {
+TEST_CASE("gradcheck mse_loss - both operands", "[gradcheck][nn][loss]") {
     manual_seed(9);
     Tensor a = leaf({3, 4}), b = leaf({3, 4});
     for (auto r : {nn::Reduction::Mean, nn::Reduction::Sum, nn::Reduction::None})

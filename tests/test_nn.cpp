@@ -260,7 +260,7 @@ TEST_CASE("train() and eval() reach every descendant", "[nn][module]") {
     REQUIRE_FALSE(fc->is_training());
 }
 
-TEST_CASE("zero_grad(true) drops gradients, zero_grad(false) fills them with zeros", "[nn][module]") {
+TEST_CASE("zero_grad(true) drops gradients - zero_grad(false) fills them with zeros", "[nn][module]") {
     nn::Linear fc(3, 2);
     Tensor x = ones({4, 3});
     fc.forward(x).sum().backward();
@@ -321,7 +321,7 @@ TEST_CASE("register_parameter and register_module refuse bad names", "[nn][modul
     REQUIRE(m.named_children().size() == 1);
 }
 
-TEST_CASE("hostile: a module tree with a cycle is refused, not walked forever", "[nn][module][hostile]") {
+TEST_CASE("hostile: a module tree with a cycle is refused - not walked forever", "[nn][module][hostile]") {
     // Walking a cycle in named_parameters() or train() would recurse until the stack overflows.
     auto a = std::make_shared<nn::Sequential>();
     auto b = std::make_shared<nn::Sequential>();
@@ -385,7 +385,7 @@ TEST_CASE("a parameter shared by two modules (weight tying) is listed once", "[n
 // state_dict / load_state_dict
 // =============================================================================================
 
-TEST_CASE("state_dict shares handles; load_state_dict copies values", "[nn][state_dict]") {
+TEST_CASE("state_dict shares handles - load_state_dict copies values", "[nn][state_dict]") {
     manual_seed(1);
     TinyNet a;
     manual_seed(2);
@@ -406,7 +406,7 @@ TEST_CASE("state_dict shares handles; load_state_dict copies values", "[nn][stat
     REQUIRE(b.fc->weight.at({0, 0}) == 123);
 }
 
-TEST_CASE("load_state_dict: missing, unexpected or mis-shaped entries throw and change nothing",
+TEST_CASE("load_state_dict: missing - unexpected or mis-shaped entries throw and change nothing",
           "[nn][state_dict]") {
     manual_seed(3);
     TinyNet net;
@@ -531,7 +531,7 @@ TEST_CASE("the file layout is the safetensors format", "[nn][serialize]") {
     REQUIRE(std::memcmp(data + 84, net.fc->bias.data().data(), 8) == 0);
 }
 
-TEST_CASE("save is atomic: no temporary files remain, an existing file is replaced", "[nn][serialize]") {
+TEST_CASE("save is atomic: no temporary files remain - an existing file is replaced", "[nn][serialize]") {
     TempDir dir;
     const std::string path = dir.file("ckpt.safetensors");
     write_bytes(path, "an old, unrelated file");
@@ -579,7 +579,7 @@ TEST_CASE("save_safetensors refuses bad names and undefined tensors", "[nn][seri
     REQUIRE(nn::load_safetensors(path).tensors.empty());
 }
 
-TEST_CASE("a hand-made file loads; F64 data is converted", "[nn][serialize]") {
+TEST_CASE("a hand-made file loads - F64 data is converted", "[nn][serialize]") {
     TempDir dir;
     const std::string path = dir.file("w.safetensors");
     Single m;
@@ -717,7 +717,7 @@ TEST_CASE("hostile: corrupted headers throw a ValueError naming the problem", "[
     }
 }
 
-TEST_CASE("hostile: a missing file, a directory or a device throws std::runtime_error", "[nn][serialize][hostile]") {
+TEST_CASE("hostile: a missing file - a directory or a device throws std::runtime_error", "[nn][serialize][hostile]") {
     TempDir dir;
     Single m;
     const Snapshot before = snapshot(m);
@@ -736,7 +736,7 @@ TEST_CASE("hostile: a missing file, a directory or a device throws std::runtime_
 // Embedding
 // =============================================================================================
 
-TEST_CASE("Embedding weight is N(0, 1)", "[nn][embedding]") {
+TEST_CASE("Embedding weight is standard normal N(0 1)", "[nn][embedding]") {
     manual_seed(123);
     nn::Embedding emb(1000, 100);  // 100k values
     REQUIRE(emb.weight.shape() == Shape{1000, 100});
@@ -770,7 +770,7 @@ TEST_CASE("Embedding weight is N(0, 1)", "[nn][embedding]") {
                Contains("Embedding: a (4294967296, 4294967296) table is too large"));
 }
 
-TEST_CASE("Embedding forward: ids (B, T) give (B, T, d), each row the table's row", "[nn][embedding]") {
+TEST_CASE("Embedding forward: ids (BxT) give (BxTxd) - each row the table's row", "[nn][embedding]") {
     nn::Embedding emb(6, 2);
     for (std::size_t r = 0; r < 6; ++r)
         for (std::size_t j = 0; j < 2; ++j) emb.weight.at({r, j}) = static_cast<real>(10 * r + j);
@@ -784,7 +784,7 @@ TEST_CASE("Embedding forward: ids (B, T) give (B, T, d), each row the table's ro
     REQUIRE(emb.forward(IndexTensor{1}).grad_fn()->name == "embedding");
 }
 
-TEST_CASE("Embedding backward touches only the looked-up rows; duplicates sum", "[nn][embedding]") {
+TEST_CASE("Embedding backward touches only the looked-up rows - duplicates sum", "[nn][embedding]") {
     nn::Embedding emb(6, 2);
     IndexTensor ids{{1, 3}, {3, 0}};
     Tensor G = counting({2, 2, 2});  // [[[1,2],[3,4]],[[5,6],[7,8]]]
@@ -826,7 +826,7 @@ TEST_CASE("Embedding padding_idx: a zero row that gets no gradient", "[nn][embed
                Contains("embedding") && Contains("padding_idx 4 out of range [-4, 4)"));
 }
 
-TEST_CASE("hostile: Embedding: IDs outside [0, V) throw IndexError at forward time", "[nn][embedding][hostile]") {
+TEST_CASE("hostile: Embedding: IDs outside 0..V-1 throw IndexError at forward time", "[nn][embedding][hostile]") {
     nn::Embedding emb(5, 3);
     const Snapshot before = snapshot(emb);
     const std::string msg = message_of<IndexError>([&] { emb.forward(IndexTensor{{0, 1, 2}, {3, 4, 7}}); });
@@ -902,7 +902,7 @@ TEST_CASE("Embedding sparse=true: a coalesced gradient equal to the dense one", 
                Contains("sparse=true needs the weight to be a leaf"));
 }
 
-TEST_CASE("Embedding equals the one-hot oracle: one_hot(ids, V) @ E, in output and gradient",
+TEST_CASE("Embedding equals the one-hot oracle: one_hot(ids V) @ E - in output and gradient",
           "[nn][embedding][oracle]") {
     const std::size_t V = 7, d = 4;
     IndexTensor ids{{1, 6, 1}, {0, 3, 6}};  // (B, T) = (2, 3), with duplicates
@@ -975,7 +975,7 @@ TEST_CASE("Linear forward y = x Wᵀ + b on hand numbers", "[nn][linear]") {
     require_values(fc.bias.grad(), {1, 1}, 0);
 }
 
-TEST_CASE("Linear init is U(-1/√in, 1/√in), spread over the whole interval", "[nn][linear]") {
+TEST_CASE("Linear init is U(-1/√in 1/√in) - spread over the whole interval", "[nn][linear]") {
     manual_seed(9);
     nn::Linear fc(400, 300);
     const double k = 1 / std::sqrt(400.0);  // 0.05
@@ -1008,7 +1008,7 @@ TEST_CASE("Linear without bias", "[nn][linear]") {
     require_values(fc.forward(Tensor({{1, 0, -1}})), {{-2, -2}}, 0);
 }
 
-TEST_CASE("hostile: Linear: wrong input sizes, empty batches", "[nn][linear][hostile]") {
+TEST_CASE("hostile: Linear: wrong input sizes - empty batches", "[nn][linear][hostile]") {
     nn::Linear fc(3, 2);
     CHECK_THAT(message_of<ValueError>([&] { fc.forward(ones({2, 4})); }),
                Contains("linear") && Contains("(2, 4)") && Contains("in_features = 3"));
@@ -1077,7 +1077,7 @@ TEST_CASE("cross_entropy on a hand-computed 2×3 example", "[nn][loss][cross_ent
     require_values(Tensor(Array(xt::view(logits.grad().data(), 1))), {0, 0, 0}, 0);
 }
 
-TEST_CASE("cross_entropy (B, T, C) with (B, T) equals the flattened (B·T, C)", "[nn][loss][cross_entropy]") {
+TEST_CASE("cross_entropy (BxTxC) with (BxT) equals the flattened (B·TxC)", "[nn][loss][cross_entropy]") {
     manual_seed(5);
     Tensor x3 = randn({2, 3, 4}, true);
     Tensor x2 = from_array(x3.detach().reshape({6, 4}).data(), true);
@@ -1111,7 +1111,7 @@ TEST_CASE("cross_entropy ignore_index: ignored rows count for nothing", "[nn][lo
     CHECK_THAT(message_of<IndexError>([&] { F::cross_entropy(logits, targets, o); }), Contains("target -100"));
 }
 
-TEST_CASE("hostile: cross_entropy with every target ignored: 0, and a gradient of exact zeros",
+TEST_CASE("hostile: cross_entropy with every target ignored: 0 - and a gradient of exact zeros",
           "[nn][loss][cross_entropy][hostile]") {
     Tensor logits({{1, 2, 3}, {4, 5, 6}}, true);
     Tensor loss = F::cross_entropy(logits, IndexTensor{-100, -100});
@@ -1121,7 +1121,7 @@ TEST_CASE("hostile: cross_entropy with every target ignored: 0, and a gradient o
     REQUIRE(F::cross_entropy(logits, IndexTensor{-100, -100}, {nn::Reduction::Sum}).item() == 0);
 }
 
-TEST_CASE("hostile: cross_entropy on an empty batch (0, C)", "[nn][loss][cross_entropy][hostile]") {
+TEST_CASE("hostile: cross_entropy on an empty batch (0xC)", "[nn][loss][cross_entropy][hostile]") {
     Tensor logits = zeros({0, 5}, true);
     IndexTensor targets(IndexArray::from_shape({0}));
     Tensor loss = F::cross_entropy(logits, targets);
@@ -1167,7 +1167,7 @@ TEST_CASE("hostile: cross_entropy with extreme logits", "[nn][loss][cross_entrop
     REQUIRE(std::isnan(F::cross_entropy(Tensor({{kInf, 0}}), IndexTensor{0}).item()));
 }
 
-TEST_CASE("hostile: cross_entropy with a NaN logit: NaN in that row only, no crash",
+TEST_CASE("hostile: cross_entropy with a NaN logit: NaN in that row only - no crash",
           "[nn][loss][cross_entropy][hostile]") {
     // NaN propagates (as in PyTorch): the row's loss and gradient are NaN, the other rows'
     // are unaffected under Reduction::None, and the mean is NaN.
@@ -1342,7 +1342,7 @@ TEST_CASE("binary_cross_entropy_with_logits on hand numbers and reductions", "[n
                    {real(l[0]), real(l[1]), real(l[2])}, 1e-6);
 }
 
-TEST_CASE("hostile: binary_cross_entropy_with_logits: |x| = 1e4, NaN, bad targets, empty",
+TEST_CASE("hostile: binary_cross_entropy_with_logits: |x| = 1e4 - NaN - bad targets - empty",
           "[nn][loss][bce][hostile]") {
     // The textbook form would take log(σ(-1e4)) = log(0) = -inf; the stable one gives exact values.
     Tensor x({1e4, -1e4, 1e4, -1e4}, true);
@@ -1416,7 +1416,7 @@ TEST_CASE("hostile: gelu with ±inf and NaN", "[nn][activation][hostile]") {
     REQUIRE(std::isnan(x.grad().at({2})));
 }
 
-TEST_CASE("activation modules: Tanh, ReLU, GELU", "[nn][activation]") {
+TEST_CASE("activation modules: Tanh - ReLU - GELU", "[nn][activation]") {
     Tensor x({-2, 0, 0.5});
     nn::Tanh tanh_m;
     nn::ReLU relu_m;
@@ -1431,7 +1431,7 @@ TEST_CASE("activation modules: Tanh, ReLU, GELU", "[nn][activation]") {
     REQUIRE(gelu_m.num_parameters() == 0);
 }
 
-TEST_CASE("Sequential: names by position or given, forward is the composition", "[nn][sequential]") {
+TEST_CASE("Sequential: names by position or given - forward is the composition", "[nn][sequential]") {
     manual_seed(12);
     auto fc1 = std::make_shared<nn::Linear>(3, 4);
     auto fc2 = std::make_shared<nn::Linear>(4, 2);

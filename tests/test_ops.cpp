@@ -33,7 +33,7 @@ bool all_finite(const Tensor& t) {
 
 // ==== elementwise, broadcasting =======================================================================
 
-TEST_CASE("add (2,3) + (3,): value, and b's gradient summed over rows", "[ops][broadcast]") {
+TEST_CASE("add (2x3) + (3x): value - and b's gradient summed over rows", "[ops][broadcast]") {
     Tensor a({{1, 2, 3}, {4, 5, 6}}, true);
     Tensor b({10, 20, 30}, true);
     Tensor y = a + b;
@@ -55,7 +55,7 @@ TEST_CASE("add of a 0-d scalar tensor broadcasts to every element", "[ops][broad
     require_values(a.grad(), {{1, 2}, {3, 4}});
 }
 
-TEST_CASE("sub (2,3) - (3,): b's gradient is minus the row sum", "[ops][broadcast]") {
+TEST_CASE("sub (2x3) - (3x): b's gradient is minus the row sum", "[ops][broadcast]") {
     Tensor a({{1, 2, 3}, {4, 5, 6}}, true);
     Tensor b({10, 20, 30}, true);
     Tensor y = a - b;
@@ -65,7 +65,7 @@ TEST_CASE("sub (2,3) - (3,): b's gradient is minus the row sum", "[ops][broadcas
     require_values(b.grad(), {-5, -7, -9});
 }
 
-TEST_CASE("mul (2,1) * (1,3): an outer product, gradients summed back to (2,1) and (1,3)", "[ops][broadcast]") {
+TEST_CASE("mul (2x1) * (1x3): an outer product - gradients summed back to (2x1) and (1x3)", "[ops][broadcast]") {
     Tensor a({{1}, {2}}, true);
     Tensor b({{3, 4, 5}}, true);
     Tensor y = a * b;
@@ -76,7 +76,7 @@ TEST_CASE("mul (2,1) * (1,3): an outer product, gradients summed back to (2,1) a
     require_values(b.grad(), {{1 + 4 * 2, 2 + 5 * 2, 3 + 6 * 2}});                  // 9, 12, 15
 }
 
-TEST_CASE("div (2,2) / (2,): dL/db = -Σ_rows g·a/b²", "[ops][broadcast]") {
+TEST_CASE("div (2x2) / (2x): dL/db = -Σ_rows g·a/b²", "[ops][broadcast]") {
     Tensor a({{2, 4}, {6, 8}}, true);
     Tensor b({1, 2}, true);
     Tensor y = a / b;
@@ -94,7 +94,7 @@ TEST_CASE("neg", "[ops]") {
     require_values(a.grad(), {-3, -4});
 }
 
-TEST_CASE("scalar variants: a+s, s+a, a-s, s-a, a*s, s*a, a/s, s/a", "[ops][scalar]") {
+TEST_CASE("scalar variants: a+s - s+a - a-s - s-a - a*s - s*a - a/s - s/a", "[ops][scalar]") {
     Tensor a({1, 2, 4}, true);
     require_values(a + 2, {3, 4, 6});
     require_values(2 + a, {3, 4, 6});
@@ -133,7 +133,7 @@ TEST_CASE("pow: integer and fractional exponents", "[ops][pointwise]") {
     require_values(r.grad(), {0.25, 1.0 / 6});  // 0.5 / √x
 }
 
-TEST_CASE("pow with exponent 0: y = 1 and the gradient is exactly 0, also at x = 0", "[ops][pointwise]") {
+TEST_CASE("pow with exponent 0: y = 1 and the gradient is exactly 0 - also at x = 0", "[ops][pointwise]") {
     Tensor x({0, 2, -3}, true);
     Tensor y = x.pow(0);
     require_values(y, {1, 1, 1});
@@ -169,7 +169,7 @@ TEST_CASE("tanh: value and 1 - tanh²", "[ops][pointwise]") {
     require_values(x.grad(), {1, 0.78644773296, 0.07065082485});
 }
 
-TEST_CASE("relu: gradient 1 where x > 0, else 0 (also at x = 0)", "[ops][pointwise]") {
+TEST_CASE("relu: gradient 1 where x > 0 - else 0 (also at x = 0)", "[ops][pointwise]") {
     Tensor x({-1, 0, 2, 0.5}, true);
     Tensor y = x.relu();
     require_values(y, {0, 0, 2, 0.5});
@@ -177,7 +177,7 @@ TEST_CASE("relu: gradient 1 where x > 0, else 0 (also at x = 0)", "[ops][pointwi
     require_values(x.grad(), {0, 0, 30, 40});
 }
 
-TEST_CASE("sigmoid: values, y(1-y), and no overflow at ±100", "[ops][pointwise]") {
+TEST_CASE("sigmoid: values - y(1-y) - and no overflow at ±100", "[ops][pointwise]") {
     Tensor x({0, 2, -2, 100, -100}, true);
     Tensor y = x.sigmoid();
     REQUIRE(all_finite(y));
@@ -190,7 +190,7 @@ TEST_CASE("sigmoid: values, y(1-y), and no overflow at ±100", "[ops][pointwise]
 
 // ==== reductions =========================================================================================
 
-TEST_CASE("sum over all elements and along a dim, with keepdim", "[ops][reduce]") {
+TEST_CASE("sum over all elements and along a dim - with keepdim", "[ops][reduce]") {
     Tensor x({{1, 2, 3}, {4, 5, 6}}, true);
     Tensor total = x.sum();
     REQUIRE(total.shape() == Shape{});
@@ -208,7 +208,7 @@ TEST_CASE("sum over all elements and along a dim, with keepdim", "[ops][reduce]"
     require_values(x.grad(), {{1, 2, 3}, {1, 2, 3}});
 }
 
-TEST_CASE("sum along the middle dim of a (2,3,4) tensor", "[ops][reduce]") {
+TEST_CASE("sum along the middle dim of a (2x3x4) tensor", "[ops][reduce]") {
     // x[i, j, k] = 12i + 4j + k;  Σ_j = 36i + 12 + 3k
     Tensor x = arange(24).reshape({2, 3, 4});
     Tensor y = x.sum(1);
@@ -244,7 +244,7 @@ TEST_CASE("max over all elements: the gradient goes to the maximum only", "[ops]
     require_values(x.grad(), {{0, 3, 0}, {0, 0, 0}});
 }
 
-TEST_CASE("max along a dim, with keepdim, and argmax", "[ops][reduce]") {
+TEST_CASE("max along a dim - with keepdim - and argmax", "[ops][reduce]") {
     Tensor x({{1, 5, 3}, {4, 2, 0}}, true);
     require_values(x.max(1), {5, 4});
     require_values(x.max(0, true), {{4, 5, 3}});
@@ -264,7 +264,7 @@ TEST_CASE("max along a dim, with keepdim, and argmax", "[ops][reduce]") {
 
 // ==== shape ==============================================================================================
 
-TEST_CASE("reshape with -1 infers the size; its gradient is reshaped back", "[ops][shape]") {
+TEST_CASE("reshape with -1 infers the size - its gradient is reshaped back", "[ops][shape]") {
     Tensor x = arange(6);
     x.requires_grad_();
     Tensor y = x.reshape({-1, 2});
@@ -278,7 +278,7 @@ TEST_CASE("reshape with -1 infers the size; its gradient is reshaped back", "[op
     require_values(x.grad(), {1, 2, 3, 4, 5, 6});
 }
 
-TEST_CASE("transpose swaps two dims; its gradient is transposed back", "[ops][shape]") {
+TEST_CASE("transpose swaps two dims - its gradient is transposed back", "[ops][shape]") {
     Tensor x({{1, 2, 3}, {4, 5, 6}}, true);
     Tensor y = x.transpose(0, 1);
     require_values(y, {{1, 4}, {2, 5}, {3, 6}});
@@ -287,7 +287,7 @@ TEST_CASE("transpose swaps two dims; its gradient is transposed back", "[ops][sh
     require_values(x.grad(), {{10, 20, 30}, {40, 50, 60}});
 }
 
-TEST_CASE("permute (2,3,4) by (2,0,1): y[k,i,j] = x[i,j,k]", "[ops][shape]") {
+TEST_CASE("permute (2x3x4) by (2x0x1): y[k i j] = x[i j k]", "[ops][shape]") {
     Tensor x = arange(24).reshape({2, 3, 4});  // x[i,j,k] = 12i + 4j + k
     x.requires_grad_();
     Tensor y = x.permute({2, 0, 1});
@@ -303,7 +303,7 @@ TEST_CASE("permute (2,3,4) by (2,0,1): y[k,i,j] = x[i,j,k]", "[ops][shape]") {
     REQUIRE(x.permute({-1, 1, 0}).shape() == Shape{4, 3, 2});
 }
 
-TEST_CASE("concat along dims 1, 0 and -1; each input gets its slice of the gradient", "[ops][shape]") {
+TEST_CASE("concat along dims 1 - 0 and -1 - each input gets its slice of the gradient", "[ops][shape]") {
     Tensor a({{1, 2}, {3, 4}}, true);
     Tensor b({{5}, {6}}, true);
     Tensor y = concat({a, b}, 1);
@@ -327,7 +327,7 @@ TEST_CASE("concat along dims 1, 0 and -1; each input gets its slice of the gradi
 
 // ==== matmul ==============================================================================================
 
-TEST_CASE("matmul 2-D: values and dA = G Bᵀ, dB = Aᵀ G", "[ops][matmul]") {
+TEST_CASE("matmul 2-D: values and dA = G Bᵀ - dB = Aᵀ G", "[ops][matmul]") {
     Tensor A({{1, 2}, {3, 4}}, true);
     Tensor B({{5, 6}, {7, 8}}, true);
     Tensor Y = matmul(A, B);
@@ -337,7 +337,7 @@ TEST_CASE("matmul 2-D: values and dA = G Bᵀ, dB = Aᵀ G", "[ops][matmul]") {
     require_values(B.grad(), {{4, 4}, {6, 6}});      // column sums of A
 }
 
-TEST_CASE("matmul 2-D non-square (2,3) @ (3,1) with a general gradient", "[ops][matmul]") {
+TEST_CASE("matmul 2-D non-square (2x3) @ (3x1) with a general gradient", "[ops][matmul]") {
     Tensor A({{1, 2, 3}, {4, 5, 6}}, true);
     Tensor B({{1}, {0}, {-1}}, true);
     Tensor Y = A.matmul(B);
@@ -347,7 +347,7 @@ TEST_CASE("matmul 2-D non-square (2,3) @ (3,1) with a general gradient", "[ops][
     require_values(B.grad(), {{1 + 8}, {2 + 10}, {3 + 12}});
 }
 
-TEST_CASE("matmul batched (2,2,2) @ (2,2,2): one product per batch", "[ops][matmul]") {
+TEST_CASE("matmul batched (2x2x2) @ (2x2x2): one product per batch", "[ops][matmul]") {
     Tensor A({{{1, 2}, {3, 4}}, {{1, 0}, {0, 1}}}, true);
     Tensor B({{{5, 6}, {7, 8}}, {{2, 0}, {0, 3}}}, true);
     Tensor Y = matmul(A, B);
@@ -357,7 +357,7 @@ TEST_CASE("matmul batched (2,2,2) @ (2,2,2): one product per batch", "[ops][matm
     require_values(B.grad(), {{{4, 4}, {6, 6}}, {{1, 1}, {1, 1}}});
 }
 
-TEST_CASE("matmul (B,n,k) @ (k,m): the right gradient is (k,m), summed over the batch", "[ops][matmul]") {
+TEST_CASE("matmul (Bxnxk) @ (kxm): the right gradient is (kxm) - summed over the batch", "[ops][matmul]") {
     Tensor A({{{1, 2}, {3, 4}}, {{1, 0}, {0, 1}}}, true);
     Tensor W({{5, 6}, {7, 8}}, true);
     Tensor Y = matmul(A, W);
@@ -369,7 +369,7 @@ TEST_CASE("matmul (B,n,k) @ (k,m): the right gradient is (k,m), summed over the 
     require_values(A.grad(), {{{11, 15}, {11, 15}}, {{11, 15}, {11, 15}}});
 }
 
-TEST_CASE("matmul (1,n,k) @ (B,k,m): the left operand broadcasts, its gradient sums over B", "[ops][matmul]") {
+TEST_CASE("matmul (1xnxk) @ (Bxkxm): the left operand broadcasts - its gradient sums over B", "[ops][matmul]") {
     Tensor A({{{1, 2}, {3, 4}}}, true);
     Tensor B({{{5, 6}, {7, 8}}, {{2, 0}, {0, 3}}}, true);
     Tensor Y = matmul(A, B);
@@ -381,7 +381,7 @@ TEST_CASE("matmul (1,n,k) @ (B,k,m): the left operand broadcasts, its gradient s
     require_values(B.grad(), {{{4, 4}, {6, 6}}, {{4, 4}, {6, 6}}});
 }
 
-TEST_CASE("matmul (n,k) @ (B,k,m): a 2-D left operand is shared by every batch", "[ops][matmul]") {
+TEST_CASE("matmul (nxk) @ (Bxkxm): a 2-D left operand is shared by every batch", "[ops][matmul]") {
     Tensor A({{1, 2}, {3, 4}}, true);
     Tensor B({{{5, 6}, {7, 8}}, {{2, 0}, {0, 3}}}, true);
     Tensor Y = matmul(A, B);
@@ -443,7 +443,7 @@ TEST_CASE("softmax with -inf entries: zero probability and exactly zero gradient
     require_values(x.grad(), {{-0.5, 0, 0.5}, {s1 * (1 - sw), s2 * (2 - sw), 0}});
 }
 
-TEST_CASE("log_softmax with -inf entries: NLL gradient is softmax - onehot, exactly zero at -inf", "[ops][softmax]") {
+TEST_CASE("log_softmax with -inf entries: NLL gradient is softmax - onehot - exactly zero at -inf", "[ops][softmax]") {
     Tensor x({{0, -inf, 0}, {1, 2, -inf}}, true);
     Tensor ls = x.log_softmax(1);
     REQUIRE(ls.at({0, 1}) == -inf);
@@ -469,7 +469,7 @@ TEST_CASE("softmax along dim 0 normalises columns", "[ops][softmax]") {
 
 // ==== indexing =================================================================================================
 
-TEST_CASE("index_select gathers rows; backward scatter-adds, duplicates sum, untouched rows stay 0", "[ops][index]") {
+TEST_CASE("index_select gathers rows - backward scatter-adds - duplicates sum - untouched rows stay 0", "[ops][index]") {
     Tensor E({{1, 2}, {3, 4}, {5, 6}, {7, 8}}, true);  // (V=4, d=2)
     IndexTensor ids{2, 0, 2};
     Tensor y = index_select(E, 0, ids);
@@ -484,7 +484,7 @@ TEST_CASE("index_select gathers rows; backward scatter-adds, duplicates sum, unt
     require_values(E.grad(), {{2, 2}, {0, 0}, {11, 11}, {1, 1}});
 }
 
-TEST_CASE("index_select with 2-D ids, and from a non-leaf source", "[ops][index]") {
+TEST_CASE("index_select with 2-D ids - and from a non-leaf source", "[ops][index]") {
     Tensor E({{1, 2}, {3, 4}, {5, 6}}, true);
     Tensor y = index_select(E * 10, 0, IndexTensor{{0, 1}, {1, 1}});  // (2, 2, d=2)
     require_values(y, {{{10, 20}, {30, 40}}, {{30, 40}, {30, 40}}});
@@ -498,7 +498,7 @@ TEST_CASE("index_select with 2-D ids, and from a non-leaf source", "[ops][index]
     require_values(v.grad(), {4, 0, 3});
 }
 
-TEST_CASE("one_hot(ids, V) @ E equals index_select(E, 0, ids) in value and in dL/dE", "[ops][index]") {
+TEST_CASE("one_hot(ids V) @ E equals index_select(E 0 ids) in value and in dL/dE", "[ops][index]") {
     manual_seed(3);
     const Tensor E0 = randn({5, 3});
     const Tensor G = randn({4, 3});

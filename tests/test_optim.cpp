@@ -216,7 +216,7 @@ TEST_CASE("SGD matches torch.optim.SGD's formula over 5 steps", "[optim][sgd]") 
     }
 }
 
-TEST_CASE("SGD's first momentum step uses b = g, not a damped zero buffer", "[optim][sgd]") {
+TEST_CASE("SGD's first momentum step uses b = g - not a damped zero buffer", "[optim][sgd]") {
     Tensor w({1.0f}, true);
     optim::SGD opt(NamedTensors{{"w", w}}, optim::SGDOptions(1.0).momentum(0.9).dampening(0.5));
     w.set_grad(Tensor({2.0f}));
@@ -362,7 +362,7 @@ TEST_CASE("lazy Adam/AdamW equal the dense update when every row is touched at e
     }
 }
 
-TEST_CASE("lazy Adam/AdamW: untouched rows and their state do not move; t counts the tensor's steps",
+TEST_CASE("lazy Adam/AdamW: untouched rows and their state do not move - t counts the tensor's steps",
           "[optim][adam][sparse]") {
     const std::size_t V = 6, d = 3;
     // Rows touched per step; step 4 has a gradient with k = 0 rows (it still counts: t = 4).
@@ -553,7 +553,7 @@ void check_report(optim::Optimizer& opt, TinyModel& model, bool sparse_emb,
 
 }  // namespace
 
-TEST_CASE("memory report: exact bytes for SGD, SGD with momentum, Adam, amsgrad, AdamW",
+TEST_CASE("memory report: exact bytes for SGD - SGD with momentum - Adam - amsgrad - AdamW",
           "[optim][memory]") {
     SECTION("SGD without momentum keeps no state") {
         TinyModel m;
@@ -823,7 +823,7 @@ TEST_CASE("step() builds no graph: parameters stay leaves", "[optim]") {
 
 // ---- zero_grad ------------------------------------------------------------------------------------------
 
-TEST_CASE("zero_grad: set_to_none drops gradients; otherwise zeroes them in place", "[optim]") {
+TEST_CASE("zero_grad: set_to_none drops gradients - otherwise zeroes them in place", "[optim]") {
     Tensor w = make_param({2, 2}), e = make_param({5, 3});
     optim::Adam opt(NamedTensors{{"w", w}, {"e", e}}, optim::AdamOptions(0.1));
     w.set_grad(from_array(grad_at(1, {2, 2})));
@@ -882,7 +882,7 @@ TEST_CASE("clip_grad_norm_ measures dense and sparse gradients together", "[opti
 
 // ---- CosineWithWarmup -------------------------------------------------------------------------------
 
-TEST_CASE("CosineWithWarmup: linear warmup from 0, cosine decay to min_lr", "[optim][schedule]") {
+TEST_CASE("CosineWithWarmup: linear warmup from 0 - cosine decay to min_lr", "[optim][schedule]") {
     Tensor a = make_param({2}), b = make_param({2});
     std::vector<optim::ParamGroup> groups{optim::ParamGroup{{{"a", a}}}, optim::ParamGroup{{{"b", b}}, 0.5}};
     optim::SGD opt(groups, optim::SGDOptions(1.0));

@@ -24,7 +24,7 @@ using Catch::Matchers::Contains;
 static_assert(std::is_base_of_v<std::invalid_argument, ValueError>);
 static_assert(std::is_base_of_v<std::out_of_range, IndexError>);
 
-TEST_CASE("shape, numel, dim and size of a (2, 3) tensor", "[tensor]") {
+TEST_CASE("shape - numel - dim and size of a (2 - 3) tensor", "[tensor]") {
     Tensor t({{1, 2, 3}, {4, 5, 6}});
     REQUIRE(t.defined());
     REQUIRE(t.shape() == Shape{2, 3});
@@ -88,7 +88,7 @@ TEST_CASE("at out of range throws IndexError with the index and the valid range"
     REQUIRE_THROWS_WITH(t.at({1, 1, 1}), Contains("at") && Contains("3 indices"));
 }
 
-TEST_CASE("operator<< prints the shape, requires_grad and grad_fn", "[tensor]") {
+TEST_CASE("operator<< prints the shape - requires_grad and grad_fn", "[tensor]") {
     std::ostringstream plain;
     plain << zeros({2, 3});
     REQUIRE_THAT(plain.str(), Contains("Tensor(shape=(2, 3))"));
@@ -107,7 +107,7 @@ TEST_CASE("operator<< prints the shape, requires_grad and grad_fn", "[tensor]") 
     REQUIRE_THAT(ids.str(), Contains("IndexTensor(shape=(2, 2))"));
 }
 
-TEST_CASE("zeros, ones and full", "[tensor][factory]") {
+TEST_CASE("zeros - ones and full", "[tensor][factory]") {
     Tensor z = zeros({2, 3});
     require_values(z, {{0, 0, 0}, {0, 0, 0}});
     REQUIRE_FALSE(z.requires_grad());
@@ -153,7 +153,7 @@ TEST_CASE("randn and rand are reproducible bit for bit after manual_seed", "[ten
     REQUIRE(std::memcmp(a.data().data(), c.data().data(), a.numel() * sizeof(real)) != 0);
 }
 
-TEST_CASE("randn, rand and randint have the right range and moments", "[tensor][factory][random]") {
+TEST_CASE("randn - rand and randint have the right range and moments", "[tensor][factory][random]") {
     manual_seed(7);
     // 20,000 samples of N(0, 1): the sample mean has standard error 0.007, the variance 0.01.
     Tensor n = randn({20000});
@@ -223,7 +223,7 @@ TEST_CASE("a ragged nested list throws ValueError", "[tensor][construct][errors]
     REQUIRE_THROWS_AS(IndexTensor({{1, 2}, {3}}), ValueError);
 }
 
-TEST_CASE("copying a handle shares data, gradient and graph", "[tensor]") {
+TEST_CASE("copying a handle shares data - gradient and graph", "[tensor]") {
     Tensor a({1, 2, 3}, true);
     Tensor b = a;
     REQUIRE(b.impl() == a.impl());
@@ -251,7 +251,7 @@ TEST_CASE("detach copies the values and has no history", "[tensor]") {
     REQUIRE(dx.impl() != x.impl());
 }
 
-TEST_CASE("requires_grad_, is_leaf, set_grad and reset_grad", "[tensor]") {
+TEST_CASE("requires_grad_ - is_leaf - set_grad and reset_grad", "[tensor]") {
     Tensor x({1, 2});
     REQUIRE_FALSE(x.requires_grad());
     x.requires_grad_();
@@ -271,7 +271,7 @@ TEST_CASE("requires_grad_, is_leaf, set_grad and reset_grad", "[tensor]") {
     REQUIRE_FALSE(x.grad().defined());
 }
 
-TEST_CASE("IndexTensor construction, access and reshape", "[tensor][index]") {
+TEST_CASE("IndexTensor construction - access and reshape", "[tensor][index]") {
     IndexTensor ids{{0, 1, 2}, {3, 3, 1}};
     REQUIRE(ids.shape() == Shape{2, 3});
     REQUIRE(ids.numel() == 6);
@@ -288,6 +288,10 @@ TEST_CASE("IndexTensor construction, access and reshape", "[tensor][index]") {
     REQUIRE(flat[4] == 3);
     REQUIRE_THROWS_AS(ids.reshape({4}), ValueError);
 
+    IndexTensor empty;  // default: shape (0,), no garbage ID to look up
+    REQUIRE(empty.shape() == Shape{0});
+    REQUIRE(empty.numel() == 0);
+
     IndexTensor one{7};
     REQUIRE(one.shape() == Shape{1});
     REQUIRE(one[0] == 7);
@@ -296,9 +300,10 @@ TEST_CASE("IndexTensor construction, access and reshape", "[tensor][index]") {
     REQUIRE(from_xt[1] == -1);
 }
 
-TEST_CASE("SparseGrad coalesces rows: sorted unique indices, duplicates summed", "[tensor][sparse]") {
+TEST_CASE("SparseGrad coalesces rows: sorted unique indices - duplicates summed", "[tensor][sparse]") {
     SparseGrad sg;
     sg.dense_shape = {5, 2};
+    REQUIRE(sg.nbytes() == 0);  // empty: no rows, no bytes (not one stray 0-d element)
     sg.accumulate({3, 1, 3}, Array{{1, 2}, {10, 20}, {100, 200}});
     REQUIRE(sg.indices == std::vector<std::int64_t>{1, 3});
     require_values(from_array(sg.values), {{10, 20}, {101, 202}});

@@ -36,7 +36,7 @@ TEST_CASE("tokenize: the reference is dropped even when the book's name is a wor
             Words{"charity", "suffereth", "long", "and", "is", "kind", "charity", "envieth", "not"});
 }
 
-TEST_CASE("tokenize: apostrophes and digits split words; plain text keeps its first word", "[word2vec][tokenize]") {
+TEST_CASE("tokenize: apostrophes and digits split words - plain text keeps its first word", "[word2vec][tokenize]") {
     REQUIRE(tokenize("Ge24:67 his mother Sarah's tent") == Words{"his", "mother", "sarah", "s", "tent"});
     REQUIRE(tokenize("Psa23:1 The LORD is my shepherd") == Words{"the", "lord", "is", "my", "shepherd"});
     REQUIRE(tokenize("Chapter 12: the end") == Words{"chapter", "the", "end"});  // not a reference
@@ -57,7 +57,7 @@ TEST_CASE("read_corpus reads a plain-text file line by line", "[word2vec][tokeni
 
 // ==== vocabulary, subsampling, pairs ======================================================================
 
-TEST_CASE("build_vocab: min_count, most frequent first, ties alphabetical", "[word2vec][vocab]") {
+TEST_CASE("build_vocab: min_count - most frequent first - ties alphabetical", "[word2vec][vocab]") {
     const Words tokens{"b", "a", "c", "a", "b", "a", "d", "c"};  // a 3, b 2, c 2, d 1
     const Vocab v = build_vocab(tokens, 2);
     REQUIRE(v.words == Words{"a", "b", "c"});
@@ -66,7 +66,7 @@ TEST_CASE("build_vocab: min_count, most frequent first, ties alphabetical", "[wo
     REQUIRE(encode(tokens, v) == std::vector<std::int32_t>{1, 0, 2, 0, 1, 0, 2});
 }
 
-TEST_CASE("keep_probabilities: word2vec.c's formula (sqrt(f/t) + 1) t/f, capped at 1", "[word2vec][subsample]") {
+TEST_CASE("keep_probabilities: word2vec.c's formula (sqrt(f/t) + 1) t/f - capped at 1", "[word2vec][subsample]") {
     Vocab v;
     v.words = {"the", "rare"};
     v.counts = {9999, 1};  // f = 0.9999 and 1e-4
