@@ -117,6 +117,8 @@ static int run(const Config& cfg) {
                bigram_nll(words.train, words.train), bigram_nll(words.train, words.val),
                bigram_nll(words.train, words.test));
     fmt::print("wall time        {:.1f} s\n", now_seconds() - t0);
+    std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
+              << opt.memory_report() << "\n";
 
     fmt::print("\n{} sampled words:\n", cfg.sample);
     std::mt19937_64 sample_rng(cfg.seed);
