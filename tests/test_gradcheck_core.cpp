@@ -17,33 +17,18 @@
 #include "core/autograd.hpp"
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
+#include "test_helpers.hpp"
 
 using namespace xgrad;
+using namespace xgrad::testing;
 using Catch::Matchers::Contains;
 
 static_assert(std::is_same_v<real, double>, "the gradcheck tests must link xgrad_f64");
 
 namespace {
 
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// A leaf of `shape` with N(0, 1) values, or U[lo, lo + 1) values when positive is wanted.
-Tensor leaf(const Shape& shape) { return randn(shape, true); }
+// A leaf with U[lo, lo + 1) values, for ops that need positive inputs (log, div, pow).
 Tensor positive_leaf(const Shape& shape, real lo = 0.5) { return (rand(shape) + lo).detach().requires_grad_(); }
-
-// REQUIRE_GRADCHECK(f, x, y, ...) runs gradcheck(f, {x, y, ...}) and REQUIREs success, reporting
-// the first mismatch. Variadic, so that commas inside lambdas ([d, keep], {a, b}) are harmless.
-template <class... Ts>
-GradcheckResult run_gradcheck(const Fn& f, const Ts&... inputs) {
-    return gradcheck(f, std::vector<Tensor>{inputs...});
-}
-#define REQUIRE_GRADCHECK(...)                                   \
-    do {                                                         \
-        const GradcheckResult r_ = run_gradcheck(__VA_ARGS__);   \
-        INFO(r_.message);                                        \
-        REQUIRE(r_.checked > 0);                                 \
-        REQUIRE(r_.ok);                                          \
-    } while (0)
 
 }  // namespace
 

@@ -17,30 +17,16 @@
 #include "core/autograd.hpp"
 #include "core/gradcheck.hpp"
 #include "nn/nn.hpp"
+#include "test_helpers.hpp"
 
 using namespace xgrad;
+using namespace xgrad::testing;
 namespace F = xgrad::nn::functional;
 
 static_assert(std::is_same_v<real, double>, "the gradcheck tests must link xgrad_f64");
 
 namespace {
 
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-Tensor leaf(const Shape& shape) { return randn(shape, true); }
-
-template <class... Ts>
-GradcheckResult run_gradcheck(const Fn& f, const Ts&... inputs) {
-    return gradcheck(f, std::vector<Tensor>{inputs...});
-}
-// Variadic, so that commas inside lambdas are harmless.
-#define REQUIRE_GRADCHECK(...)                                 \
-    do {                                                       \
-        const GradcheckResult r_ = run_gradcheck(__VA_ARGS__); \
-        INFO(r_.message);                                      \
-        REQUIRE(r_.checked > 0);                               \
-        REQUIRE(r_.ok);                                        \
-    } while (0)
 
 F::CrossEntropyOptions ce(nn::Reduction r, std::int64_t ignore_index = -100, double smoothing = 0) {
     F::CrossEntropyOptions o;
