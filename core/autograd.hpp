@@ -72,7 +72,7 @@ Tensor make_result(Array out, const char* name, std::vector<Tensor> inputs, Back
 // Adds `g` into a leaf's dense .grad (allocating zeros on first use). Throws ValueError naming
 // both shapes when they differ. Public so that ops with a sparse backward can accumulate
 // directly (nn::Embedding).
-void accumulate_grad(TensorImpl& leaf, const Array& g);
+void accumulate_grad(TensorImpl& leaf, Array g);
 
 // Runs reverse-mode autodiff from `root` (what Tensor::backward calls).
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);

@@ -14,6 +14,11 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
               ldc < INT_MAX,
           "gemm", "sizes ({}, {}, {}) exceed BLAS's 32-bit int range", M, N, K);
     if (M == 0 || N == 0) return;
+    if (K == 0) {  // an empty sum: C = beta·C, so callers may pass an uninitialised C with beta = 0
+        for (std::size_t r = 0; r < M; ++r)
+            for (std::size_t c = 0; c < N; ++c) C[r * ldc + c] = beta == 0 ? real(0) : beta * C[r * ldc + c];
+        return;
+    }
     const auto ta = trans_a ? CblasTrans : CblasNoTrans;
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
     const auto i = [](std::size_t v) { return static_cast<int>(v); };

@@ -31,8 +31,8 @@ std::size_t normalize_dim(int dim, std::size_t ndim, const char* op) {
 
 static Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
 
-Array sum_to(const Array& grad, const Shape& shape) {
-    if (shape_of(grad) == shape) return grad;
+Array sum_to(Array grad, const Shape& shape) {
+    if (shape_of(grad) == shape) return grad;  // moved out: no copy when nothing was broadcast
     const std::size_t lead = grad.dimension() - shape.size();
     std::vector<std::size_t> axes;
     for (std::size_t i = 0; i < grad.dimension(); ++i) {
@@ -64,13 +64,14 @@ static Shape reduced_shape(const Shape& shape, std::size_t dim, bool keepdim) {
 }
 
 static void check_broadcastable(const Tensor& a, const Tensor& b, const char* op) {
-    const Shape sa = a.shape(), sb = b.shape();
+    const auto& sa = a.data().shape();
+    const auto& sb = b.data().shape();
     const std::size_t n = std::max(sa.size(), sb.size());
     for (std::size_t i = 0; i < n; ++i) {
         const std::size_t da = i < n - sa.size() ? 1 : sa[i - (n - sa.size())];
         const std::size_t db = i < n - sb.size() ? 1 : sb[i - (n - sb.size())];
         check(da == db || da == 1 || db == 1, op, "shapes {} and {} cannot be broadcast together",
-              shape_str(sa), shape_str(sb));
+              lazy_shape(sa), lazy_shape(sb));
     }
 }
 
@@ -107,12 +108,12 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
     check_broadcastable(a, b, "mul");
     Array y = a.data() * b.data();
+    // The backward keeps the input handles, not copies of their arrays (as every op here).
     return make_result(std::move(y), "mul", {a, b},
-                       [a = a.data(), b = b.data(), ra = a.requires_grad(),
-                        rb = b.requires_grad()](const Array& g, const Array&) {
+                       [a, b, ra = a.requires_grad(), rb = b.requires_grad()](const Array& g, const Array&) {
                            Grads out(2);
-                           if (ra) out[0] = sum_to(Array(g * b), shape_of(a));
-                           if (rb) out[1] = sum_to(Array(g * a), shape_of(b));
+                           if (ra) out[0] = sum_to(Array(g * b.data()), a.shape());
+                           if (rb) out[1] = sum_to(Array(g * a.data()), b.shape());
                            return out;
                        });
 }
@@ -124,11 +125,12 @@ Tensor div(const Tensor& a, const Tensor& b) {
     check_broadcastable(a, b, "div");
     Array y = a.data() / b.data();
     return make_result(std::move(y), "div", {a, b},
-                       [a = a.data(), b = b.data(), ra = a.requires_grad(),
-                        rb = b.requires_grad()](const Array& g, const Array&) {
+                       [a, b, ra = a.requires_grad(), rb = b.requires_grad()](const Array& g, const Array&) {
+                           const Array& A = a.data();
+                           const Array& B = b.data();
                            Grads out(2);
-                           if (ra) out[0] = sum_to(Array(g / b), shape_of(a));
-                           if (rb) out[1] = sum_to(Array(-g * a / (b * b)), shape_of(b));
+                           if (ra) out[0] = sum_to(Array(g / B), a.shape());
+                           if (rb) out[1] = sum_to(Array(-g * A / (B * B)), b.shape());
                            return out;
                        });
 }
@@ -247,10 +249,23 @@ Tensor sigmoid(const Tensor& x) {
 // ---- sum (all) -----------------------------------------------------------------------------------
 // forward : y = Σ_i x_i                    x: any shape, y: ()
 // backward: dL/dx_i = g                    (g broadcast to x's shape)
-// The sum is accumulated in double: a float accumulator stops growing at 2^24.
-Tensor sum(const Tensor& x) {
+// The sum is accumulated in double: a float accumulator stops growing at 2^24. Eight
+// interleaved partial sums let the additions pipeline and vectorise instead of each waiting
+// for the one before; walking the xarray with its iterator into a single accumulator took 27%
+// of a sparse embedding step (bench/, workload W4).
+static double sum_double(const real* p, std::size_t n) {
+    double lane[8] = {};
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (std::size_t l = 0; l < 8; ++l) lane[l] += p[i + l];
     double acc = 0;
-    for (real v : x.data()) acc += v;
+    for (; i < n; ++i) acc += p[i];
+    for (double v : lane) acc += v;
+    return acc;
+}
+
+Tensor sum(const Tensor& x) {
+    const double acc = sum_double(x.data().data(), x.numel());
     Array y = xt::zeros<real>(Shape{});
     y() = static_cast<real>(acc);
     return make_result(std::move(y), "sum", {x}, [shape = x.shape()](const Array& g, const Array&) {
@@ -543,17 +558,24 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             gemm(false, false, p.n, p.m, p.k, 1, a.data().data() + p.a_off[i], p.k,
                  b.data().data() + p.b_off[i], p.m, 0, y.data() + i * p.n * p.m, p.m);
     }
+    // The backward keeps the input handles (no copies of A and B), and a gemm with beta = 0
+    // writes every element of its output, so dA and dB start uninitialised; copies and
+    // zero-fills had cost a third of the time raw sgemm needs (bench/, workload W5).
     return make_result(
         std::move(y), "matmul", {a, b},
-        [A = a.data(), B = b.data(), p = std::move(p), b_shared, ra = a.requires_grad(),
+        [a, b, p = std::move(p), b_shared, ra = a.requires_grad(),
          rb = b.requires_grad()](const Array& g, const Array&) {
+            const Array& A = a.data();
+            const Array& B = b.data();
             Grads out(2);
             const std::size_t nb = p.a_off.size(), n = p.n, k = p.k, m = p.m;
             if (ra) {
-                Array dA = xt::zeros<real>(A.shape());
+                Array dA;
                 if (b_shared) {
+                    dA = Array(A.shape());
                     gemm(false, true, nb * n, k, m, 1, g.data(), m, B.data(), m, 0, dA.data(), k);
                 } else {
+                    dA = xt::zeros<real>(A.shape());
                     for (std::size_t i = 0; i < nb; ++i)  // beta = 1: broadcast batches add up
                         gemm(false, true, n, k, m, 1, g.data() + i * n * m, m, B.data() + p.b_off[i], m,
                              1, dA.data() + p.a_off[i], k);
@@ -561,10 +583,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                 out[0] = std::move(dA);
             }
             if (rb) {
-                Array dB = xt::zeros<real>(B.shape());
+                Array dB;
                 if (b_shared) {
+                    dB = Array(B.shape());
                     gemm(true, false, k, m, nb * n, 1, A.data(), k, g.data(), m, 0, dB.data(), m);
                 } else {
+                    dB = xt::zeros<real>(B.shape());
                     for (std::size_t i = 0; i < nb; ++i)
                         gemm(true, false, k, m, n, 1, A.data() + p.a_off[i], k, g.data() + i * n * m, m,
                              1, dB.data() + p.b_off[i], m);

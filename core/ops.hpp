@@ -21,8 +21,9 @@ namespace xgrad {
 // Maps dim in [-n, n) to [0, n); throws ValueError naming `op` otherwise.
 std::size_t normalize_dim(int dim, std::size_t ndim, const char* op);
 // Sums a broadcast gradient back to `shape` (the reverse of broadcasting): leading extra
-// dims are summed away, and dims where `shape` has 1 are summed with keepdim.
-Array sum_to(const Array& grad, const Shape& shape);
+// dims are summed away, and dims where `shape` has 1 are summed with keepdim. Returns `grad`
+// itself (moved, not copied) when it already has `shape`.
+Array sum_to(Array grad, const Shape& shape);
 
 // ---- elementwise, broadcasting ------------------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);
