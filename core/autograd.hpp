@@ -21,7 +21,8 @@
 //             });
 //     }
 //
-// then add a gradcheck test for it in tests/test_gradcheck.cpp.
+// declare it in core/ops.hpp, and add a gradcheck test for it to tests/test_gradcheck_core.cpp
+// (README.md, "Adding an op", walks through it).
 #pragma once
 
 #include <functional>

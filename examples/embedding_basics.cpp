@@ -1,6 +1,6 @@
 // examples/embedding_basics.cpp — the embedding lesson's worked numbers, computed with xgrad.
 //
-// Walks through the lesson "From Token IDs to Embedding Vectors" (../shared/seeds) in code:
+// Walks through the lesson "From Token IDs to Embedding Vectors", the one xgrad grew from, in code:
 //   1. a toy table E (V = 4, d = 3) for the tokens robot, arm, box, tool
 //   2. lookup = row selection, and the same result as one_hot(ids) @ E
 //   3. dot products and cosine similarities between rows

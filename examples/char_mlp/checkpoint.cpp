@@ -9,7 +9,7 @@
 namespace char_mlp {
 
 namespace {
-const std::string kModel = "model.", kOptim = "optim.";
+const std::string kModel = "model.", kOptim = "optim.", kFlag = "flag.";
 
 bool strip(const std::string& s, const std::string& prefix, std::string& rest) {
     if (s.compare(0, prefix.size(), prefix) != 0) return false;
@@ -19,7 +19,7 @@ bool strip(const std::string& s, const std::string& prefix, std::string& rest) {
 }  // namespace
 
 void save_checkpoint(const std::string& path, const CharMLP& model, const optim::Optimizer& opt, int step,
-                     const std::mt19937_64& rng, const ModelShape& shape) {
+                     const std::mt19937_64& rng, const RunFlags& flags) {
     NamedTensors tensors;
     nn::Metadata meta;
     for (const auto& [name, t] : model.state_dict()) tensors.emplace_back(kModel + name, t);
@@ -30,14 +30,12 @@ void save_checkpoint(const std::string& path, const CharMLP& model, const optim:
     rng_text << rng;
     meta["train.step"] = std::to_string(step);
     meta["train.rng"] = rng_text.str();
-    meta["config.block_size"] = std::to_string(shape.block);
-    meta["config.embed_dim"] = std::to_string(shape.embed_dim);
-    meta["config.hidden"] = std::to_string(shape.hidden);
+    for (const auto& [flag, value] : flags) meta[kFlag + flag] = value;
     nn::save_safetensors(path, tensors, meta);
 }
 
 int load_checkpoint(const std::string& path, CharMLP& model, optim::Optimizer& opt, std::mt19937_64& rng,
-                    const ModelShape& shape) {
+                    const RunFlags& flags) {
     const nn::SafetensorsFile file = nn::load_safetensors(path);
     auto meta = [&](const std::string& key) {
         auto it = file.metadata.find(key);
@@ -45,13 +43,13 @@ int load_checkpoint(const std::string& path, CharMLP& model, optim::Optimizer& o
             throw std::runtime_error(fmt::format("{}: not a char_mlp checkpoint (no '{}')", path, key));
         return it->second;
     };
-    const ModelShape saved{std::stoi(meta("config.block_size")), std::stoi(meta("config.embed_dim")),
-                           std::stoi(meta("config.hidden"))};
-    if (saved.block != shape.block || saved.embed_dim != shape.embed_dim || saved.hidden != shape.hidden)
-        throw std::runtime_error(fmt::format(
-            "{}: saved with --block-size {} --embed-dim {} --hidden {}, but this run has {} {} {}", path,
-            saved.block, saved.embed_dim, saved.hidden, shape.block, shape.embed_dim, shape.hidden));
-
+    for (const auto& [flag, value] : flags) {
+        const std::string saved = meta(kFlag + flag);
+        if (saved != value)
+            throw std::runtime_error(fmt::format("{}: saved with {} {}, but this run has {} {}; resume with the "
+                                                 "same flags",
+                                                 path, flag, saved, flag, value));
+    }
     NamedTensors model_state;
     optim::OptimizerState optim_state;
     std::string rest;
@@ -62,8 +60,15 @@ int load_checkpoint(const std::string& path, CharMLP& model, optim::Optimizer& o
     for (const auto& [key, value] : file.metadata)
         if (strip(key, kOptim, rest)) optim_state.metadata[rest] = value;
     std::mt19937_64 restored;
-    std::istringstream(meta("train.rng")) >> restored;
-    const int step = std::stoi(meta("train.step"));
+    std::istringstream rng_text(meta("train.rng"));
+    if (!(rng_text >> restored))
+        throw std::runtime_error(fmt::format("{}: 'train.rng' is not a std::mt19937_64 state", path));
+    int step = -1;
+    try {
+        step = std::stoi(meta("train.step"));
+    } catch (const std::logic_error&) {  // stoi: invalid_argument or out_of_range
+    }
+    if (step < 0) throw std::runtime_error(fmt::format("{}: 'train.step' = '{}' is not a step count", path, meta("train.step")));
 
     // Both loads validate before they change anything; if the optimizer's fails, put the
     // model back so that a failed resume leaves no trace.

@@ -5,10 +5,12 @@
 //   metadata  "optim.<key>"              the optimizer's step counts, lrs and options
 //             "train.step"               the number of steps done
 //             "train.rng"                the batch sampler's std::mt19937_64 state (text)
-//             "config.block_size", "config.embed_dim", "config.hidden"
-// Restoring all of it makes a resumed run take exactly the steps the uninterrupted run takes.
+//             "flag.--steps", "flag.--lr", ...  every flag that shapes the trajectory
+// Restoring all of it makes a resumed run take exactly the steps the uninterrupted run takes;
+// the flags are compared on load, so a resume with other flags is refused, not half-honoured.
 #pragma once
 
+#include <map>
 #include <random>
 #include <string>
 
@@ -17,16 +19,16 @@
 
 namespace char_mlp {
 
-struct ModelShape {
-    int block, embed_dim, hidden;
-};
+// Flag name → value as typed on the command line, e.g. {"--lr", "0.003"}.
+using RunFlags = std::map<std::string, std::string>;
 
 void save_checkpoint(const std::string& path, const CharMLP& model, const optim::Optimizer& opt, int step,
-                     const std::mt19937_64& rng, const ModelShape& shape);
+                     const std::mt19937_64& rng, const RunFlags& flags);
 
-// Restores model, optimizer and rng; returns the step to continue from. Throws (leaving the
-// model and optimizer untouched) if the file is unreadable or was made with another shape.
+// Restores model, optimizer and rng; returns the step to continue from. Throws
+// std::runtime_error (leaving the model and optimizer untouched) if the file is unreadable,
+// is not a char_mlp checkpoint, or was saved with other flags (naming the flag and both values).
 int load_checkpoint(const std::string& path, CharMLP& model, optim::Optimizer& opt, std::mt19937_64& rng,
-                    const ModelShape& shape);
+                    const RunFlags& flags);
 
 }  // namespace char_mlp

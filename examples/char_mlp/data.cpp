@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <unordered_set>
@@ -15,6 +16,8 @@
 namespace char_mlp {
 
 std::vector<std::string> load_words(const std::string& path) {
+    if (std::filesystem::is_directory(path))
+        throw std::runtime_error(fmt::format("{}: is a directory, not a word list", path));
     std::ifstream in(path);
     if (!in) throw std::runtime_error(fmt::format("{}: cannot open the word list (missing file?)", path));
     std::vector<std::string> words;

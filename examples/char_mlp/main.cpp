@@ -9,9 +9,9 @@
 // Run:  build/examples/char_mlp                   (defaults: about 30k steps)
 //       build/examples/char_mlp --help            (every flag, with units and defaults)
 // Writes to --out: loss.csv, loss.png (if gnuplot is installed), checkpoint.safetensors.
-#include <sys/stat.h>
-
+#include <climits>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 
@@ -33,7 +33,7 @@ struct Config {
     int batch_size = 128;       // examples per step
     double lr = 3e-3;           // peak learning rate (after warmup)
     double weight_decay = 0.0;  // AdamW's decoupled decay λ
-    int warmup = 500;           // steps of linear warmup
+    int warmup = 500;           // steps of linear warmup (capped at steps/10 unless given)
     int block_size = 5;         // characters of context
     int embed_dim = 24;         // d (16 reached test 1.99 nats, 24 reaches 1.96)
     int hidden = 256;           // tanh units
@@ -49,20 +49,35 @@ struct Config {
 
 static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
 
+// The flags that shape the loss trajectory: a checkpoint records them, and --resume must
+// repeat them (threads, --out, --sample, --eval-every and --stop-after may change).
+static RunFlags trajectory_flags(const Config& c) {
+    return {{"--steps", std::to_string(c.steps)},         {"--batch-size", std::to_string(c.batch_size)},
+            {"--lr", fmt::format("{}", c.lr)},             {"--weight-decay", fmt::format("{}", c.weight_decay)},
+            {"--warmup", std::to_string(c.warmup)},        {"--block-size", std::to_string(c.block_size)},
+            {"--embed-dim", std::to_string(c.embed_dim)}, {"--hidden", std::to_string(c.hidden)},
+            {"--seed", std::to_string(c.seed)},            {"--data", c.data}};
+}
+
 static int run(const Config& cfg) {
     const double t0 = now_seconds();
     manual_seed(cfg.seed);
     set_num_threads(cfg.threads);
-    ::mkdir(cfg.out.c_str(), 0755);
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.out, ec);
+    if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
 
     // ---- data -----------------------------------------------------------------------------
-    const Split words = split_words(load_words(cfg.data), cfg.seed);
+    const std::vector<std::string> all_words = load_words(cfg.data);
+    if (all_words.size() < 10)
+        throw std::runtime_error(fmt::format("{}: {} usable words; the 80/10/10 split needs at least 10", cfg.data,
+                                             all_words.size()));
+    const Split words = split_words(all_words, cfg.seed);
     const Examples train = make_examples(words.train, cfg.block_size);
     const Examples val = make_examples(words.val, cfg.block_size);
     const Examples test = make_examples(words.test, cfg.block_size);
-    fmt::print("data   {}: {} words → train {} / val {} / test {} words\n", cfg.data,
-               words.train.size() + words.val.size() + words.test.size(), words.train.size(), words.val.size(),
-               words.test.size());
+    fmt::print("data   {}: {} words → train {} / val {} / test {} words\n", cfg.data, all_words.size(),
+               words.train.size(), words.val.size(), words.test.size());
     fmt::print("       examples (block {} → next char): train {} / val {} / test {}\n", cfg.block_size,
                train.size(), val.size(), test.size());
 
@@ -71,10 +86,10 @@ static int run(const Config& cfg) {
     optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
     optim::CosineWithWarmup schedule(opt, cfg.warmup, cfg.steps, /*min_lr=*/cfg.lr / 20);
     std::mt19937_64 batch_rng(cfg.seed);
-    const ModelShape shape{cfg.block_size, cfg.embed_dim, cfg.hidden};
+    const RunFlags flags = trajectory_flags(cfg);
     int start = 0;
     if (!cfg.resume.empty()) {
-        start = load_checkpoint(cfg.resume, model, opt, batch_rng, shape);
+        start = load_checkpoint(cfg.resume, model, opt, batch_rng, flags);
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
@@ -84,7 +99,7 @@ static int run(const Config& cfg) {
     std::cout << opt.memory_report() << "\n";
 
     // ---- the training loop ------------------------------------------------------------------------
-    LossLog log(cfg.out + "/loss.csv", /*append=*/start > 0);
+    LossLog log(cfg.out + "/loss.csv", /*append=*/start > 0);  // a resumed run continues the file
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     for (int step = start; step < end; ++step) {
@@ -103,7 +118,7 @@ static int run(const Config& cfg) {
         if ((step + 1) % 100 == 0 || !std::isnan(val_loss)) progress.update(step + 1, loss.item(), lr, val_loss);
     }
     progress.finish();
-    save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, shape);
+    save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags);
     if (end < cfg.steps) {
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
                    cfg.out);
@@ -116,13 +131,14 @@ static int run(const Config& cfg) {
     fmt::print("bigram baseline  train {:.4f}   val {:.4f}   test {:.4f}   (add-one smoothed counts)\n",
                bigram_nll(words.train, words.train), bigram_nll(words.train, words.val),
                bigram_nll(words.train, words.test));
-    fmt::print("wall time        {:.1f} s\n", now_seconds() - t0);
+    fmt::print("wall time        {:.1f} s{}\n", now_seconds() - t0, start > 0 ? " (this process, since the resume)" : "");
     std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
               << opt.memory_report() << "\n";
 
-    fmt::print("\n{} sampled words:\n", cfg.sample);
+    if (cfg.sample > 0) fmt::print("\n{} sampled words:\n", cfg.sample);
     std::mt19937_64 sample_rng(cfg.seed);
-    for (int i = 0; i < cfg.sample; ++i) fmt::print("{}{}", sample_word(model, cfg.block_size, sample_rng), i % 10 == 9 ? "\n" : "  ");
+    for (int i = 0; i < cfg.sample; ++i)
+        fmt::print("{}{}", sample_word(model, cfg.block_size, sample_rng), i % 10 == 9 || i + 1 == cfg.sample ? "\n" : "  ");
     fmt::print("\nnearest letters by cosine similarity of their learned embeddings:\n");
     print_neighbours(model, "aeioubdstz", 4);
 
@@ -133,26 +149,49 @@ static int run(const Config& cfg) {
 int main(int argc, char** argv) {
     Config cfg;
     CLI::App app{"Train a character-level MLP language model (Bengio et al. 2003) on a word list."};
-    app.add_option("--steps", cfg.steps, "optimizer steps in the whole run")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--batch-size", cfg.batch_size, "examples per step")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--lr", cfg.lr, "peak learning rate of AdamW (cosine schedule after a linear warmup)")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--weight-decay", cfg.weight_decay, "AdamW decoupled weight decay λ")->capture_default_str()->check(CLI::NonNegativeNumber);
-    app.add_option("--warmup", cfg.warmup, "steps of linear learning-rate warmup")->capture_default_str()->check(CLI::NonNegativeNumber);
+    const auto positive = CLI::Range(1, INT_MAX);
+    const auto non_negative = CLI::Range(0, INT_MAX);
+    // CLI::PositiveNumber prints its range as 300 digits; this says what is wrong in words.
+    const CLI::Validator positive_real(
+        [](std::string& s) {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            return *end == '\0' && std::isfinite(v) && v > 0 ? std::string() : "must be a positive number, got " + s;
+        },
+        "POSITIVE");
+    const CLI::Validator non_negative_real(
+        [](std::string& s) {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            return *end == '\0' && std::isfinite(v) && v >= 0 ? std::string() : "must be a number >= 0, got " + s;
+        },
+        "NONNEGATIVE");
+    app.add_option("--steps", cfg.steps, "optimizer steps in the whole run")->capture_default_str()->check(positive);
+    app.add_option("--batch-size", cfg.batch_size, "examples per step")->capture_default_str()->check(positive);
+    app.add_option("--lr", cfg.lr, "peak learning rate of AdamW; cosine decay to lr/20 after the warmup")->capture_default_str()->check(positive_real);
+    app.add_option("--weight-decay", cfg.weight_decay, "AdamW decoupled weight decay λ")->capture_default_str()->check(non_negative_real);
+    auto* warmup = app.add_option("--warmup", cfg.warmup, "steps of linear learning-rate warmup (default: 500, or steps/10 if that is smaller); at most --steps")->capture_default_str()->check(non_negative);
     app.add_option("--block-size", cfg.block_size, "characters of context the model reads")->capture_default_str()->check(CLI::Range(1, 64));
     app.add_option("--embed-dim", cfg.embed_dim, "width d of each character's embedding vector")->capture_default_str()->check(CLI::Range(1, 4096));
     app.add_option("--hidden", cfg.hidden, "tanh units in the hidden layer")->capture_default_str()->check(CLI::Range(1, 65536));
-    app.add_option("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples")->capture_default_str();
+    app.add_option("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples (0 to 2^64-1)")->capture_default_str();
     app.add_option("--threads", cfg.threads, "OpenBLAS threads for matrix products")->capture_default_str()->check(CLI::Range(1, 256));
     app.add_option("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)")->capture_default_str();
-    app.add_option("--out", cfg.out, "directory for loss.csv, loss.png and checkpoint.safetensors")->capture_default_str();
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from (same --steps and model flags)");
-    app.add_option("--sample", cfg.sample, "number of words to sample at the end")->capture_default_str()->check(CLI::NonNegativeNumber);
-    app.add_option("--eval-every", cfg.eval_every, "steps between validation losses")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--stop-after", cfg.stop_after, "stop after this many steps of this run and save a checkpoint (0: run to the end)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors")->capture_default_str();
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; every flag but --threads, --out, --sample, --eval-every and --stop-after must match the saved run");
+    app.add_option("--sample", cfg.sample, "number of words to sample at the end")->capture_default_str()->check(non_negative);
+    app.add_option("--eval-every", cfg.eval_every, "steps between validation losses")->capture_default_str()->check(positive);
+    app.add_option("--stop-after", cfg.stop_after, "stop after this many steps of this run and save a checkpoint (0: run to the end)")->capture_default_str()->check(non_negative);
     CLI11_PARSE(app, argc, argv);
+    if (warmup->count() == 0) cfg.warmup = std::min(cfg.warmup, cfg.steps / 10);
+    if (cfg.warmup > cfg.steps) {
+        fmt::print(stderr, "char_mlp: error: --warmup {} is longer than --steps {}\n", cfg.warmup, cfg.steps);
+        return 1;
+    }
     try {
         return run(cfg);
     } catch (const std::exception& e) {
+        std::fflush(stdout);
         fmt::print(stderr, "char_mlp: error: {}\n", e.what());
         return 1;
     }

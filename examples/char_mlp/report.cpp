@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -85,10 +86,11 @@ void print_neighbours(const CharMLP& model, const std::string& letters, int k) {
                across / n_across, within / n_within > across / n_across ? "the vowels cluster" : "no vowel cluster");
 }
 
-LossLog::LossLog(const std::string& path, bool append)
-    : out_(path, append ? std::ios::app : std::ios::trunc) {
+LossLog::LossLog(const std::string& path, bool append) {
+    const bool continuing = append && std::filesystem::exists(path);  // else start a fresh file
+    out_.open(path, continuing ? std::ios::app : std::ios::trunc);
     if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
-    if (!append) out_ << "step,train_loss,val_loss,lr\n";
+    if (!continuing) out_ << "step,train_loss,val_loss,lr\n";
 }
 
 void LossLog::write(int step, double train_loss, double val_loss, double lr) {
@@ -124,7 +126,10 @@ void Progress::update(int step, double loss, double lr, double val_loss) {
     const double elapsed = now_seconds() - start_;
     const double rate = (step - first_) / std::max(elapsed, 1e-9);
     const double eta = (total_ - step) / std::max(rate, 1e-9);
-    const std::string val = last_val_ >= 0 ? fmt::format("  val {:.4f}", last_val_) : "";
+    // On a terminal the line stays and shows the latest validation loss; in a log, only the
+    // lines of an evaluation show one.
+    const bool show_val = tty_ ? last_val_ >= 0 : !std::isnan(val_loss);
+    const std::string val = show_val ? fmt::format("  val {:.4f}", last_val_) : "";
     const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.0f} steps/s  ETA {:>4.0f} s{}",
                                          step, total_, loss, lr, rate, eta, val);
     if (tty_) fmt::print("\r{:<100}", line), std::fflush(stdout);
