@@ -217,8 +217,39 @@ Tensor log(const Tensor& x) {
 // ---- tanh ----------------------------------------------------------------------------------------
 // forward : y = tanh(x)     backward: dL/dx = g · (1 - y²)
 // ref: PyTorch docs, torch.tanh; d/dx tanh x = 1 - tanh² x
+//
+// Fast path for float32: Eigen's rational approximation, tanh x ≈ x·p(x²) / q(x²) with x
+// clamped to [-9, 9] (beyond which tanh x rounds to ±1 in float), accurate to a couple of ulp.
+// It is a plain loop of multiply-adds and one division that the compiler vectorises; xsimd's
+// tanh evaluates both a polynomial and an exp branch per vector and was 11% of a small
+// training step (bench/, workload W1). NaN stays NaN (the clamps let it through). The double
+// build (gradcheck) keeps xt::tanh. ref: Eigen, generic_fast_tanh_float (MathFunctionsImpl.h)
+template <class T>  // called with T = float only
+static void tanh_rational(const T* x, T* y, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const T v = std::min(std::max(x[i], T(-9)), T(9));
+        const T v2 = v * v;
+        T p = v2 * -2.76076847742355e-16f + 2.00018790482477e-13f;  // odd numerator
+        p = v2 * p + -8.60467152213735e-11f;
+        p = v2 * p + 5.12229709037114e-08f;
+        p = v2 * p + 1.48572235717979e-05f;
+        p = v2 * p + 6.37261928875436e-04f;
+        p = v2 * p + 4.89352455891786e-03f;
+        T q = v2 * 1.19825839466702e-06f + 1.18534705686654e-04f;   // even denominator
+        q = v2 * q + 2.26843463243900e-03f;
+        q = v2 * q + 4.89352518554385e-03f;
+        y[i] = v * p / q;
+    }
+}
+
 Tensor tanh(const Tensor& x) {
-    Array y = xt::tanh(x.data());
+    Array y;
+    if constexpr (std::is_same_v<real, float>) {
+        y = Array(x.data().shape());
+        tanh_rational(x.data().data(), y.data(), y.size());
+    } else {
+        y = xt::tanh(x.data());
+    }
     return make_result(std::move(y), "tanh", {x}, [](const Array& g, const Array& y) {
         return Grads{Array(g * (1 - y * y))};
     });
@@ -385,22 +416,22 @@ Tensor reshape(const Tensor& x, const Dims& dims) {
     int infer = -1;
     for (std::size_t i = 0; i < dims.size(); ++i) {
         if (dims[i] == -1) {
-            check(infer < 0, "reshape", "only one dim can be -1 in {}", shape_str(dims));
+            check(infer < 0, "reshape", "only one dim can be -1 in {}", lazy_shape(dims));
             infer = static_cast<int>(i);
         } else {
-            check(dims[i] >= 0, "reshape", "invalid size {} in {}", dims[i], shape_str(dims));
+            check(dims[i] >= 0, "reshape", "invalid size {} in {}", dims[i], lazy_shape(dims));
             shape[i] = static_cast<std::size_t>(dims[i]);
             known *= shape[i];
         }
     }
     if (infer >= 0) {
         check(known > 0 && numel % known == 0, "reshape", "cannot infer -1 in {} for {} elements of shape {}",
-              shape_str(dims), numel, shape_str(x.shape()));
+              lazy_shape(dims), numel, lazy_shape(x.shape()));
         shape[static_cast<std::size_t>(infer)] = numel / known;
         known *= shape[static_cast<std::size_t>(infer)];
     }
-    check(known == numel, "reshape", "cannot reshape {} ({} elements) to {}", shape_str(x.shape()),
-          numel, shape_str(dims));
+    check(known == numel, "reshape", "cannot reshape {} ({} elements) to {}", lazy_shape(x.shape()),
+          numel, lazy_shape(dims));
     Array y = x.data();
     y.reshape(shape);
     return make_result(std::move(y), "reshape", {x}, [xs = x.shape()](const Array& g, const Array&) {
@@ -503,13 +534,13 @@ struct MatmulPlan {
 
 MatmulPlan plan_matmul(const Shape& sa, const Shape& sb) {
     check(sa.size() >= 2 && sb.size() >= 2, "matmul",
-          "needs operands of at least 2 dims; got {} and {}", shape_str(sa), shape_str(sb));
+          "needs operands of at least 2 dims; got {} and {}", lazy_shape(sa), lazy_shape(sb));
     MatmulPlan p;
     p.n = sa[sa.size() - 2];
     p.k = sa.back();
     p.m = sb.back();
-    check(sb[sb.size() - 2] == p.k, "matmul", "inner sizes differ: {} @ {} ({} vs {})", shape_str(sa),
-          shape_str(sb), p.k, sb[sb.size() - 2]);
+    check(sb[sb.size() - 2] == p.k, "matmul", "inner sizes differ: {} @ {} ({} vs {})", lazy_shape(sa),
+          lazy_shape(sb), p.k, sb[sb.size() - 2]);
     const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
     const std::size_t r = std::max(ba.size(), bb.size());
     auto dim_of = [r](const Shape& s, std::size_t i) { return i < r - s.size() ? 1 : s[i - (r - s.size())]; };
@@ -517,7 +548,7 @@ MatmulPlan plan_matmul(const Shape& sa, const Shape& sb) {
     for (std::size_t i = 0; i < r; ++i) {
         const std::size_t x = dim_of(ba, i), y = dim_of(bb, i);
         check(x == y || x == 1 || y == 1, "matmul", "batch dims of {} and {} cannot be broadcast",
-              shape_str(sa), shape_str(sb));
+              lazy_shape(sa), lazy_shape(sb));
         p.batch[i] = std::max(x, y);
     }
     const std::size_t nb = std::accumulate(p.batch.begin(), p.batch.end(), std::size_t{1}, std::multiplies<>());
@@ -649,7 +680,7 @@ void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op) {
 // beyond the one-time allocation of the dense gradient.
 Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
     check(src.dim() >= 1, "index_select", "source must have at least 1 dim; got shape {}",
-          shape_str(src.shape()));
+          lazy_shape(src.shape()));
     check(normalize_dim(dim, src.dim(), "index_select") == 0, "index_select",
           "only dim 0 (row gather) is supported; got dim {}", dim);
     const Shape ss = src.shape();
@@ -673,7 +704,7 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
                                if (!leaf->grad) accumulate_grad(*leaf, xt::zeros<real>(ss));
                                check(leaf->grad->data.shape() == leaf->data.shape(), "index_select",
                                      "gradient shape {} does not match table shape {}",
-                                     shape_str(leaf->grad->data.shape()), shape_str(ss));
+                                     lazy_shape(leaf->grad->data.shape()), lazy_shape(ss));
                                dst = &leaf->grad->data;
                            } else {
                                fresh = xt::zeros<real>(ss);

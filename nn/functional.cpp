@@ -94,8 +94,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const std::size_t out = ws[0], in = ws[1];
     check(xs.size() >= 1 && xs.back() == in, "linear",
           "input of shape {} does not end in in_features = {} (weight {})", lazy_shape(xs), in, lazy_shape(ws));
-    check(!bias.defined() || (bias.dim() == 1 && bias.data().shape()[0] == out), "linear",
-          "bias of shape {} does not match ({},)", bias.defined() ? shape_str(bias.shape()) : std::string(), out);
+    if (bias.defined())
+        check(bias.dim() == 1 && bias.data().shape()[0] == out, "linear", "bias of shape {} does not match ({},)",
+              lazy_shape(bias.data().shape()), out);
     std::size_t R = 1;  // product of the leading dims (not numel / in, which fails for in = 0)
     for (std::size_t i = 0; i + 1 < xs.size(); ++i) R *= xs[i];
     Shape ys(xs.begin(), xs.end());
@@ -149,7 +150,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx,
                  bool sparse, std::shared_ptr<EmbeddingStats> stats) {
     check_defined(weight, "embedding", "the weight");
-    check(weight.dim() == 2, "embedding", "weight must be (V, d); got shape {}", shape_str(weight.shape()));
+    check(weight.dim() == 2, "embedding", "weight must be (V, d); got shape {}", lazy_shape(weight.shape()));
     const auto V = static_cast<std::int64_t>(weight.shape()[0]);
     const std::size_t d = weight.shape()[1];
     if (padding_idx) {
@@ -246,9 +247,9 @@ std::pair<std::size_t, std::size_t> class_shapes(const Tensor& logits, const Ind
     check(ls.size() >= 2 && ls.size() == ts.size() + 1 && std::equal(ts.begin(), ts.end(), ls.begin()), op,
           "logits {} and targets {} do not match: expected logits (N, C) with targets (N,), "
           "or (B, T, C) with (B, T)",
-          shape_str(ls), shape_str(ts));
+          lazy_shape(ls), lazy_shape(ts));
     const std::size_t C = ls.back(), N = targets.numel();
-    check(C > 0, op, "logits {} have no classes", shape_str(ls));
+    check(C > 0, op, "logits {} have no classes", lazy_shape(ls));
     const std::int64_t* t = targets.data().data();
     for (std::size_t i = 0; i < N; ++i) {
         if (t[i] == o.ignore_index || (t[i] >= 0 && t[i] < static_cast<std::int64_t>(C))) continue;

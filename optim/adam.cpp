@@ -16,8 +16,10 @@
 //                                                   raw v, corrected afterwards)
 //   θ  ← θ − γ · m̂ / (√v̂ + ε)
 //
-// The code evaluates the last line in PyTorch's arrangement: with step_size = γ / (1 − β1^t)
-// and denom = √v / √(1 − β2^t) + ε, θ ← θ − step_size · m / denom. All the lines run in one
+// The code evaluates the last line in the arrangement of Kingma & Ba (end of section 2), which
+// needs one division per element instead of two: with b2 = √(1 − β2^t),
+//   γ · m̂ / (√v̂ + ε) = [γ · b2 / (1 − β1^t)] · m / (√v + ε · b2)
+// (PyTorch divides √v by b2 first; the two agree to rounding). All the lines run in one
 // fused pass over raw pointers, element by element: each array is read and written once (an
 // xtensor expression per line would allocate temporaries and sweep memory ten times), and no
 // Tensor op is called, so the update is never recorded by autograd.
@@ -48,9 +50,8 @@ const Options& validated(const Options& o, const char* kind) {
 // Per-step scalars, computed once in double from t and the options, then rounded to `real`.
 struct Coefficients {
     real beta1, beta2, one_minus_beta1, one_minus_beta2;
-    real step_size;      // γ / (1 − β1^t)
-    real bc2_sqrt;       // √(1 − β2^t)
-    real eps;
+    real step_size;      // γ · √(1 − β2^t) / (1 − β1^t)
+    real eps;            // ε · √(1 − β2^t)
     real l2;             // λ for Adam, 0 for AdamW
     real decay;          // 1 − γ·λ for AdamW, 1 for Adam
 };
@@ -65,8 +66,7 @@ void adam_kernel(real* p, const real* grad, real* m, real* v, real* v_max, std::
         v[i] = c.beta2 * v[i] + c.one_minus_beta2 * g * g;             // v ← β2·v + (1 − β2)·g²
         real v_used = v[i];
         if (v_max) v_used = v_max[i] = std::max(v_max[i], v[i]);       // amsgrad: v_max
-        const real denom = std::sqrt(v_used) / c.bc2_sqrt + c.eps;     // √v̂ + ε
-        p[i] = theta - c.step_size * m[i] / denom;                     // θ − γ·m̂/(√v̂ + ε)
+        p[i] = theta - c.step_size * m[i] / (std::sqrt(v_used) + c.eps);  // θ − γ·m̂/(√v̂ + ε)
     }
 }
 
@@ -89,9 +89,8 @@ Coefficients begin_step(const ParamGroup& group, const Array& param, const detai
     c.beta2 = static_cast<real>(h.beta2);
     c.one_minus_beta1 = static_cast<real>(1 - h.beta1);
     c.one_minus_beta2 = static_cast<real>(1 - h.beta2);
-    c.step_size = static_cast<real>(group.lr / bc1);                   // γ / (1 − β1^t)
-    c.bc2_sqrt = static_cast<real>(std::sqrt(bc2));                    // √(1 − β2^t)
-    c.eps = static_cast<real>(h.eps);
+    c.step_size = static_cast<real>(group.lr * std::sqrt(bc2) / bc1);  // γ · √(1 − β2^t) / (1 − β1^t)
+    c.eps = static_cast<real>(h.eps * std::sqrt(bc2));                 // ε · √(1 − β2^t)
     c.l2 = h.decoupled ? real(0) : static_cast<real>(group.weight_decay);
     c.decay = h.decoupled ? static_cast<real>(1 - group.lr * group.weight_decay) : real(1);
     return c;

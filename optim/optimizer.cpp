@@ -128,12 +128,12 @@ void Optimizer::step() {
                 const Shape shape = shape_of(t.data);
                 check(sg.dense_shape == shape && shape.size() == 2, op.c_str(),
                       "'{}': row-sparse gradient of dense shape {} for a parameter of shape {}", name,
-                      shape_str(sg.dense_shape), shape_str(shape));
+                      lazy_shape(sg.dense_shape), lazy_shape(shape));
                 const std::size_t k = sg.indices.size();
                 check(k == 0 || (sg.values.dimension() == 2 && sg.values.shape()[0] == k &&
                                  sg.values.shape()[1] == shape[1]),
                       op.c_str(), "'{}': row-sparse gradient values of shape {} for {} indices of width {}",
-                      name, shape_str(sg.values.shape()), k, shape[1]);
+                      name, lazy_shape(sg.values.shape()), k, shape[1]);
                 for (std::size_t i = 0; i < k; ++i) {
                     const std::int64_t row = sg.indices[i];
                     check_index(row >= 0 && static_cast<std::size_t>(row) < shape[0], op.c_str(),
@@ -147,7 +147,7 @@ void Optimizer::step() {
             } else if (t.grad) {
                 check(t.grad->data.shape() == t.data.shape(), op.c_str(),
                       "'{}': gradient of shape {} for a parameter of shape {}", name,
-                      shape_str(t.grad->data.shape()), shape_str(t.data.shape()));
+                      lazy_shape(t.grad->data.shape()), lazy_shape(t.data.shape()));
             }
         }
     }
