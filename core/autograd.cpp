@@ -12,9 +12,7 @@
 //      freed right after it runs; a second backward through it throws.
 #include "core/autograd.hpp"
 
-#include <unordered_map>
 #include <xtensor/xnoalias.hpp>
-#include <unordered_set>
 
 namespace xgrad {
 
@@ -55,8 +53,7 @@ NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
 Tensor make_result(Array out, const char* name, std::vector<Tensor> inputs, BackwardFn backward) {
     bool any = false;
     for (const auto& t : inputs) any = any || t.requires_grad();
-    auto impl = std::make_shared<TensorImpl>();
-    impl->data = std::move(out);
+    auto impl = std::make_shared<TensorImpl>(std::move(out));
     if (any && grad_enabled()) {
         auto node = std::make_shared<Node>();
         node->name = name;
@@ -79,8 +76,7 @@ void accumulate_grad(TensorImpl& leaf, Array g) {
           "tensor of shape {} already holds a row-sparse gradient; cannot add a dense one",
           lazy_shape(leaf.data.shape()));
     if (!leaf.grad) {
-        leaf.grad = std::make_shared<TensorImpl>();
-        leaf.grad->data = std::move(g);
+        leaf.grad = std::make_shared<TensorImpl>(std::move(g));
     } else {
         xt::noalias(leaf.grad->data) += g;
     }
@@ -91,10 +87,13 @@ namespace {
 
 // Post-order DFS from the root with an explicit stack; returns non-leaf tensors, each after
 // all of its inputs. Throws before touching any gradient if part of the graph was freed.
-std::vector<TensorImpl*> topological_order(TensorImpl* root) {
-    std::vector<TensorImpl*> order;
-    std::unordered_set<TensorImpl*> seen{root};
+// Marks every node it reaches `visited`; the caller's ScratchReset clears the marks.
+void topological_order(TensorImpl* root, std::vector<TensorImpl*>& order) {
+    root->grad_fn->visited = true;
+    order.push_back(root);  // (moved to its place below; here so that a throw clears its mark)
     std::vector<std::pair<TensorImpl*, std::size_t>> stack{{root, 0}};  // (tensor, next input)
+    std::vector<TensorImpl*> sorted;
+    sorted.reserve(16);
     while (!stack.empty()) {
         auto& [t, next] = stack.back();
         Node* node = t->grad_fn.get();
@@ -106,14 +105,29 @@ std::vector<TensorImpl*> topological_order(TensorImpl* root) {
         }
         if (next < node->inputs.size()) {
             TensorImpl* in = node->inputs[next++].get();
-            if (in->grad_fn && in->requires_grad && seen.insert(in).second) stack.push_back({in, 0});
+            if (in->grad_fn && in->requires_grad && !in->grad_fn->visited) {
+                in->grad_fn->visited = true;
+                order.push_back(in);
+                stack.push_back({in, 0});
+            }
         } else {
-            order.push_back(t);
+            sorted.push_back(t);
             stack.pop_back();
         }
     }
-    return order;
+    order.swap(sorted);
 }
+
+// Clears the scratch fields of every node in `order` when the pass ends, however it ends.
+struct ScratchReset {
+    std::vector<TensorImpl*>& order;
+    ~ScratchReset() {
+        for (TensorImpl* t : order) {
+            t->grad_fn->visited = false;
+            t->grad_fn->grad_sum.reset();
+        }
+    }
+};
 
 }  // namespace
 
@@ -142,20 +156,21 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         accumulate_grad(*r, root_grad);
         return;
     }
-    std::vector<TensorImpl*> order = topological_order(r);
+    std::vector<TensorImpl*> order;
+    ScratchReset reset{order};
+    topological_order(r, order);
 
-    // dL/d(output) of each non-leaf, summed over its consumers before its node runs.
-    std::unordered_map<TensorImpl*, Array> grads;
+    // dL/d(output) of each non-leaf (its node's grad_sum), summed over its consumers before
+    // its node runs.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         TensorImpl* t = *it;
-        Array summed;
+        std::optional<Array> summed;  // (an empty Array would allocate: a 0-d array has 1 element)
         if (t != r) {
-            auto found = grads.find(t);
-            if (found == grads.end()) continue;  // nothing flowed here
-            summed = std::move(found->second);
-            grads.erase(found);
+            if (!t->grad_fn->grad_sum) continue;  // nothing flowed here
+            summed = std::move(t->grad_fn->grad_sum);
+            t->grad_fn->grad_sum.reset();
         }
-        const Array& grad_out = t == r ? root_grad : summed;
+        const Array& grad_out = t == r ? root_grad : *summed;
 
         Node& node = *t->grad_fn;
         Grads in_grads = node.backward(grad_out, t->data);
@@ -172,9 +187,9 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
             if (!in->grad_fn) {
                 accumulate_grad(*in, std::move(g));  // a leaf: .grad += g
             } else {
-                auto [slot, fresh] = grads.try_emplace(in);
-                if (fresh) slot->second = std::move(g);
-                else xt::noalias(slot->second) += g;
+                std::optional<Array>& sum = in->grad_fn->grad_sum;
+                if (!sum) sum = std::move(g);
+                else xt::noalias(*sum) += g;
             }
         }
         if (!retain_graph) {

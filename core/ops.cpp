@@ -14,6 +14,7 @@
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xreducer.hpp>
 
@@ -85,7 +86,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
     Array y = a.data() + b.data();
     return make_result(std::move(y), "add", {a, b},
                        [sa = a.shape(), sb = b.shape()](const Array& g, const Array&) {
-                           return Grads{sum_to(g, sa), sum_to(g, sb)};
+                           return make_grads(sum_to(g, sa), sum_to(g, sb));
                        });
 }
 
@@ -98,7 +99,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     return make_result(std::move(y), "sub", {a, b},
                        [sa = a.shape(), sb = b.shape()](const Array& g, const Array&) {
                            Array gb = -sum_to(g, sb);
-                           return Grads{sum_to(g, sa), std::move(gb)};
+                           return make_grads(sum_to(g, sa), std::move(gb));
                        });
 }
 
@@ -140,7 +141,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor neg(const Tensor& a) {
     Array y = -a.data();
     return make_result(std::move(y), "neg", {a},
-                       [](const Array& g, const Array&) { return Grads{Array(-g)}; });
+                       [](const Array& g, const Array&) { return make_grads(Array(-g)); });
 }
 
 // ---- scalar variants -----------------------------------------------------------------------------
@@ -151,26 +152,26 @@ Tensor neg(const Tensor& a) {
 Tensor add(const Tensor& a, real s) {
     Array y = a.data() + s;
     return make_result(std::move(y), "add_scalar", {a},
-                       [](const Array& g, const Array&) { return Grads{g}; });
+                       [](const Array& g, const Array&) { return make_grads(g); });
 }
 
 Tensor mul(const Tensor& a, real s) {
     Array y = a.data() * s;
     return make_result(std::move(y), "mul_scalar", {a},
-                       [s](const Array& g, const Array&) { return Grads{Array(g * s)}; });
+                       [s](const Array& g, const Array&) { return make_grads(Array(g * s)); });
 }
 
 Tensor rsub(real s, const Tensor& a) {
     Array y = s - a.data();
     return make_result(std::move(y), "rsub_scalar", {a},
-                       [](const Array& g, const Array&) { return Grads{Array(-g)}; });
+                       [](const Array& g, const Array&) { return make_grads(Array(-g)); });
 }
 
 Tensor rdiv(real s, const Tensor& a) {
     Array y = s / a.data();
     return make_result(std::move(y), "rdiv_scalar", {a},
                        [a = a.data()](const Array& g, const Array& y) {
-                           return Grads{Array(-g * y / a)};
+                           return make_grads(Array(-g * y / a));
                        });
 }
 
@@ -192,8 +193,8 @@ static Array pow_elementwise(const Array& x, real p) {
 Tensor pow(const Tensor& x, real p) {
     return make_result(pow_elementwise(x.data(), p), "pow", {x},
                        [x = x.data(), p](const Array& g, const Array&) {
-                           if (p == 0) return Grads{Array(xt::zeros<real>(x.shape()))};
-                           return Grads{Array(g * p * pow_elementwise(x, p - 1))};
+                           if (p == 0) return make_grads(Array(xt::zeros<real>(x.shape())));
+                           return make_grads(Array(g * p * pow_elementwise(x, p - 1)));
                        });
 }
 
@@ -202,7 +203,7 @@ Tensor pow(const Tensor& x, real p) {
 Tensor exp(const Tensor& x) {
     Array y = xt::exp(x.data());
     return make_result(std::move(y), "exp", {x},
-                       [](const Array& g, const Array& y) { return Grads{Array(g * y)}; });
+                       [](const Array& g, const Array& y) { return make_grads(Array(g * y)); });
 }
 
 // ---- log -----------------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ Tensor exp(const Tensor& x) {
 Tensor log(const Tensor& x) {
     Array y = xt::log(x.data());
     return make_result(std::move(y), "log", {x}, [x = x.data()](const Array& g, const Array&) {
-        return Grads{Array(g / x)};
+        return make_grads(Array(g / x));
     });
 }
 
@@ -243,15 +244,14 @@ static void tanh_rational(const T* x, T* y, std::size_t n) {
 }
 
 Tensor tanh(const Tensor& x) {
-    Array y;
-    if constexpr (std::is_same_v<real, float>) {
-        y = Array(x.data().shape());
-        tanh_rational(x.data().data(), y.data(), y.size());
-    } else {
-        y = xt::tanh(x.data());
-    }
+    Array y(x.data().shape());
+    if constexpr (std::is_same_v<real, float>) tanh_rational(x.data().data(), y.data(), y.size());
+    else xt::noalias(y) = xt::tanh(x.data());
     return make_result(std::move(y), "tanh", {x}, [](const Array& g, const Array& y) {
-        return Grads{Array(g * (1 - y * y))};
+        Array gx(y.shape());  // a plain loop: the xtensor expression with the integer 1 was not vectorised
+        const real *pg = g.data(), *py = y.data();
+        for (std::size_t i = 0; i < gx.size(); ++i) gx.data()[i] = pg[i] * (1 - py[i] * py[i]);
+        return make_grads(std::move(gx));
     });
 }
 
@@ -260,7 +260,7 @@ Tensor tanh(const Tensor& x) {
 Tensor relu(const Tensor& x) {
     Array y = xt::maximum(x.data(), real(0));
     return make_result(std::move(y), "relu", {x}, [](const Array& g, const Array& y) {
-        return Grads{Array(xt::where(y > 0, g, real(0)))};
+        return make_grads(Array(xt::where(y > 0, g, real(0))));
     });
 }
 
@@ -271,7 +271,7 @@ Tensor sigmoid(const Tensor& x) {
     const Array& xd = x.data();
     Array y = xt::where(xd >= 0, 1 / (1 + xt::exp(-xd)), xt::exp(xd) / (1 + xt::exp(xd)));
     return make_result(std::move(y), "sigmoid", {x}, [](const Array& g, const Array& y) {
-        return Grads{Array(g * y * (1 - y))};
+        return make_grads(Array(g * y * (1 - y)));
     });
 }
 
@@ -302,7 +302,7 @@ Tensor sum(const Tensor& x) {
     return make_result(std::move(y), "sum", {x}, [shape = x.shape()](const Array& g, const Array&) {
         Array gx(shape);
         gx.fill(g());
-        return Grads{std::move(gx)};
+        return make_grads(std::move(gx));
     });
 }
 
@@ -324,7 +324,7 @@ Tensor sum(const Tensor& x, int dim, bool keepdim) {
         for (std::size_t o = 0; o < s.outer; ++o)
             for (std::size_t i = 0; i < s.n; ++i)
                 std::copy_n(g.data() + o * s.inner, s.inner, gx.data() + (o * s.n + i) * s.inner);
-        return Grads{std::move(gx)};
+        return make_grads(std::move(gx));
     });
 }
 
@@ -353,7 +353,7 @@ Tensor max(const Tensor& x) {
     return make_result(std::move(y), "max", {x}, [shape = x.shape(), k](const Array& g, const Array&) {
         Array gx = xt::zeros<real>(shape);
         gx.data()[k] = g();
-        return Grads{std::move(gx)};
+        return make_grads(std::move(gx));
     });
 }
 
@@ -399,7 +399,7 @@ Tensor max(const Tensor& x, int dim, bool keepdim) {
                                    const auto i = static_cast<std::size_t>(arg.data()[o * s.inner + j]);
                                    gx.data()[(o * s.n + i) * s.inner + j] = g.data()[o * s.inner + j];
                                }
-                           return Grads{std::move(gx)};
+                           return make_grads(std::move(gx));
                        });
 }
 
@@ -437,7 +437,7 @@ Tensor reshape(const Tensor& x, const Dims& dims) {
     return make_result(std::move(y), "reshape", {x}, [xs = x.shape()](const Array& g, const Array&) {
         Array gx = g;
         gx.reshape(xs);
-        return Grads{std::move(gx)};
+        return make_grads(std::move(gx));
     });
 }
 
@@ -456,7 +456,7 @@ Tensor permute(const Tensor& x, const std::vector<int>& dims) {
     }
     Array y = xt::transpose(x.data(), perm);
     return make_result(std::move(y), "permute", {x}, [inverse](const Array& g, const Array&) {
-        return Grads{Array(xt::transpose(g, inverse))};
+        return make_grads(Array(xt::transpose(g, inverse)));
     });
 }
 
@@ -601,12 +601,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             Grads out(2);
             const std::size_t nb = p.a_off.size(), n = p.n, k = p.k, m = p.m;
             if (ra) {
-                Array dA;
+                Array dA(A.shape());
                 if (b_shared) {
-                    dA = Array(A.shape());
                     gemm(false, true, nb * n, k, m, 1, g.data(), m, B.data(), m, 0, dA.data(), k);
                 } else {
-                    dA = xt::zeros<real>(A.shape());
+                    dA.fill(0);
                     for (std::size_t i = 0; i < nb; ++i)  // beta = 1: broadcast batches add up
                         gemm(false, true, n, k, m, 1, g.data() + i * n * m, m, B.data() + p.b_off[i], m,
                              1, dA.data() + p.a_off[i], k);
@@ -614,12 +613,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                 out[0] = std::move(dA);
             }
             if (rb) {
-                Array dB;
+                Array dB(B.shape());
                 if (b_shared) {
-                    dB = Array(B.shape());
                     gemm(true, false, k, m, nb * n, 1, A.data(), k, g.data(), m, 0, dB.data(), m);
                 } else {
-                    dB = xt::zeros<real>(B.shape());
+                    dB.fill(0);
                     for (std::size_t i = 0; i < nb; ++i)
                         gemm(true, false, k, m, n, 1, A.data() + p.a_off[i], k, g.data() + i * n * m, m,
                              1, dB.data() + p.b_off[i], m);
@@ -698,7 +696,7 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
     return make_result(std::move(y), "index_select", {src},
                        [leaf = src.is_leaf() ? src.impl_ptr() : nullptr, ss, index, width, P](
                            const Array& g, const Array&) -> Grads {
-                           Array fresh;
+                           std::optional<Array> fresh;  // for a non-leaf source only
                            Array* dst;
                            if (leaf) {  // scatter straight into the table's gradient
                                if (!leaf->grad) accumulate_grad(*leaf, xt::zeros<real>(ss));
@@ -707,8 +705,8 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
                                      lazy_shape(leaf->grad->data.shape()), lazy_shape(ss));
                                dst = &leaf->grad->data;
                            } else {
-                               fresh = xt::zeros<real>(ss);
-                               dst = &fresh;
+                               fresh = Array(xt::zeros<real>(ss));
+                               dst = &*fresh;
                            }
                            const std::int64_t* ids = index.data().data();
                            for (std::size_t p = 0; p < P; ++p) {
@@ -716,8 +714,8 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
                                const real* gp = g.data() + p * width;
                                for (std::size_t j = 0; j < width; ++j) row[j] += gp[j];
                            }
-                           if (leaf) return Grads{std::nullopt};
-                           return Grads{std::move(fresh)};
+                           if (leaf) return make_grads(std::nullopt);
+                           return make_grads(std::move(*fresh));
                        });
 }
 

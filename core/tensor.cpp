@@ -107,10 +107,7 @@ std::size_t SparseGrad::nbytes() const {
 
 namespace {
 std::shared_ptr<TensorImpl> make_impl(Array data, bool requires_grad) {
-    auto impl = std::make_shared<TensorImpl>();
-    impl->data = std::move(data);
-    impl->requires_grad = requires_grad;
-    return impl;
+    return std::make_shared<TensorImpl>(std::move(data), requires_grad);
 }
 }  // namespace
 

@@ -144,6 +144,12 @@ struct SparseGrad {
 
 // ---- TensorImpl: what a Tensor handle points to ---------------------------------------
 struct TensorImpl {
+    TensorImpl() = default;
+    // Takes `data` without copying. (A default-constructed Array is 0-d and allocates its one
+    // element; every op result built that way allocated twice, bench/ W1.)
+    explicit TensorImpl(Array data, bool requires_grad = false)
+        : data(std::move(data)), requires_grad(requires_grad) {}
+
     Array data;
     bool requires_grad = false;
     std::shared_ptr<TensorImpl> grad;          // dense gradient, same shape as data; or null

@@ -69,7 +69,7 @@ Tensor gelu(const Tensor& x) {
             const double x_pdf = std::isinf(v) ? 0.0 : v * inv_sqrt_2pi * std::exp(-0.5 * v * v);
             gx.data()[i] = static_cast<real>(g.data()[i] * (cdf + x_pdf));
         }
-        return Grads{std::move(gx)};
+        return make_grads(std::move(gx));
     });
 }
 
@@ -237,19 +237,19 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
                 leaf->sparse_grad->accumulate(distinct, values);
             }
             if (stats) stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
-            return Grads{std::nullopt};
+            return make_grads(std::nullopt);
         }
 
         // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
         // into weight.grad (allocated as zeros once); otherwise into a fresh array.
-        Array fresh;
+        std::optional<Array> fresh;  // for a non-leaf weight only
         Array* dst;
         if (leaf) {
             if (!leaf->grad) accumulate_grad(*leaf, xt::zeros<real>(shape));
             dst = &leaf->grad->data;
         } else {
-            fresh = xt::zeros<real>(shape);
-            dst = &fresh;
+            fresh = Array(xt::zeros<real>(shape));
+            dst = &*fresh;
         }
         for (std::size_t i = 0; i < rows.size(); ++i) {
             real* row = dst->data() + static_cast<std::size_t>(rows[i]) * d;
@@ -258,8 +258,8 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
         }
         // rows.size() additions of d values; the one-time zero-fill of a new (V, d) .grad is not counted.
         if (stats) stats->bytes_written = rows.size() * d * sizeof(real);
-        if (leaf) return Grads{std::nullopt};
-        return Grads{std::move(fresh)};
+        if (leaf) return make_grads(std::nullopt);
+        return make_grads(std::move(*fresh));
     });
 }
 
@@ -367,18 +367,24 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
     return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {logits},
                        [probs = std::move(probs), targets, o, N = N, C = C, n_valid, shape = logits.shape()](
                            const Array& g, const Array&) {
-                           Array dx = xt::zeros<real>(shape);
+                           Array dx(shape);
                            const std::int64_t* t = targets.data().data();
                            const double eps = o.label_smoothing;
                            for (std::size_t i = 0; i < N; ++i) {
-                               if (t[i] == o.ignore_index) continue;
-                               const double s = row_scale(g, o.reduction, i, n_valid);
-                               for (std::size_t c = 0; c < C; ++c) {
-                                   const double q = (c == std::size_t(t[i]) ? 1 - eps : 0.0) + eps / double(C);
-                                   dx.data()[i * C + c] = static_cast<real>(s * (probs.data()[i * C + c] - q));
+                               real* dxi = dx.data() + i * C;
+                               if (t[i] == o.ignore_index) {
+                                   std::fill(dxi, dxi + C, real(0));
+                                   continue;
                                }
+                               // s · (p_c − ε/C) for every class, then − s·(1 − ε) at the target:
+                               // a branch-free row the compiler vectorises
+                               const double s = row_scale(g, o.reduction, i, n_valid);
+                               const real* pi = probs.data() + i * C;
+                               const real scale = static_cast<real>(s), smooth = static_cast<real>(eps / double(C));
+                               for (std::size_t c = 0; c < C; ++c) dxi[c] = scale * (pi[c] - smooth);
+                               dxi[t[i]] = static_cast<real>(s * (double(pi[t[i]]) - (1 - eps) - eps / double(C)));
                            }
-                           return Grads{std::move(dx)};
+                           return make_grads(std::move(dx));
                        });
 }
 
@@ -406,7 +412,7 @@ Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const Cross
                            for (std::size_t i = 0; i < N; ++i)
                                if (t[i] != o.ignore_index)
                                    dx.data()[i * C + std::size_t(t[i])] = -row_scale(g, o.reduction, i, n_valid);
-                           return Grads{std::move(dx)};
+                           return make_grads(std::move(dx));
                        });
 }
 
@@ -467,7 +473,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                                const double sig = xi >= 0 ? 1 / (1 + std::exp(-xi)) : std::exp(xi) / (1 + std::exp(xi));
                                dx.data()[i] = static_cast<real>(row_scale(g, reduction, i, n) * (sig - Y.data()[i]));
                            }
-                           return Grads{std::move(dx)};
+                           return make_grads(std::move(dx));
                        });
 }
 
