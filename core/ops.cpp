@@ -699,13 +699,13 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
                            std::optional<Array> fresh;  // for a non-leaf source only
                            Array* dst;
                            if (leaf) {  // scatter straight into the table's gradient
-                               if (!leaf->grad) accumulate_grad(*leaf, xt::zeros<real>(ss));
+                               if (!leaf->grad) accumulate_grad(*leaf, zeros_array(ss));
                                check(leaf->grad->data.shape() == leaf->data.shape(), "index_select",
                                      "gradient shape {} does not match table shape {}",
                                      lazy_shape(leaf->grad->data.shape()), lazy_shape(ss));
                                dst = &leaf->grad->data;
                            } else {
-                               fresh = Array(xt::zeros<real>(ss));
+                               fresh = zeros_array(ss);
                                dst = &*fresh;
                            }
                            const std::int64_t* ids = index.data().data();

@@ -2,6 +2,7 @@
 #include "core/tensor.hpp"
 
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -257,7 +258,28 @@ std::ostream& operator<<(std::ostream& os, const IndexTensor& t) {
 
 Tensor from_array(Array data, bool rg) { return Tensor(make_impl(std::move(data), rg)); }
 
-Tensor zeros(const Shape& shape, bool rg) { return from_array(xt::zeros<real>(shape), rg); }
+void advise_huge_pages(Array& a) {
+#ifdef MADV_HUGEPAGE
+    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+    const std::size_t bytes = a.size() * sizeof(real);
+    if (bytes < (std::size_t{32} << 20)) return;
+    // madvise wants whole pages: advise the 2 MiB-aligned span inside the array.
+    const auto begin = reinterpret_cast<std::uintptr_t>(a.data());
+    const std::uintptr_t first = (begin + huge - 1) & ~(huge - 1), last = (begin + bytes) & ~(huge - 1);
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#else
+    (void)a;
+#endif
+}
+
+Array zeros_array(const Shape& shape) {
+    Array a(shape);
+    advise_huge_pages(a);
+    a.fill(0);
+    return a;
+}
+
+Tensor zeros(const Shape& shape, bool rg) { return from_array(zeros_array(shape), rg); }
 Tensor ones(const Shape& shape, bool rg) { return from_array(xt::ones<real>(shape), rg); }
 
 Tensor full(const Shape& shape, real value, bool rg) {
@@ -280,6 +302,7 @@ Tensor arange(real start, real end, real step) {
 
 Tensor randn(const Shape& shape, bool rg) {
     Array a(shape);
+    advise_huge_pages(a);  // an embedding table may be large
     std::normal_distribution<real> dist(0, 1);
     for (auto& v : a) v = dist(generator());
     return from_array(std::move(a), rg);

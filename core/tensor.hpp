@@ -241,6 +241,16 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::ostream& operator<<(std::ostream& os, const IndexTensor& t);
 
+// ---- large arrays on huge pages ------------------------------------------------------------
+// Asks Linux to back an array of 32 MiB or more with 2 MiB pages (transparent huge pages; a
+// no-op where they are off, and for smaller arrays). Call it after allocating and before the
+// first write, which is when pages are chosen. Rows looked up at random in a big table then
+// cost one TLB entry per 2 MiB instead of one per 4 KiB, and filling it takes 1/512 of the page
+// faults: 512 random 1 KiB rows of a 1 GiB array were updated 2.4x faster (bench/, W4).
+void advise_huge_pages(Array& a);
+// xt::zeros, with advise_huge_pages before the fill. For tables, their gradients and state.
+Array zeros_array(const Shape& shape);
+
 // ---- factories ----------------------------------------------------------------------------
 Tensor from_array(Array data, bool requires_grad = false);  // takes the array without copying
 Tensor zeros(const Shape& shape, bool requires_grad = false);

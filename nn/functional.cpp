@@ -245,10 +245,10 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
         std::optional<Array> fresh;  // for a non-leaf weight only
         Array* dst;
         if (leaf) {
-            if (!leaf->grad) accumulate_grad(*leaf, xt::zeros<real>(shape));
+            if (!leaf->grad) accumulate_grad(*leaf, zeros_array(shape));
             dst = &leaf->grad->data;
         } else {
-            fresh = Array(xt::zeros<real>(shape));
+            fresh = zeros_array(shape);
             dst = &*fresh;
         }
         for (std::size_t i = 0; i < rows.size(); ++i) {
