@@ -50,20 +50,30 @@ NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
 
 // ---- recording an op --------------------------------------------------------------------------
-Tensor make_result(Array out, const char* name, std::vector<Tensor> inputs, BackwardFn backward) {
+namespace {
+Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn backward) {
     bool any = false;
-    for (const auto& t : inputs) any = any || t.requires_grad();
+    for (std::size_t i = 0; i < n; ++i) any = any || inputs[i].requires_grad();
     auto impl = std::make_shared<TensorImpl>(std::move(out));
     if (any && grad_enabled()) {
         auto node = std::make_shared<Node>();
         node->name = name;
-        node->inputs.reserve(inputs.size());
-        for (const auto& t : inputs) node->inputs.push_back(t.impl_ptr());
+        node->inputs.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) node->inputs.push_back(inputs[i].impl_ptr());
         node->backward = std::move(backward);
         impl->requires_grad = true;
         impl->grad_fn = std::move(node);
     }
     return Tensor(std::move(impl));
+}
+}  // namespace
+
+Tensor make_result(Array out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward) {
+    return make_result(std::move(out), name, inputs.begin(), inputs.size(), std::move(backward));
+}
+
+Tensor make_result(Array out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
+    return make_result(std::move(out), name, inputs.data(), inputs.size(), std::move(backward));
 }
 
 // `g` is taken by value: the first gradient of a leaf is moved in, not copied (a copy of a

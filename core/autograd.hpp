@@ -84,7 +84,10 @@ private:
 // ---- building ops -----------------------------------------------------------------------------
 // Wraps the forward result `out`. If grad mode is on and any input requires grad, the result
 // requires grad and gets a Node with `backward`; otherwise `backward` is dropped unused.
-Tensor make_result(Array out, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+// Ops pass their inputs as a brace list, {x} or {a, b}, which costs no allocation; a vector
+// serves ops with a variable number of inputs (linear's optional bias, concat).
+Tensor make_result(Array out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward);
+Tensor make_result(Array out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 // Adds `g` into a leaf's dense .grad (allocating zeros on first use). Throws ValueError naming
 // both shapes when they differ. Public so that ops with a sparse backward can accumulate

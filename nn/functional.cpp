@@ -107,8 +107,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, 0, y.data(), out);
     if (bias.defined()) {
         const real* b = bias.data().data();
+        real* py = y.data();  // (plain pointers: the loop vectorises)
         for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t j = 0; j < out; ++j) y.data()[r * out + j] += b[j];
+            for (std::size_t j = 0; j < out; ++j) py[r * out + j] += b[j];
     }
     std::vector<Tensor> inputs{x, weight};
     if (bias.defined()) inputs.push_back(bias);
@@ -133,8 +134,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             }
             if (rb) {
                 Array db = xt::zeros<real>({out});
+                real* pdb = db.data();
+                const real* pg = g.data();
                 for (std::size_t r = 0; r < R; ++r)
-                    for (std::size_t j = 0; j < out; ++j) db.data()[j] += g.data()[r * out + j];
+                    for (std::size_t j = 0; j < out; ++j) pdb[j] += pg[r * out + j];
                 grads[2] = std::move(db);
             }
             return grads;
@@ -358,10 +361,10 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
         double s = 0, sum_x = 0;
         for (std::size_t c = 0; c < C; ++c) s += pi[c];
         const double lse = row_max[i] + std::log(s);
-        for (std::size_t c = 0; c < C; ++c) {
-            pi[c] = static_cast<real>(pi[c] / s);
-            if (eps > 0) sum_x += xi[c];
-        }
+        const double inv_s = 1 / s;  // one division per row, not per class
+        for (std::size_t c = 0; c < C; ++c) pi[c] = static_cast<real>(pi[c] * inv_s);
+        if (eps > 0)
+            for (std::size_t c = 0; c < C; ++c) sum_x += xi[c];
         loss[i] = (1 - eps) * (lse - xi[t[i]]) + (eps > 0 ? eps * (lse - sum_x / double(C)) : 0.0);
     }
     return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {logits},
