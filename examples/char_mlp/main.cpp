@@ -146,26 +146,26 @@ static int run(const Config& cfg) {
     return 0;
 }
 
+// A CLI11 check for a finite real number > lo (or >= lo when inclusive).
+static CLI::Validator real_above(double lo, bool inclusive) {
+    return CLI::Validator(
+        [lo, inclusive](std::string& s) {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            const bool ok = *end == '\0' && std::isfinite(v) && (inclusive ? v >= lo : v > lo);
+            return ok ? std::string() : fmt::format("must be a number {} {}, got {}", inclusive ? ">=" : ">", lo, s);
+        },
+        inclusive ? "NONNEGATIVE" : "POSITIVE");
+}
+
 int main(int argc, char** argv) {
     Config cfg;
     CLI::App app{"Train a character-level MLP language model (Bengio et al. 2003) on a word list."};
     const auto positive = CLI::Range(1, INT_MAX);
     const auto non_negative = CLI::Range(0, INT_MAX);
-    // CLI::PositiveNumber prints its range as 300 digits; this says what is wrong in words.
-    const CLI::Validator positive_real(
-        [](std::string& s) {
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            return *end == '\0' && std::isfinite(v) && v > 0 ? std::string() : "must be a positive number, got " + s;
-        },
-        "POSITIVE");
-    const CLI::Validator non_negative_real(
-        [](std::string& s) {
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            return *end == '\0' && std::isfinite(v) && v >= 0 ? std::string() : "must be a number >= 0, got " + s;
-        },
-        "NONNEGATIVE");
+    // CLI::PositiveNumber prints its range as 300 digits; these say what is wrong in words.
+    const CLI::Validator positive_real = real_above(0, /*inclusive=*/false);
+    const CLI::Validator non_negative_real = real_above(0, /*inclusive=*/true);
     app.add_option("--steps", cfg.steps, "optimizer steps in the whole run")->capture_default_str()->check(positive);
     app.add_option("--batch-size", cfg.batch_size, "examples per step")->capture_default_str()->check(positive);
     app.add_option("--lr", cfg.lr, "peak learning rate of AdamW; cosine decay to lr/20 after the warmup")->capture_default_str()->check(positive_real);
