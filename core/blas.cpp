@@ -22,6 +22,23 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     const auto ta = trans_a ? CblasTrans : CblasNoTrans;
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
     const auto i = [](std::size_t v) { return static_cast<int>(v); };
+#ifndef XGRAD_DOUBLE
+    // Fast path for A·Bᵀ with a short inner size K, as in Linear's forward x·Wᵀ on a narrow
+    // input (the small char-MLP's 3 · 10 = 30 inputs, bench/ workload W1). OpenBLAS runs small
+    // products through kernels that read the operands in place, but declines this one (0.3.21's
+    // sgemm_small_kernel_permit refuses a column-major Aᵀ·B, which a row-major A·Bᵀ becomes,
+    // when K < 32 or M·N > 1200) and sends it down its general path, which first packs both
+    // operands into buffers: 5.5 µs for (32 × 30)·(30 × 200). Writing Bᵀ out with
+    // cblas_somatcopy (0.5 µs) and multiplying A·(Bᵀ), which the small kernels take, is 4.1 µs.
+    // Larger products keep the single call: the copy would cost more than it saves.
+    if (!trans_a && trans_b && K < 32 && static_cast<double>(M) * N * K <= 1e6) {
+        Array bt(Shape{K, N});  // Bᵀ (K, N), row-major
+        cblas_somatcopy(CblasRowMajor, CblasTrans, i(N), i(K), 1.0f, B, i(ldb), bt.data(), i(N));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i(M), i(N), i(K), alpha, A, i(lda), bt.data(),
+                    i(N), beta, C, i(ldc));
+        return;
+    }
+#endif
 #ifdef XGRAD_DOUBLE
     cblas_dgemm(CblasRowMajor, ta, tb, i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
 #else

@@ -3,8 +3,9 @@
 // Read this file first. It defines
 //   real          the scalar type: float32 (the library `xgrad`) or float64 (`xgrad_f64`,
 //                 built only so that gradcheck's finite differences are precise)
-//   Array         xt::xarray<real>, row-major and contiguous: every op stores its result
-//                 in a fresh Array, so no two tensors ever alias storage
+//   Array         xt::xarray of real, row-major and contiguous: every op stores its result
+//                 in a fresh Array, so no two tensors ever alias storage; its memory comes
+//                 from CachingAllocator (core/allocator.hpp), which reuses freed blocks
 //   IndexTensor   int64 token IDs and class targets; a separate type, so passing floats
 //                 where IDs are expected is a compile error
 //   SparseGrad    a row-sparse gradient (k unique rows of a (V, d) table), made by
@@ -31,6 +32,7 @@
 
 #include <xtensor/xarray.hpp>
 
+#include "core/allocator.hpp"
 #include "core/error.hpp"
 
 namespace xgrad {
@@ -41,8 +43,8 @@ using real = double;
 using real = float;
 #endif
 
-using Array = xt::xarray<real>;
-using IndexArray = xt::xarray<std::int64_t>;
+using Array = xt::xarray<real, xt::layout_type::row_major, CachingAllocator<real>>;
+using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, CachingAllocator<std::int64_t>>;
 using Shape = std::vector<std::size_t>;
 // Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
 using Dims = std::vector<std::int64_t>;

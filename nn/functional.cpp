@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xmath.hpp>
@@ -188,81 +188,88 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
                        [ids, leaf, pad, sparse, stats, d, shape = weight.shape()](const Array& g, const Array&) -> Grads {
         const std::size_t P = ids.numel();
         const std::int64_t* id = ids.data().data();
-        // The rows to scatter: every lookup except the padding row's.
-        std::vector<std::int64_t> rows;
-        std::vector<std::size_t> from;  // position p in g of each kept row
-        rows.reserve(P);
-        from.reserve(P);
-        for (std::size_t p = 0; p < P; ++p)
-            if (id[p] != pad) {
-                rows.push_back(id[p]);
-                from.push_back(p);
+
+        if (!sparse) {
+            // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
+            // into weight.grad (allocated as zeros once); otherwise into a fresh array.
+            std::optional<Array> fresh;  // for a non-leaf weight only
+            Array* dst;
+            if (leaf) {
+                if (!leaf->grad) accumulate_grad(*leaf, zeros_array(shape));
+                dst = &leaf->grad->data;
+            } else {
+                fresh = zeros_array(shape);
+                dst = &*fresh;
             }
-        std::vector<std::int64_t> distinct(rows);
-        std::sort(distinct.begin(), distinct.end());
-        distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+            std::size_t kept = 0;  // lookups other than padding_idx
+            for (std::size_t p = 0; p < P; ++p) {
+                if (id[p] == pad) continue;
+                real* row = dst->data() + static_cast<std::size_t>(id[p]) * d;
+                const real* src = g.data() + p * d;
+                for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
+                ++kept;
+            }
+            if (stats) {
+                std::vector<std::int64_t> distinct;  // sorted only to count them
+                distinct.reserve(kept);
+                for (std::size_t p = 0; p < P; ++p)
+                    if (id[p] != pad) distinct.push_back(id[p]);
+                std::sort(distinct.begin(), distinct.end());
+                const std::size_t k = static_cast<std::size_t>(
+                    std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+                stats->tokens = P;
+                stats->rows_touched = k;
+                stats->duplicates = kept - k;
+                // kept additions of d values; the one-time zero-fill of a new (V, d) .grad is not counted.
+                stats->bytes_written = kept * d * sizeof(real);
+            }
+            if (leaf) return make_grads(std::nullopt);
+            return make_grads(std::move(*fresh));
+        }
+
+        // Row-sparse: one coalesced row per distinct index, rows ascending. The lookups are
+        // sorted by (row, position), and each row's lookups are summed straight from g into a
+        // (k, d) block, in position order; copying the (n, d) rows out first and merging them
+        // into a zeroed block moved three times the bytes (memmove was 26% of a sparse step,
+        // bench/ W3).
+        check(leaf->grad == nullptr, "embedding", "weight already holds a dense gradient; "
+                                                  "call zero_grad() before mixing sparse and dense");
+        std::vector<std::pair<std::int64_t, std::size_t>> lookups;  // (row, position p in g)
+        lookups.reserve(P);
+        for (std::size_t p = 0; p < P; ++p)
+            if (id[p] != pad) lookups.emplace_back(id[p], p);  // every lookup but padding_idx's
+        std::sort(lookups.begin(), lookups.end());
+        std::vector<std::int64_t> distinct;  // the k rows that appeared, ascending
+        for (std::size_t i = 0; i < lookups.size(); ++i)
+            if (i == 0 || lookups[i].first != lookups[i - 1].first) distinct.push_back(lookups[i].first);
         if (stats) {
             stats->tokens = P;
             stats->rows_touched = distinct.size();
-            stats->duplicates = rows.size() - distinct.size();
+            stats->duplicates = lookups.size() - distinct.size();
         }
-
-        if (sparse) {
-            // Row-sparse: one coalesced row per distinct index, rows ascending. The lookups of
-            // each row are summed straight from g into a (k, d) block, in position order;
-            // copying the (n, d) rows out first and merging them into a zeroed block moved
-            // three times the bytes (memmove was 26% of a sparse step, bench/ W3).
-            check(leaf->grad == nullptr, "embedding", "weight already holds a dense gradient; "
-                                                      "call zero_grad() before mixing sparse and dense");
-            std::vector<std::size_t> order(rows.size());  // lookups sorted by row, stable
-            std::iota(order.begin(), order.end(), std::size_t{0});
-            std::stable_sort(order.begin(), order.end(),
-                             [&rows](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
-            Array values(Shape{distinct.size(), d});
-            std::size_t k = 0;    // output rows started so far
-            real* out = nullptr;  // the output row being summed
-            for (std::size_t i = 0; i < order.size(); ++i) {
-                const real* src = g.data() + from[order[i]] * d;
-                if (i == 0 || rows[order[i]] != rows[order[i - 1]]) {
-                    out = values.data() + d * k++;
-                    std::copy_n(src, d, out);
-                } else {  // a repeated row: add to its sum
-                    for (std::size_t j = 0; j < d; ++j) out[j] += src[j];
-                }
+        Array values(Shape{distinct.size(), d});
+        std::size_t k = 0;    // output rows started so far
+        real* out = nullptr;  // the output row being summed
+        for (std::size_t i = 0; i < lookups.size(); ++i) {
+            const real* src = g.data() + lookups[i].second * d;
+            if (i == 0 || lookups[i].first != lookups[i - 1].first) {
+                out = values.data() + d * k++;
+                std::copy_n(src, d, out);
+            } else {  // a repeated row: add to its sum
+                for (std::size_t j = 0; j < d; ++j) out[j] += src[j];
             }
-            if (!leaf->sparse_grad || leaf->sparse_grad->indices.empty()) {
-                auto grad = std::make_unique<SparseGrad>();
-                grad->dense_shape = shape;
-                grad->indices = distinct;
-                grad->values = std::move(values);
-                leaf->sparse_grad = std::move(grad);
-            } else {  // a second backward before zero_grad: merge with what is there
-                leaf->sparse_grad->accumulate(distinct, values);
-            }
-            if (stats) stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
-            return make_grads(std::nullopt);
         }
-
-        // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
-        // into weight.grad (allocated as zeros once); otherwise into a fresh array.
-        std::optional<Array> fresh;  // for a non-leaf weight only
-        Array* dst;
-        if (leaf) {
-            if (!leaf->grad) accumulate_grad(*leaf, zeros_array(shape));
-            dst = &leaf->grad->data;
-        } else {
-            fresh = zeros_array(shape);
-            dst = &*fresh;
+        if (!leaf->sparse_grad || leaf->sparse_grad->indices.empty()) {
+            auto grad = std::make_unique<SparseGrad>();
+            grad->dense_shape = shape;
+            grad->indices = distinct;
+            grad->values = std::move(values);
+            leaf->sparse_grad = std::move(grad);
+        } else {  // a second backward before zero_grad: merge with what is there
+            leaf->sparse_grad->accumulate(distinct, values);
         }
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            real* row = dst->data() + static_cast<std::size_t>(rows[i]) * d;
-            const real* src = g.data() + from[i] * d;
-            for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
-        }
-        // rows.size() additions of d values; the one-time zero-fill of a new (V, d) .grad is not counted.
-        if (stats) stats->bytes_written = rows.size() * d * sizeof(real);
-        if (leaf) return make_grads(std::nullopt);
-        return make_grads(std::move(*fresh));
+        if (stats) stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
+        return make_grads(std::nullopt);
     });
 }
 
@@ -328,6 +335,33 @@ Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_va
 // logits; here logits of 1e4 stay finite, and a -inf (masked) logit has p_c = 0 and, without
 // smoothing, a gradient of exactly 0. Ignored targets give loss 0 and gradient 0.
 // ref: PyTorch docs, torch.nn.functional.cross_entropy (label smoothing: Szegedy et al. 2016)
+namespace {
+
+// The max and the sum of one row of C values, each with four independent running values. With
+// a single one, every step waits for the one before (a dependent chain of C adds); for the
+// short rows of a small model, C = 27 classes, that chain was half of cross_entropy's time
+// (bench/, workload W1). Only the rounding of the sum depends on the order.
+real row_max(const real* x, std::size_t C) {
+    if (C == 0) return 0;
+    real m[4] = {x[0], x[0], x[0], x[0]};
+    std::size_t c = 0;
+    for (; c + 4 <= C; c += 4)
+        for (std::size_t k = 0; k < 4; ++k) m[k] = std::max(m[k], x[c + k]);
+    for (; c < C; ++c) m[0] = std::max(m[0], x[c]);
+    return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
+double row_sum(const real* x, std::size_t C) {
+    double s[4] = {0, 0, 0, 0};
+    std::size_t c = 0;
+    for (; c + 4 <= C; c += 4)
+        for (std::size_t k = 0; k < 4; ++k) s[k] += x[c + k];
+    for (; c < C; ++c) s[0] += x[c];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const CrossEntropyOptions& o) {
     const char* op = "cross_entropy";
     check(o.label_smoothing >= 0 && o.label_smoothing <= 1, op, "label_smoothing {} outside [0, 1]",
@@ -342,12 +376,12 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
     // step, bench/ workload W1). Pass 2 sums each row in double, giving lse, the loss and
     // p_c = e^(x_c - m) / Σ_c' e^(x_c' - m)  (= e^(x_c - lse)).
     Array probs(Shape{N, C});  // softmax, saved for the backward
-    std::vector<double> row_max(N, 0.0);
+    std::vector<double> max_i(N, 0.0);  // m of each row
     for (std::size_t i = 0; i < N; ++i) {
         const real* xi = x + i * C;
         real* pi = probs.data() + i * C;
-        const real m = C == 0 ? real(0) : *std::max_element(xi, xi + C);
-        row_max[i] = m;
+        const real m = row_max(xi, C);
+        max_i[i] = m;
         for (std::size_t c = 0; c < C; ++c) pi[c] = xi[c] - m;  // every exponent <= 0
     }
     xt::noalias(probs) = xt::exp(probs);
@@ -358,13 +392,11 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
         ++n_valid;
         const real* xi = x + i * C;
         real* pi = probs.data() + i * C;
-        double s = 0, sum_x = 0;
-        for (std::size_t c = 0; c < C; ++c) s += pi[c];
-        const double lse = row_max[i] + std::log(s);
+        const double s = row_sum(pi, C);  // Σ_c e^(x_c - m)
+        const double lse = max_i[i] + std::log(s);
         const double inv_s = 1 / s;  // one division per row, not per class
         for (std::size_t c = 0; c < C; ++c) pi[c] = static_cast<real>(pi[c] * inv_s);
-        if (eps > 0)
-            for (std::size_t c = 0; c < C; ++c) sum_x += xi[c];
+        const double sum_x = eps > 0 ? row_sum(xi, C) : 0.0;
         loss[i] = (1 - eps) * (lse - xi[t[i]]) + (eps > 0 ? eps * (lse - sum_x / double(C)) : 0.0);
     }
     return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {logits},

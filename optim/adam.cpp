@@ -124,7 +124,7 @@ void AdamBase::update_sparse(const ParamGroup& group, Array& param, const Sparse
     // caches, and the hardware cannot guess which row comes next, so each row would stall on
     // memory. Its θ, m and v rows are requested kAhead rows early (bench/, W4: the step at
     // V = 1e6 against V = 1e3).
-    constexpr std::size_t kAhead = 2;
+    constexpr std::size_t kAhead = 4;
     auto prefetch_row = [d](const real* row) {
         const char* bytes = reinterpret_cast<const char*>(row);
         for (std::size_t b = 0; b < d * sizeof(real); b += 64) __builtin_prefetch(bytes + b, /*write=*/1);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/blas.hpp"
 #include "core/ops.hpp"
 #include "test_helpers.hpp"
 
@@ -326,6 +327,38 @@ TEST_CASE("concat along dims 1 - 0 and -1 - each input gets its slice of the gra
 }
 
 // ==== matmul ==============================================================================================
+
+// core/blas.cpp routes some shapes differently (A·Bᵀ with K < 32 copies Bᵀ first): every
+// route must give the plain triple loop's C = alpha·op(A)·op(B) + beta·C.
+TEST_CASE("gemm: all four transpose cases and beta 0 or 1 equal the triple loop", "[ops][matmul][gemm]") {
+    struct Case { std::size_t M, N, K; };
+    for (const Case c : {Case{32, 200, 30}, Case{3, 5, 2}, Case{4, 7, 40}, Case{1, 1, 1}, Case{200, 64, 31}}) {
+        for (int ta = 0; ta < 2; ++ta) {
+            for (int tb = 0; tb < 2; ++tb) {
+                for (real beta : {real(0), real(1)}) {
+                    // op(A) (M, K), op(B) (K, N); stored as (K, M) or (N, K) when transposed
+                    std::vector<real> A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
+                    for (std::size_t i = 0; i < A.size(); ++i) A[i] = real(std::sin(0.7 * double(i) + 0.1));
+                    for (std::size_t i = 0; i < B.size(); ++i) B[i] = real(std::cos(0.3 * double(i)));
+                    for (std::size_t i = 0; i < C.size(); ++i) C[i] = real(0.5) - real(i % 3);
+                    const auto a = [&](std::size_t m, std::size_t k) { return ta ? A[k * c.M + m] : A[m * c.K + k]; };
+                    const auto b = [&](std::size_t k, std::size_t n) { return tb ? B[n * c.K + k] : B[k * c.N + n]; };
+                    std::vector<double> want(c.M * c.N);
+                    for (std::size_t m = 0; m < c.M; ++m)
+                        for (std::size_t n = 0; n < c.N; ++n) {
+                            double acc = 0;
+                            for (std::size_t k = 0; k < c.K; ++k) acc += double(a(m, k)) * double(b(k, n));
+                            want[m * c.N + n] = 2 * acc + double(beta) * double(C[m * c.N + n]);
+                        }
+                    gemm(ta, tb, c.M, c.N, c.K, 2, A.data(), ta ? c.M : c.K, B.data(), tb ? c.K : c.N, beta,
+                         C.data(), c.N);
+                    for (std::size_t i = 0; i < C.size(); ++i)
+                        REQUIRE(double(C[i]) == Approx(want[i]).margin(1e-4).epsilon(1e-5));
+                }
+            }
+        }
+    }
+}
 
 TEST_CASE("matmul 2-D: values and dA = G Bᵀ - dB = Aᵀ G", "[ops][matmul]") {
     Tensor A({{1, 2}, {3, 4}}, true);
