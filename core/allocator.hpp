@@ -1,75 +1,61 @@
-// core/allocator.hpp — where the numbers of every Array live: malloc, with a cache of freed blocks.
+// core/allocator.hpp — where the numbers of every Array live: 32-byte-aligned blocks from malloc.
 //
-// A training step allocates the same arrays every time it runs: the activations of the forward
-// pass, the gradients of the backward pass, the temporaries of each op, always with the same
-// sizes. glibc serves each such request (xtensor asks for 32-byte-aligned memory) through its
-// memalign path, which carves a block out of a larger one and frees the leftovers; it does
-// not use its fast per-thread cache (tcache) for aligned requests (glibc 2.36). On the small
-// char-MLP step that cost 2 µs of 40 (bench/, workload W1: perf showed _int_memalign,
-// _int_free and malloc_consolidate at 10% of the step).
+// Under XTENSOR_USE_XSIMD, xtensor's default allocator (xsimd::aligned_allocator) asks for
+// 32-byte alignment with posix_memalign. glibc serves such a request by carving it out of a
+// larger block and freeing the leftovers, and its fast per-thread cache (tcache) does not
+// serve aligned requests (glibc 2.36): on the small char-MLP step that path was 5% of the
+// time (bench/, workload W1; perf: _int_memalign, _int_free, malloc_consolidate).
 //
-// So every thread keeps the blocks it frees in lists keyed by size, and the next request of
-// that size takes one back: a vector pop instead of a trip through the heap. From the second
-// step on, a training loop allocates nothing from malloc at all.
+// MallocAllocator asks plain malloc for kAlign bytes more than it needs, rounds the address
+// up to the next multiple of kAlign, and keeps malloc's own pointer in the 8 bytes just below
+// the block for free(). The alignment matters for more than speed: when xtensor assigns an
+// expression to an array that does not start on a 32-byte boundary, it computes the first
+// few elements with scalar code and the rest with SIMD code (xassign.hpp, align_begin), and
+// for functions such as exp the two round differently. Results would then depend on where
+// malloc happened to put an array, and a run resumed from a checkpoint would drift from the
+// uninterrupted one in the last digit (examples/char_mlp's resume check, with std::allocator).
 //
-//   allocate(bytes)    bytes rounded up to kGranule; from this thread's list for that size
-//                      if one is there, else posix_memalign (kGranule-aligned)
-//   deallocate(p)      into this thread's list for that size, unless the block is larger than
-//                      kMaxCachedBlock or the lists already hold kMaxCachedBytes: then free()
-//
-// Blocks may be freed by another thread than the one that allocated them; they then join that
-// thread's lists, and every list is given back to malloc when its thread exits. Sanitizer
-// builds (XGRAD_SANITIZE) skip the cache, so AddressSanitizer still sees every array's
-// allocation and free and can report a use after free.
-//
-// Units: bytes throughout.
+// Units: bytes. allocate throws std::bad_array_new_length when n·sizeof(T) overflows and
+// std::bad_alloc when malloc fails; it never returns null.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <new>
 
 namespace xgrad {
 
-namespace detail {
-constexpr std::size_t kGranule = 64;                          // alignment and rounding: a cache line
-constexpr std::size_t kMaxCachedBlock = std::size_t{4} << 20;   // larger blocks go back to free()
-constexpr std::size_t kMaxCachedBytes = std::size_t{64} << 20;  // per thread, over all sizes
-
-// Throw std::bad_alloc when the memory cannot be had (never return null).
-void* cached_allocate(std::size_t bytes);
-void cached_deallocate(void* p, std::size_t bytes) noexcept;
-}  // namespace detail
-
-// What the calling thread's cache holds now, for tests and for memory reports.
-struct AllocatorCacheStats {
-    std::size_t cached_blocks = 0;  // blocks waiting to be reused
-    std::size_t cached_bytes = 0;   // their total size, bytes (after rounding to kGranule)
-};
-AllocatorCacheStats allocator_cache_stats();
-
-// Return every block this thread holds to malloc (e.g. before measuring peak memory).
-void empty_allocator_cache();
-
-// The standard-allocator face of the cache, for xtensor's storage (see Array in tensor.hpp).
 template <class T>
-struct CachingAllocator {
+struct MallocAllocator {
     using value_type = T;
+    static constexpr std::size_t kAlign = 32;  // bytes: one AVX register
 
-    CachingAllocator() noexcept = default;
+    MallocAllocator() noexcept = default;
     template <class U>
-    CachingAllocator(const CachingAllocator<U>&) noexcept {}
+    MallocAllocator(const MallocAllocator<U>&) noexcept {}
 
     T* allocate(std::size_t n) {
-        if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
-        return static_cast<T*>(detail::cached_allocate(n * sizeof(T)));
+        if (n > (static_cast<std::size_t>(-1) - kAlign) / sizeof(T)) throw std::bad_array_new_length();
+        void* raw = std::malloc(n * sizeof(T) + kAlign);
+        if (raw == nullptr) throw std::bad_alloc();
+        // malloc's blocks are 16-byte aligned, so the gap below `aligned` is 16 or 32 bytes:
+        // always room for the 8-byte pointer that free() will need.
+        const auto address = (reinterpret_cast<std::uintptr_t>(raw) + kAlign) & ~std::uintptr_t{kAlign - 1};
+        void** aligned = reinterpret_cast<void**>(address);
+        aligned[-1] = raw;
+        return reinterpret_cast<T*>(aligned);
     }
-    void deallocate(T* p, std::size_t n) noexcept { detail::cached_deallocate(p, n * sizeof(T)); }
 
-    // Any block may be handed back through any instance: all instances are interchangeable.
+    void deallocate(T* p, std::size_t) noexcept {
+        if (p != nullptr) std::free(reinterpret_cast<void**>(p)[-1]);
+    }
+
+    // Any block may be freed through any instance.
     template <class U>
-    bool operator==(const CachingAllocator<U>&) const noexcept { return true; }
+    bool operator==(const MallocAllocator<U>&) const noexcept { return true; }
     template <class U>
-    bool operator!=(const CachingAllocator<U>&) const noexcept { return false; }
+    bool operator!=(const MallocAllocator<U>&) const noexcept { return false; }
 };
 
 }  // namespace xgrad

@@ -4,8 +4,7 @@
 //   real          the scalar type: float32 (the library `xgrad`) or float64 (`xgrad_f64`,
 //                 built only so that gradcheck's finite differences are precise)
 //   Array         xt::xarray of real, row-major and contiguous: every op stores its result
-//                 in a fresh Array, so no two tensors ever alias storage; its memory comes
-//                 from CachingAllocator (core/allocator.hpp), which reuses freed blocks
+//                 in a fresh Array, so no two tensors ever alias storage
 //   IndexTensor   int64 token IDs and class targets; a separate type, so passing floats
 //                 where IDs are expected is a compile error
 //   SparseGrad    a row-sparse gradient (k unique rows of a (V, d) table), made by
@@ -43,8 +42,10 @@ using real = double;
 using real = float;
 #endif
 
-using Array = xt::xarray<real, xt::layout_type::row_major, CachingAllocator<real>>;
-using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, CachingAllocator<std::int64_t>>;
+// Storage comes from MallocAllocator (core/allocator.hpp): 32-byte-aligned blocks from plain
+// malloc, much faster to get than xtensor's default posix_memalign under glibc.
+using Array = xt::xarray<real, xt::layout_type::row_major, MallocAllocator<real>>;
+using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, MallocAllocator<std::int64_t>>;
 using Shape = std::vector<std::size_t>;
 // Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
 using Dims = std::vector<std::int64_t>;
