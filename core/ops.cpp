@@ -411,8 +411,7 @@ Tensor max(const Tensor& x, int dim, bool keepdim) {
 // Unlike PyTorch's view, the result owns a copy of the data (xgrad never aliases storage).
 Tensor reshape(const Tensor& x, const Dims& dims) {
     const std::size_t numel = x.numel();
-    Shape shape(dims.size());
-    std::size_t known = 1;
+    Shape shape(dims.size(), 1);  // an inferred (-1) size stays 1 until it is known
     int infer = -1;
     for (std::size_t i = 0; i < dims.size(); ++i) {
         if (dims[i] == -1) {
@@ -421,9 +420,9 @@ Tensor reshape(const Tensor& x, const Dims& dims) {
         } else {
             check(dims[i] >= 0, "reshape", "invalid size {} in {}", dims[i], lazy_shape(dims));
             shape[i] = static_cast<std::size_t>(dims[i]);
-            known *= shape[i];
         }
     }
+    std::size_t known = checked_numel(shape, "reshape");  // product of the given sizes
     if (infer >= 0) {
         check(known > 0 && numel % known == 0, "reshape", "cannot infer -1 in {} for {} elements of shape {}",
               lazy_shape(dims), numel, lazy_shape(x.shape()));

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <numeric>
+#include <limits>
 #include <ostream>
 
 #include <xtensor/xio.hpp>
@@ -54,9 +54,19 @@ std::int64_t IndexTensor::operator[](std::size_t i) const {
     return data_.data()[i];
 }
 
+std::size_t checked_numel(const Shape& shape, const char* op) {
+    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
+    std::size_t n = 1;
+    for (std::size_t size : shape) {
+        check(n <= std::numeric_limits<std::size_t>::max() / size, op,
+              "shape {} has more elements than 2^64: the product of its sizes overflows", lazy_shape(shape));
+        n *= size;
+    }
+    return n;
+}
+
 IndexTensor IndexTensor::reshape(const Shape& shape) const {
-    std::size_t n = std::accumulate(shape.begin(), shape.end(), std::size_t{1},
-                                    std::multiplies<std::size_t>());
+    const std::size_t n = checked_numel(shape, "IndexTensor::reshape");
     check(n == data_.size(), "IndexTensor::reshape", "cannot reshape {} ({} elements) to {}",
           shape_str(this->shape()), data_.size(), shape_str(shape));
     IndexArray out = data_;
@@ -273,6 +283,7 @@ void advise_huge_pages(Array& a) {
 }
 
 Array zeros_array(const Shape& shape) {
+    checked_numel(shape, "zeros");
     Array a(shape);
     advise_huge_pages(a);
     a.fill(0);
@@ -280,9 +291,13 @@ Array zeros_array(const Shape& shape) {
 }
 
 Tensor zeros(const Shape& shape, bool rg) { return from_array(zeros_array(shape), rg); }
-Tensor ones(const Shape& shape, bool rg) { return from_array(xt::ones<real>(shape), rg); }
+Tensor ones(const Shape& shape, bool rg) {
+    checked_numel(shape, "ones");
+    return from_array(xt::ones<real>(shape), rg);
+}
 
 Tensor full(const Shape& shape, real value, bool rg) {
+    checked_numel(shape, "full");
     Array a(shape);
     a.fill(value);
     return from_array(std::move(a), rg);
@@ -301,6 +316,7 @@ Tensor arange(real start, real end, real step) {
 }
 
 Tensor randn(const Shape& shape, bool rg) {
+    checked_numel(shape, "randn");
     Array a(shape);
     advise_huge_pages(a);  // an embedding table may be large
     std::normal_distribution<real> dist(0, 1);
@@ -309,6 +325,7 @@ Tensor randn(const Shape& shape, bool rg) {
 }
 
 Tensor rand(const Shape& shape, bool rg) {
+    checked_numel(shape, "rand");
     Array a(shape);
     std::uniform_real_distribution<real> dist(0, 1);
     for (auto& v : a) v = dist(generator());
@@ -317,6 +334,7 @@ Tensor rand(const Shape& shape, bool rg) {
 
 IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape) {
     check(low < high, "randint", "need low < high; got [{}, {})", low, high);
+    checked_numel(shape, "randint");
     IndexArray a(shape);
     std::uniform_int_distribution<std::int64_t> dist(low, high - 1);
     for (auto& v : a) v = dist(generator());

@@ -47,6 +47,10 @@ using real = float;
 using Array = xt::xarray<real, xt::layout_type::row_major, MallocAllocator<real>>;
 using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, MallocAllocator<std::int64_t>>;
 using Shape = std::vector<std::size_t>;
+// The number of elements of `shape` (1 for a 0-d shape, 0 if any size is 0). Throws ValueError
+// naming `op` and the shape when the product of the sizes does not fit in 64 bits, which would
+// otherwise wrap around to a small count and leave a huge shape over a tiny buffer.
+std::size_t checked_numel(const Shape& shape, const char* op);
 // Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
 using Dims = std::vector<std::int64_t>;
 

@@ -351,3 +351,21 @@ TEST_CASE("an allocation whose byte count overflows throws instead of wrapping",
     REQUIRE(p != nullptr);
     alloc.deallocate(p, 0);
 }
+
+// A shape whose element count does not fit in 64 bits used to wrap around to a small count:
+// the tensor kept the huge shape over a tiny (or no) buffer, and writing to it crashed.
+TEST_CASE("a shape whose element count overflows throws ValueError in every factory and reshape", "[tensor][errors]") {
+    const std::size_t big = std::size_t{1} << 40;  // big · big = 2^80 elements
+    REQUIRE_THROWS_AS(zeros({big, big}), ValueError);
+    REQUIRE_THROWS_WITH(zeros({big, big}), Contains("zeros") && Contains("overflow"));
+    REQUIRE_THROWS_WITH(ones({big, big}), Contains("ones"));
+    REQUIRE_THROWS_WITH(full({big, big}, 1), Contains("full"));
+    REQUIRE_THROWS_WITH(randn({big, big}), Contains("randn"));
+    REQUIRE_THROWS_WITH(rand({std::size_t{1} << 33, std::size_t{1} << 31, 3}), Contains("rand"));
+    REQUIRE_THROWS_WITH(randint(0, 5, {big, big}), Contains("randint"));
+    REQUIRE_THROWS_WITH(zeros({0}).reshape({std::int64_t{1} << 32, std::int64_t{1} << 32}),
+                        Contains("reshape") && Contains("overflow"));
+    REQUIRE_THROWS_WITH(IndexTensor(IndexArray(Shape{0})).reshape({big, big}), Contains("IndexTensor::reshape"));
+    // a zero anywhere makes the product 0, however large the other sizes: that is a valid empty tensor
+    REQUIRE(zeros({big, 0}).numel() == 0);
+}
