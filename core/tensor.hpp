@@ -259,6 +259,8 @@ void advise_huge_pages(Array& a);
 Array zeros_array(const Shape& shape);
 
 // ---- factories ----------------------------------------------------------------------------
+// Those taking a Shape throw ValueError when its element count overflows (checked_numel), and
+// std::bad_alloc when the memory cannot be had.
 Tensor from_array(Array data, bool requires_grad = false);  // takes the array without copying
 Tensor zeros(const Shape& shape, bool requires_grad = false);
 Tensor ones(const Shape& shape, bool requires_grad = false);
