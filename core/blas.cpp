@@ -30,7 +30,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     // when K < 32 or M·N > 1200) and sends it down its general path, which first packs both
     // operands into buffers: 5.5 µs for (32 × 30)·(30 × 200). Writing Bᵀ out with
     // cblas_somatcopy (0.5 µs) and multiplying A·(Bᵀ), which the small kernels take, is 4.1 µs.
-    // Larger products keep the single call: the copy would cost more than it saves.
+    // Larger products keep the single call: the copy would cost more than it saves. With
+    // another BLAS, or another OpenBLAS kernel set, the path still gives the same C, at the cost
+    // of one K × N copy.
     if (!trans_a && trans_b && K < 32 && static_cast<double>(M) * N * K <= 1e6) {
         Array bt(Shape{K, N});  // Bᵀ (K, N), row-major
         cblas_somatcopy(CblasRowMajor, CblasTrans, i(N), i(K), 1.0f, B, i(ldb), bt.data(), i(N));
