@@ -284,7 +284,7 @@ Tensor sigmoid(const Tensor& x) {
 // interleaved partial sums let the additions pipeline and vectorise instead of each waiting
 // for the one before; walking the xarray with its iterator into a single accumulator took 27%
 // of a sparse embedding step (bench/, workload W4).
-static double sum_double(const real* p, std::size_t n) {
+double sum_double(const real* p, std::size_t n) {
     double lane[8] = {};
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8)

@@ -24,6 +24,10 @@ std::size_t normalize_dim(int dim, std::size_t ndim, const char* op);
 // dims are summed away, and dims where `shape` has 1 are summed with keepdim. Returns `grad`
 // itself (moved, not copied) when it already has `shape`.
 Array sum_to(Array grad, const Shape& shape);
+// Σ of n contiguous values, accumulated in double with eight interleaved partial sums (so the
+// additions pipeline instead of each waiting for the one before). Used by sum() and by losses
+// that sum rows (nn::functional::cross_entropy).
+double sum_double(const real* p, std::size_t n);
 
 // ---- elementwise, broadcasting ------------------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);

@@ -16,6 +16,7 @@
 
 #include "core/autograd.hpp"
 #include "core/blas.hpp"
+#include "core/ops.hpp"
 
 namespace xgrad::nn::functional {
 
@@ -337,10 +338,10 @@ Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_va
 // ref: PyTorch docs, torch.nn.functional.cross_entropy (label smoothing: Szegedy et al. 2016)
 namespace {
 
-// The max and the sum of one row of C values, each with four independent running values. With
-// a single one, every step waits for the one before (a dependent chain of C adds); on the
-// short rows of a small model, (32, 27) logits in bench/ workload W1, four chains took
-// cross_entropy's forward from 2.3 to 1.75 µs. Only the rounding of the sum depends on the order.
+// The max of one row of C values, with four independent running values. With a single one,
+// every step waits for the one before (a dependent chain of C compares); on the short rows of
+// a small model, (32, 27) logits in bench/ workload W1, this and the row sums of sum_double
+// (core/ops.hpp), which works the same way, took cross_entropy's forward from 2.3 to 1.75 µs.
 real row_max(const real* x, std::size_t C) {
     if (C == 0) return 0;
     real m[4] = {x[0], x[0], x[0], x[0]};
@@ -349,15 +350,6 @@ real row_max(const real* x, std::size_t C) {
         for (std::size_t k = 0; k < 4; ++k) m[k] = std::max(m[k], x[c + k]);
     for (; c < C; ++c) m[0] = std::max(m[0], x[c]);
     return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
-}
-
-double row_sum(const real* x, std::size_t C) {
-    double s[4] = {0, 0, 0, 0};
-    std::size_t c = 0;
-    for (; c + 4 <= C; c += 4)
-        for (std::size_t k = 0; k < 4; ++k) s[k] += x[c + k];
-    for (; c < C; ++c) s[0] += x[c];
-    return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
 }  // namespace
@@ -392,11 +384,11 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
         ++n_valid;
         const real* xi = x + i * C;
         real* pi = probs.data() + i * C;
-        const double s = row_sum(pi, C);  // Σ_c e^(x_c - m)
+        const double s = sum_double(pi, C);  // Σ_c e^(x_c - m)
         const double lse = max_i[i] + std::log(s);
         const double inv_s = 1 / s;  // one division per row, not per class
         for (std::size_t c = 0; c < C; ++c) pi[c] = static_cast<real>(pi[c] * inv_s);
-        const double sum_x = eps > 0 ? row_sum(xi, C) : 0.0;
+        const double sum_x = eps > 0 ? sum_double(xi, C) : 0.0;
         loss[i] = (1 - eps) * (lse - xi[t[i]]) + (eps > 0 ? eps * (lse - sum_x / double(C)) : 0.0);
     }
     return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {logits},
