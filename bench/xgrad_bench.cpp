@@ -131,21 +131,25 @@ void W3_embedding_sparse(benchmark::State& state) {
     run_steps(state, cached(w, std::size_t(50257), std::size_t(768), std::size_t(512), true, false));
 }
 
-// W4: the argument is V. One workload alive at a time: V = 1e6 holds 3 GiB (θ, m, v).
+// W4: the argument is V. One workload alive at a time: V = 1e6 holds 3 GiB (θ, m, v), so the
+// slot is rebuilt whenever V changes. The sparse path, or the one-hot reference path.
+void run_vs_V(benchmark::State& state, std::unique_ptr<EmbeddingStep>& w, std::size_t& built_for,
+              bool one_hot) {
+    const auto V = static_cast<std::size_t>(state.range(0));
+    if (built_for != V) w.reset(), built_for = V;
+    run_steps(state, cached(w, V, std::size_t(256), std::size_t(512), /*sparse=*/!one_hot, one_hot));
+}
+
 void W4_sparse_vs_V(benchmark::State& state) {
     static std::unique_ptr<EmbeddingStep> w;
     static std::size_t built_for = 0;
-    const auto V = static_cast<std::size_t>(state.range(0));
-    if (built_for != V) w.reset(), built_for = V;
-    run_steps(state, cached(w, V, std::size_t(256), std::size_t(512), true, false));
+    run_vs_V(state, w, built_for, /*one_hot=*/false);
 }
 
 void W4_onehot_vs_V(benchmark::State& state) {
     static std::unique_ptr<EmbeddingStep> w;
     static std::size_t built_for = 0;
-    const auto V = static_cast<std::size_t>(state.range(0));
-    if (built_for != V) w.reset(), built_for = V;
-    run_steps(state, cached(w, V, std::size_t(256), std::size_t(512), false, true));
+    run_vs_V(state, w, built_for, /*one_hot=*/true);
 }
 
 // ---- W5: matmul efficiency ----------------------------------------------------------------------
