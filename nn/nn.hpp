@@ -1,5 +1,5 @@
-// nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, Sequential,
-// the functional layers and losses, and safetensors checkpoints.
+// nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
+// Sequential, the functional layers and losses, and safetensors checkpoints.
 #pragma once
 
 #include "nn/activation.hpp"
@@ -7,5 +7,6 @@
 #include "nn/functional.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/normalization.hpp"
 #include "nn/sequential.hpp"
 #include "nn/serialize.hpp"
