@@ -1,8 +1,9 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
-// Sequential, the functional layers and losses, and safetensors checkpoints.
+// Dropout, Sequential, the functional layers and losses, and safetensors checkpoints.
 #pragma once
 
 #include "nn/activation.hpp"
+#include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/functional.hpp"
 #include "nn/linear.hpp"

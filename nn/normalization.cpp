@@ -91,9 +91,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     if (has_b) inputs.push_back(bias);
     return make_result(
         std::move(y), "layer_norm", inputs,
-        [x, weight, mean = std::move(mean), rstd = std::move(rstd), N, D, has_w, has_b, rx = x.requires_grad(),
-         rw = has_w && weight.requires_grad(), rb = has_b && bias.requires_grad()](const Array& grad_out,
-                                                                                   const Array&) {
+        [x, weight, normalized_shape, mean = std::move(mean), rstd = std::move(rstd), N, D, has_w, has_b,
+         rx = x.requires_grad(), rw = has_w && weight.requires_grad(),
+         rb = has_b && bias.requires_grad()](const Array& grad_out, const Array&) {
             const real* px = x.data().data();
             const real* pw = has_w ? weight.data().data() : nullptr;
             const real* pg = grad_out.data();
@@ -125,8 +125,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             }
             Grads grads(1 + has_w + has_b);
             if (rx) grads[0] = std::move(dx);
-            auto to_array = [&](const std::vector<double>& v) {
-                Array a(weight.defined() ? weight.data().shape() : Shape{D});
+            auto to_array = [&](const std::vector<double>& v) {  // (normalized_shape), in real
+                Array a(normalized_shape);
                 for (std::size_t j = 0; j < D; ++j) a.data()[j] = real(v[j]);
                 return a;
             };
