@@ -1,5 +1,5 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, Sequential,
-// the functional layers and losses, and safetensors checkpoints.
+// the functional layers and losses, safetensors checkpoints and weight tying.
 #pragma once
 
 #include "nn/activation.hpp"
@@ -9,3 +9,4 @@
 #include "nn/module.hpp"
 #include "nn/sequential.hpp"
 #include "nn/serialize.hpp"
+#include "nn/tying.hpp"
