@@ -1,5 +1,6 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, Sequential,
-// the functional layers and losses, safetensors checkpoints and weight tying.
+// the functional layers and losses, safetensors checkpoints, weight tying and
+// positional encodings.
 #pragma once
 
 #include "nn/activation.hpp"
@@ -7,6 +8,7 @@
 #include "nn/functional.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/positional.hpp"
 #include "nn/sequential.hpp"
 #include "nn/serialize.hpp"
 #include "nn/tying.hpp"
