@@ -46,9 +46,13 @@ void Module::check_free(const std::string& name, const char* op, const char* kin
         if (holder == kind) throw ValueError(fmt::format("{}: {} '{}' is already registered", op, kind, name));
         throw ValueError(fmt::format("{}: '{}' is already a {}'s name", op, name, holder));
     };
-    for (const auto& [n, _] : params_) if (n == name) refuse("parameter");
-    for (const auto& [n, _] : buffers_) if (n == name) refuse("buffer");
-    for (const auto& [n, _] : children_) if (n == name) refuse(std::string(kind) == "module" ? "module" : "submodule");
+    for (const auto& [n, _] : params_)
+        if (n == name) refuse("parameter");
+    for (const auto& [n, _] : buffers_)
+        if (n == name) refuse("buffer");
+    const char* child = std::string(kind) == "module" ? "module" : "submodule";  // as the message reads
+    for (const auto& [n, _] : children_)
+        if (n == name) refuse(child);
 }
 
 const Tensor& Module::registered_parameter(const std::string& name) const {
