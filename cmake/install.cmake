@@ -40,3 +40,21 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/xgradConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/xgradConfig.cmake ${PROJECT_BINARY_DIR}/xgradConfigVersion.cmake
         DESTINATION ${XGRAD_INSTALL_CMAKEDIR})
+
+# ---- a Debian package: `cd build && cpack -G DEB` → xgrad_<version>_<arch>.deb ------------------
+# Installs under /usr (headers in /usr/include/xgrad, the package in /usr/lib/cmake/xgrad, where
+# find_package looks without any CMAKE_PREFIX_PATH), and depends on the Debian packages the
+# config file finds. `sudo apt-get install ./xgrad_0.1.0_amd64.deb` installs it with them.
+# Only when xgrad is the top-level project: a parent project packages itself.
+if(PROJECT_IS_TOP_LEVEL)
+  set(CPACK_PACKAGE_NAME xgrad)
+  set(CPACK_PACKAGE_VENDOR "xgrad")
+  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "small deep-learning framework in C++17 on xtensor, written to be read")
+  set(CPACK_PACKAGE_CONTACT "xgrad maintainers")
+  set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+  set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS
+      "xtl-dev, libxsimd-dev, libxtensor-dev, libopenblas-dev, nlohmann-json3-dev, libfmt-dev, cmake")
+  include(CPack)
+endif()
