@@ -25,7 +25,7 @@ std::string plot_group_heatmap(const std::string& dir, const Vocab& vocab, const
                                const std::vector<std::int64_t>& ids, std::size_t first_group_size) {
     const Array unit = unit_rows(centred_rows(E));  // rows of E − mean(E), scaled to length 1
     const std::size_t n = ids.size();
-    // heatmap.dat: one line per cell, "column row cosine", rows of the matrix separated by a blank
+    // similarity_heatmap.dat: one line per cell, "column row cosine", rows of the matrix separated by a blank
     // line (gnuplot's grid format for `with image`); row 0 is drawn at the top.
     std::ofstream dat(dir + "/similarity_heatmap.dat");
     for (std::size_t r = 0; r < n; ++r) {
