@@ -1,5 +1,7 @@
 # cmake/install.cmake — `cmake --install`: headers, libraries and the CMake package of xgrad
-# (included from the top-level CMakeLists.txt).
+# (included from the top-level CMakeLists.txt when XGRAD_INSTALL is on, by default only when xgrad
+# is the top-level project: inside another project's add_subdirectory, that project's own
+# `cmake --install` does not also install xgrad unless it sets XGRAD_INSTALL=ON).
 #
 # What lands under the prefix P:
 #   P/include/xgrad/{core,nn,optim}/*.hpp      the headers; a user includes "core/tensor.hpp",
