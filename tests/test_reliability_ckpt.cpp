@@ -246,3 +246,51 @@ TEST_CASE("ckpt bug 2: an optimizer step count above 2^53 is refused on load", "
     a.opt.step();
     for (real v : a.w.data()) REQUIRE(std::isfinite(v));
 }
+
+// =============================================================================================
+// bug 8: deep module trees
+// =============================================================================================
+
+TEST_CASE("ckpt bug 8: a 100000-deep module tree is walked and destroyed without recursion",
+          "[ckpt][module]") {
+    constexpr int kDepth = 100000;
+    struct Node : nn::Module {};
+    auto root = std::make_shared<Node>();
+    root->register_parameter("b", zeros({1}));
+    nn::Module* deepest = root.get();
+    for (int i = 0; i < kDepth; ++i) {
+        auto child = std::make_shared<Node>();
+        deepest->register_module("m", child);
+        deepest = child.get();
+    }
+    Tensor w = deepest->register_parameter("w", Tensor({1, 2}));
+
+    const NamedTensors named = root->named_parameters();  // Module::collect
+    REQUIRE(named.size() == 2);
+    REQUIRE(named[0].first == "b");
+    std::string deep_name;
+    for (int i = 0; i < kDepth; ++i) deep_name += "m.";
+    REQUIRE(named[1].first == deep_name + "w");
+    REQUIRE(named[1].second.impl() == w.impl());
+    REQUIRE(root->num_parameters() == 3);
+
+    root->eval();  // Module::train
+    REQUIRE_FALSE(deepest->is_training());
+    root->train();
+    REQUIRE(deepest->is_training());
+
+    w.set_grad(Tensor({1, 1}));
+    root->zero_grad();
+    REQUIRE_FALSE(w.grad().defined());
+
+    // A cycle is refused: Module::contains walks the whole chain.
+    CHECK_THAT(message_of<ValueError>([&] { deepest->register_module("loop", root); }), Contains("cycle"));
+
+    // state_dict and load_state_dict.
+    NamedTensors sd = root->state_dict();
+    sd[1].second = Tensor({5, 6});
+    root->load_state_dict(sd);
+    REQUIRE(w.data()(1) == 6);
+
+    root.reset();  // ~Module on a chain of 100,000
+}
