@@ -184,6 +184,33 @@ TEST_CASE("ckpt bug 9: the optimizer refuses lr 0x10 and step counts with a + or
     }
 }
 
+TEST_CASE("ckpt bug 9: a NUL byte or other trailing bytes in a safetensors header are refused",
+          "[ckpt][serialize][parse]") {
+    TempDir dir;
+    const std::string path = dir.file("w.safetensors");
+    const std::string json = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";  // 56 bytes
+    const std::string data = f32_bytes({7, 8});
+    Single m;
+    // Valid: the JSON then spaces.
+    write_bytes(path, st_file(json + std::string(8, ' '), data));
+    m.load(path);
+    REQUIRE(m.w.data()(0) == 7);
+    REQUIRE(m.w.data()(1) == 8);
+
+    // A NUL byte ends the JSON for a lenient parser, which then ignores what follows it.
+    const std::string bad_headers[] = {json + std::string("\0garbage", 8), json + std::string("       \0", 8),
+                                       json + "\n       ", json + "\t       ", " " + json + "       ",
+                                       json + "}       "};
+    for (const auto& h : bad_headers) {
+        INFO("header " << quoted_text(h));
+        write_bytes(path, st_file(h, f32_bytes({5, 6})));
+        const std::string msg = message_of<ValueError>([&] { m.load(path); });
+        CHECK_THAT(msg, Contains("load_safetensors") && Contains("w.safetensors"));
+        REQUIRE(m.w.data()(0) == 7);  // unchanged
+        REQUIRE(m.w.data()(1) == 8);
+    }
+}
+
 TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 and a bad rng state",
           "[ckpt][char_mlp][parse]") {
     TempDir dir;
@@ -294,3 +321,117 @@ TEST_CASE("ckpt bug 8: a 100000-deep module tree is walked and destroyed without
 
     root.reset();  // ~Module on a chain of 100,000
 }
+
+// =============================================================================================
+// bug 6: concurrent saves, failed saves, crashed saves
+// =============================================================================================
+
+TEST_CASE("ckpt bug 6: concurrent saves to one path never mix two models", "[ckpt][serialize]") {
+    TempDir dir;
+    const std::string path = dir.file("ckpt.safetensors");
+    // Two "models" of 1 MiB each, all ones and all twos: a mixed file has both values.
+    const NamedTensors a{{"w", full({512, 512}, 1)}}, b{{"w", full({512, 512}, 2)}};
+    for (int round = 0; round < 20; ++round) {
+        INFO("round " << round);
+        std::atomic<int> ready{0};
+        std::string errors[2];
+        auto saver = [&](int i) {
+            ready.fetch_add(1);
+            while (ready.load() < 2) {  // start both writes together
+            }
+            try {
+                nn::save_safetensors(path, i == 0 ? a : b);
+            } catch (const std::exception& e) {
+                errors[i] = e.what();
+            }
+        };
+        std::thread t0(saver, 0), t1(saver, 1);
+        t0.join();
+        t1.join();
+        REQUIRE(errors[0].empty());
+        REQUIRE(errors[1].empty());
+        const nn::SafetensorsFile f = nn::load_safetensors(path);
+        REQUIRE(f.tensors.size() == 1);
+        const Array& w = f.tensors[0].second.data();
+        const real first = w.data()[0];
+        REQUIRE((first == 1 || first == 2));
+        REQUIRE(std::count(w.begin(), w.end(), first) == static_cast<std::ptrdiff_t>(w.size()));
+        REQUIRE(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+    }
+}
+
+TEST_CASE("ckpt bug 6: a save that fails while writing removes its temporary file", "[ckpt][serialize]") {
+    TempDir dir;
+    const std::string path = dir.file("big.safetensors");
+    // Files may grow to 64 KiB only, so writing a 1 MiB tensor fails with EFBIG (SIGXFSZ,
+    // which would kill the process, is ignored meanwhile).
+    struct rlimit old_limit {};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+    struct rlimit small = old_limit;
+    small.rlim_cur = 64 * 1024;
+    auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    std::string msg;
+    try {
+        nn::save_safetensors(path, {{"w", full({512, 512}, 1)}});
+    } catch (const std::runtime_error& e) {
+        msg = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &old_limit);
+    ::signal(SIGXFSZ, old_handler);
+    CHECK_THAT(msg, Contains("save_safetensors") && Contains("big.safetensors"));
+    REQUIRE(dir.listing().empty());
+}
+
+TEST_CASE("ckpt bug 6: temporary files of crashed saves are cleaned on the next save to that path",
+          "[ckpt][serialize]") {
+    TempDir dir;
+    const std::string path = dir.file("ckpt.safetensors");
+    // A pid that is certainly dead: a child that has exited and been reaped.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    const std::string dead = std::to_string(child), alive = std::to_string(::getpid());
+    const std::vector<std::string> stale{"ckpt.safetensors.tmp-" + dead,  // the old naming
+                                         "ckpt.safetensors.tmp-" + dead + "-3"};
+    const std::vector<std::string> kept{"ckpt.safetensors.tmp-" + alive + "-999999",  // a live writer's
+                                        "ckpt.safetensors.tmp-notapid",               // not ours
+                                        "ckpt.safetensors.tmp-" + dead + "-3x",        // not ours
+                                        "other.safetensors.tmp-" + dead + "-1"};       // another path
+    for (const auto& name : stale) write_bytes(dir.file(name), std::string(100, 'x'));
+    for (const auto& name : kept) write_bytes(dir.file(name), std::string(100, 'x'));
+    nn::save_safetensors(path, {{"w", ones({2})}});
+    std::vector<std::string> expected = kept;
+    expected.push_back("ckpt.safetensors");
+    std::sort(expected.begin(), expected.end());
+    REQUIRE(dir.listing() == expected);
+}
+
+// =============================================================================================
+// checksum of the data section
+// =============================================================================================
+
+TEST_CASE("ckpt checksum: a flipped byte in tensor data is refused", "[ckpt][serialize][checksum]") {
+    TempDir dir;
+    const std::string path = dir.file("w.safetensors");
+    Single source;
+    source.w.data()(0) = 3;
+    source.save(path);
+    const std::string bytes = read_bytes(path);
+    Single m;
+    for (std::size_t back : {std::size_t(1), std::size_t(8)}) {  // in w[1], then in w[0]
+        std::string bad = bytes;
+        bad[bad.size() - back] = static_cast<char>(bad[bad.size() - back] ^ 0x01);
+        write_bytes(path, bad);
+        const std::string msg = message_of<ValueError>([&] { m.load(path); });
+        CHECK_THAT(msg, Contains("load_safetensors") && Contains("CRC-32") && Contains("w.safetensors"));
+        REQUIRE(m.w.data()(0) == 1);
+        REQUIRE(m.w.data()(1) == 2);
+    }
+    write_bytes(path, bytes);
+    m.load(path);
+    REQUIRE(m.w.data()(0) == 3);
+}
+
