@@ -435,3 +435,50 @@ TEST_CASE("ckpt checksum: a flipped byte in tensor data is refused", "[ckpt][ser
     REQUIRE(m.w.data()(0) == 3);
 }
 
+// =============================================================================================
+// clip_grad_norm_(error_if_nonfinite)
+// =============================================================================================
+
+// Reference: torch.nn.utils.clip_grad_norm_ in torch 1.13 (Debian python3-torch), run by hand:
+//   a.grad = [1, 2, nan], b.grad = [3, 4], max_norm 1  -> norm nan, a.grad [nan, nan, nan], b.grad [nan, nan]
+//   a.grad = [1, 2, inf], b.grad = [3, 4], max_norm 1  -> norm inf, a.grad [0, 0, nan],     b.grad [0, 0]
+//   error_if_nonfinite=True on either                  -> RuntimeError, gradients unchanged
+TEST_CASE("ckpt clip_grad_norm_: error_if_nonfinite throws on a NaN or inf norm - otherwise scales as PyTorch",
+          "[ckpt][optim][clip]") {
+    const real nan = std::numeric_limits<real>::quiet_NaN(), inf = std::numeric_limits<real>::infinity();
+    Tensor a = zeros({3}, true), b = zeros({2}, true);
+    const std::vector<Tensor> params{a, b};
+    for (real bad : {nan, inf, -inf}) {
+        INFO("bad gradient entry " << bad);
+        a.set_grad(Tensor({1, 2, bad}));
+        b.set_grad(Tensor({3, 4}));
+        const Array a_before = a.grad().data(), b_before = b.grad().data();
+        CHECK_THAT(message_of<ValueError>([&] { optim::clip_grad_norm_(params, 1.0, 2.0, true); }),
+                   Contains("clip_grad_norm_") && Contains("error_if_nonfinite"));
+        REQUIRE(bits_equal(a.grad().data(), a_before));
+        REQUIRE(bits_equal(b.grad().data(), b_before));
+        CHECK_THROWS_AS(optim::clip_grad_norm_(params, 1.0, std::numeric_limits<double>::infinity(), true),
+                        ValueError);
+
+        const double norm = optim::clip_grad_norm_(params, 1.0);  // error_if_nonfinite = false
+        const Array& ga = a.grad().data();
+        const Array& gb = b.grad().data();
+        if (std::isnan(bad)) {
+            REQUIRE(std::isnan(norm));
+            for (real v : ga) REQUIRE(std::isnan(v));
+            for (real v : gb) REQUIRE(std::isnan(v));
+        } else {
+            REQUIRE(norm == std::numeric_limits<double>::infinity());
+            REQUIRE(ga(0) == 0);
+            REQUIRE(ga(1) == 0);
+            REQUIRE(std::isnan(ga(2)));
+            REQUIRE(gb(0) == 0);
+            REQUIRE(gb(1) == 0);
+        }
+    }
+    // A finite norm is unaffected by the flag.
+    a.set_grad(Tensor({3, 0, 0}));
+    b.set_grad(Tensor({0, 4}));
+    REQUIRE(optim::clip_grad_norm_(params, 1.0, 2.0, true) == Approx(5.0));
+    REQUIRE(a.grad().data()(0) == Approx(3.0 / (5.0 + 1e-6)));
+}
