@@ -2,12 +2,14 @@
 #   make run [ARGS="--steps 1000"]   install deps, Release build in build/, run the main example
 #   make test                        install deps, Release build, run every test with ctest
 #   make sanitize                    the same tests under ASan + UBSan + LeakSanitizer, in build-asan/
+#   make tsan                        the tests that start threads ([threads]) under ThreadSanitizer, in build-tsan/
 #   make bench [ARGS="--threads 2"]  xgrad vs PyTorch on the workloads of bench/, in build-bench/
 #                                    (installs Debian's python3-torch if missing; see bench/compare.py)
 #   make clean                       remove the build directories
 
 BUILD      := build
 ASAN_BUILD := build-asan
+TSAN_BUILD := build-tsan
 BENCH_BUILD := build-bench
 JOBS       ?= $(shell nproc)
 MAKEFLAGS  += --no-print-directory
@@ -19,7 +21,7 @@ ARGS ?=
 export OPENBLAS_NUM_THREADS := 1
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --test-dir
 
-.PHONY: deps run test sanitize bench clean
+.PHONY: deps run test sanitize tsan bench clean
 
 deps:
 	@bash .ci/install-deps
@@ -43,6 +45,16 @@ sanitize: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(CTEST) $(ASAN_BUILD)
 
+# ThreadSanitizer (a separate tree: it cannot be combined with ASan). Only the binary of
+# tests/test_reliability_core.cpp is built, and only its [threads] tests run: the global generator
+# and module construction used from several threads at once. Any report fails the run.
+tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+	      -DXGRAD_BUILD_EXAMPLES=OFF -DXGRAD_BUILD_BENCH=OFF
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target xgrad_reliability_core_tests
+	$(TSAN_BUILD)/tests/xgrad_reliability_core_tests "[threads]"
+
 # Release build with the benchmarks on; compare.py runs xgrad_bench and bench/torch_peer.py side by
 # side and prints the table. Debian's python (/usr/bin/python3) is the one that has python3-torch.
 bench:
@@ -52,4 +64,4 @@ bench:
 	/usr/bin/python3 bench/compare.py --build $(BENCH_BUILD) $(ARGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(BENCH_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(BENCH_BUILD)
