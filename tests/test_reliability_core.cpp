@@ -63,7 +63,7 @@ TEST_CASE("bug 1: a zero size does not hide an overflowing shape", "[reliability
     REQUIRE(one_hot(IndexTensor(IndexArray(Shape{0, 5})), 1000).shape() == Shape{0, 5, 1000});
 }
 
-TEST_CASE("bug 1: a safetensors header with shape [0 2^62 4] is refused", "[reliability][bug1]") {
+TEST_CASE("bug 1: a safetensors header with shape (0 2^62 4) is refused", "[reliability][bug1]") {
     const std::string header = R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})";
     const std::string path = "reliability_core_bug1.safetensors";
     {
