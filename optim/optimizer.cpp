@@ -149,6 +149,7 @@ void Optimizer::step() {
                 continue;
             }
             ParamState& st = state_[name];
+            ++t.version;  // an in-place change: a graph recorded before this step can no longer backward
             if (t.sparse_grad) {
                 update_sparse(group, t.data, *t.sparse_grad, st);
                 st.last_update = LastUpdate::sparse;
