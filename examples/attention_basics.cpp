@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <xtensor/xview.hpp>
 
 #include "core/ops.hpp"
 #include "gnuplot.hpp"

@@ -16,6 +16,8 @@
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
 
 #include "nn/attention.hpp"
 #include "test_helpers.hpp"
@@ -216,7 +218,9 @@ TEST_CASE("scaled_dot_product_attention: dropout on the weights") {
     // v = identity (Tk, Tk) makes out equal the weights after dropout: each is 0 or w / (1 - p).
     manual_seed(16);
     const Tensor q = randn({1, 8, 4}), k = randn({1, 8, 4});
-    const Tensor v = from_array(Array(xt::eye<real>(8)).reshape({1, 8, 8}));
+    Array eye = xt::eye<real>(8);
+    eye.reshape({1, 8, 8});
+    const Tensor v = from_array(std::move(eye));
     const Tensor w = F::attention_weights(q, k);
     const Tensor out = F::scaled_dot_product_attention(q, k, v, Tensor(), false, /*dropout_p=*/0.25);
     std::size_t kept = 0;

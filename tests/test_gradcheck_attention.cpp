@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "nn/attention.hpp"
 #include "test_helpers.hpp"
@@ -120,4 +121,35 @@ TEST_CASE("CausalSelfAttention: gradcheck with rope") {
     manual_seed(9);
     nn::CausalSelfAttention m(/*d=*/8, /*n_head=*/2, {/*dropout=*/0.0, /*bias=*/true, /*rope=*/true});
     gradcheck_module(m, leaf({1, 3, 8}), Tensor());
+}
+
+// ---- the README's "multi-head causal attention in about 20 lines" -----------------------------
+// The same code as in README.md, compiled and checked here: it equals CausalSelfAttention
+// given the same c_attn and c_proj, and it gradchecks.
+namespace {
+
+// x (B, T, d) → (B, T, d): multi-head causal self-attention from core ops
+Tensor readme_attention(const Tensor& x, const nn::Linear& c_attn, const nn::Linear& c_proj, std::int64_t H) {
+    const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), d = std::int64_t(x.size(2));
+    const std::int64_t hd = d / H;                                           // head width
+    std::vector<Tensor> qkv = split(c_attn.forward(x), d, -1);               // q, k, v (B, T, d)
+    auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, hd}).transpose(1, 2); };
+    Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);         // (B, H, T, hd)
+    Tensor scores = matmul(q, k.transpose(-2, -1)) / std::sqrt(real(hd));   // (B, H, T, T)
+    Tensor future = triu(ones({x.size(1), x.size(1)}), 1);                  // 1 where key > query
+    Tensor weights = softmax(masked_fill(scores, future, -INFINITY), -1);   // rows sum to 1
+    Tensor y = matmul(weights, v);                                           // (B, H, T, hd)
+    y = y.transpose(1, 2).reshape({B, T, d});                                // heads side by side
+    return c_proj.forward(y);                                                // (B, T, d)
+}
+
+}  // namespace
+
+TEST_CASE("README multi-head causal attention equals CausalSelfAttention and gradchecks") {
+    manual_seed(10);
+    nn::CausalSelfAttention m(/*d=*/6, /*n_head=*/3);
+    const Tensor x = leaf({2, 4, 6});
+    require_values(readme_attention(x, *m.c_attn, *m.c_proj, 3), m.forward(x), 1e-12);
+    REQUIRE_GRADCHECK([&m](const std::vector<Tensor>& in) { return readme_attention(in[0], *m.c_attn, *m.c_proj, 3); },
+                      x, m.c_attn->weight, m.c_proj->weight);
 }
