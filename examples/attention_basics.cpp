@@ -147,7 +147,7 @@ int main() {
                  attend(index_select(X, 0, perm)), index_select(attend(X), 0, perm));
     // With sinusoidal positions added by slot (Vaswani et al. 2017, §3.5), a token's vector
     // depends on where it stands, and the same check fails: order now matters.
-    const Tensor pe = sinusoidal_positions(std::int64_t(T), std::int64_t(d));  // (T, d)
+    const Tensor pe = nn::sinusoidal_positions(std::int64_t(T), std::int64_t(d));  // (T, d)
     const Tensor moved = attend(index_select(X, 0, perm) + pe) - index_select(attend(X + pe), 0, perm);
     const double gap = xt::amax(xt::abs(moved.data()))();
     const bool order_matters = gap > 1e-2;
