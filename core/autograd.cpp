@@ -179,7 +179,8 @@ void check_unmodified(const Node& node) {
             "inplace operation: input {} of op '{}', of shape {} when the op ran, is now of shape {} "
             "at version {} (expected version {}). It was changed (through Tensor::data() or at(), or "
             "by an optimizer step) between the forward and this backward; run the forward again "
-            "after changing it.",
+            "after changing it. Only reading? Non-const data() counts as a write: read through a "
+            "const handle, std::as_const(t).data().",
             i, node.name, shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
     }
 }
