@@ -38,11 +38,14 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     // xt::not_equal compares element by element and gives an expression of bools; xt::where
     // broadcasts mask, value and x together (to x's shape, checked above).
     Array y = xt::where(xt::not_equal(mask.data(), real(0)), value, x.data());
-    return make_result(std::move(y), "masked_fill", {x}, [mask](const Array& g, const Array&) {
+    // The mask is an input too, with no gradient: the backward reads it, so its version is
+    // checked as PyTorch checks the mask it saves (a mask buffer refilled in place before the
+    // backward is refused, never read as the new mask).
+    return make_result(std::move(y), "masked_fill", {x, mask}, [mask](const Array& g, const Array&) {
         // in the forward pass this was: y = mask ? value : x
         // so dy/dx = 0 where the mask is set, and 1 elsewhere.
         Array gx = xt::where(xt::not_equal(mask.data(), real(0)), real(0), g);
-        return make_grads(std::move(gx));
+        return make_grads(std::move(gx), std::nullopt);
     });
 }
 

@@ -1,0 +1,65 @@
+// tests/test_hostile.cpp — findings of a fresh hostile pass over the attention-chapter ops
+// (issue 10) and the reliability guards (issue 14), tried as a new user would.
+//
+// One TEST_CASE per finding, each written to fail before its fix. A finding is a crash, an
+// exception that is not an xgrad error, or a silently wrong result.
+//
+// Legend: N rows, d width, T time.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "core/autograd.hpp"
+#include "core/ops.hpp"
+#include "nn/nn.hpp"
+#include "optim/optim.hpp"
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+using xgrad::testing::require_values;
+using Catch::Matchers::Contains;
+namespace F = xgrad::nn::functional;
+
+namespace {
+// The message of the ValueError that f throws. Any other exception escapes and fails the test;
+// so does no exception at all.
+template <class Fn>
+std::string value_error_of(Fn&& f) {
+    try {
+        f();
+    } catch (const ValueError& e) {
+        return e.what();
+    }
+    FAIL("expected a ValueError");
+    return "";
+}
+}  // namespace
+
+// masked_fill's backward read the mask through its handle, but the mask was not among the
+// version-checked inputs: a mask changed in place between forward and backward (a padding mask
+// buffer refilled for the next batch) silently gave the gradient of the new mask, dL/dx = (0, 0, 1)
+// instead of (0, 1, 1). PyTorch saves the mask and refuses the backward.
+TEST_CASE("hostile: masked_fill refuses a mask changed in place before the backward", "[hostile]") {
+    Tensor x({1, 2, 3}, true);
+    Tensor mask({1, 0, 0});
+    Tensor y = masked_fill(x, mask, 0);
+    mask.data()(1) = 1;  // the next batch's mask, written into the same buffer
+    CHECK_THAT(value_error_of([&] { y.sum().backward(); }), Contains("masked_fill") && Contains("inplace"));
+
+    // Replaced by an array of another shape: an xgrad error, not xt::broadcast_error.
+    Tensor x2({1, 2, 3}, true);
+    Tensor mask2({1, 0, 0});
+    Tensor y2 = masked_fill(x2, mask2, 0);
+    mask2.data() = Array(Shape{2}, real(1));
+    CHECK_THAT(value_error_of([&] { y2.sum().backward(); }), Contains("masked_fill"));
+
+    // Unchanged, the gradient is grad_out with 0 where the mask is set; the mask gets none.
+    Tensor x3({1, 2, 3}, true);
+    Tensor mask3({1, 0, 0}, true);
+    masked_fill(x3, mask3, 0).sum().backward();
+    require_values(x3.grad(), Tensor({0, 1, 1}));
+    CHECK_FALSE(mask3.has_grad());
+}
