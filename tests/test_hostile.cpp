@@ -63,3 +63,27 @@ TEST_CASE("hostile: masked_fill refuses a mask changed in place before the backw
     require_values(x3.grad(), Tensor({0, 1, 1}));
     CHECK_FALSE(mask3.has_grad());
 }
+
+// LayerNorm's weight and bias are public members, as Linear's. Linear and Embedding refuse a
+// forward after `weight` was reassigned (the optimizer and state_dict() hold the registered
+// tensor); LayerNorm read the new tensor silently, so training stepped a tensor the forward no
+// longer read, and save() wrote the stale one.
+TEST_CASE("hostile: LayerNorm refuses a reassigned weight or bias", "[hostile]") {
+    nn::LayerNorm ln(3);
+    const Tensor x({{1, 2, 4}});
+    ln.weight = Tensor({2, 2, 2}, true);
+    CHECK_THAT(value_error_of([&] { ln.forward(x); }), Contains("LayerNorm") && Contains("weight"));
+    nn::LayerNorm ln2(3);
+    ln2.bias = Tensor({1, 1, 1}, true);
+    CHECK_THAT(value_error_of([&] { ln2.forward(x); }), Contains("LayerNorm") && Contains("bias"));
+    // Without affine parameters there is nothing to reassign; a defined member is refused too.
+    nn::LayerNorm plain(3, 1e-5, /*elementwise_affine=*/false);
+    require_values(plain.forward(Tensor({{1, 1, 1}})), Tensor({{0, 0, 0}}));
+    plain.weight = Tensor({2, 2, 2}, true);
+    CHECK_THAT(value_error_of([&] { plain.forward(x); }), Contains("LayerNorm"));
+    // Values changed in place are fine: the registered tensor is still the one read.
+    nn::LayerNorm ln3(3);
+    ln3.weight.data().fill(2);
+    const Tensor y = ln3.forward(Tensor({{1, 2, 3}}));
+    require_values(y, Tensor({{-2.4494714, 0, 2.4494714}}), 1e-5);
+}
