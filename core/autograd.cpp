@@ -89,6 +89,7 @@ Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_
             const auto& in = inputs[i].impl_ptr();
             node->inputs.push_back({in, in->version, in->data.shape()});
         }
+        node->out_shape = impl->data.shape();
         node->backward = std::move(backward);
         impl->requires_grad = true;
         impl->grad_fn = std::move(node);
@@ -239,6 +240,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         const Array& grad_out = t == r ? root_grad : *summed;
 
         Node& node = *t->grad_fn;
+        check(t->data.shape() == node.out_shape, "backward",
+              "the output of op '{}', of shape {} when the op ran, was replaced by an array of shape {} "
+              "(through Tensor::data()) before this backward; run the forward again after changing it",
+              node.name, lazy_shape(node.out_shape), lazy_shape(t->data.shape()));
         check_unmodified(node);
         Grads in_grads = node.backward(grad_out, t->data);
         check(in_grads.size() == node.inputs.size(), "backward",

@@ -61,7 +61,9 @@ using BackwardFn = std::function<Grads(const Array& grad_out, const Array& out)>
 //   * an op's own output is checked only as the input of the ops that consumed it: reading an
 //     output through a non-const handle (y.data()(0) in a test) counts as a change, and checking
 //     outputs themselves made that common read an error. A change to y made before any op
-//     consumed it is therefore not seen by the backward of the op that made y.
+//     consumed it is therefore not seen by the backward of the op that made y. Its SHAPE is
+//     checked (Node::out_shape): every backward assumes grad_out has the output's shape, and an
+//     output array replaced by a smaller one made gelu, narrow or dropout read past grad_out.
 struct NodeInput {
     std::shared_ptr<TensorImpl> tensor;
     std::uint64_t version = 0;
@@ -71,6 +73,7 @@ struct NodeInput {
 struct Node {
     std::string name;                                  // the op: "mul", "matmul", ...
     std::vector<NodeInput> inputs;                     // the tensors this op read
+    Array::shape_type out_shape;                       // the output's shape when the op ran
     BackwardFn backward;                               // null once released
     bool released = false;                             // saved arrays freed after a backward
 

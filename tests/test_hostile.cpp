@@ -87,3 +87,33 @@ TEST_CASE("hostile: LayerNorm refuses a reassigned weight or bias", "[hostile]")
     const Tensor y = ln3.forward(Tensor({{1, 2, 3}}));
     require_values(y, Tensor({{-2.4494714, 0, 2.4494714}}), 1e-5);
 }
+
+// Every backward assumed grad_out has its output's shape. An output whose array was replaced by a
+// smaller one (through the public Tensor::data()) before a consumer recorded it passed the input
+// checks, and gelu's, narrow's and dropout's backward then read past grad_out (a heap overflow
+// under ASan). The engine now checks the output's shape before running its node's backward.
+TEST_CASE("hostile: an output array replaced before the backward is an xgrad error", "[hostile]") {
+    auto replaced_then_backward = [](auto op) {
+        Tensor x = randn({4, 16}, true);
+        Tensor y = op(x);
+        y.data() = Array(Shape{1}, real(1));  // one element where the op wrote 4 x 16 (or 4 x 8)
+        return value_error_of([&] { y.sum().backward(); });
+    };
+    CHECK_THAT(replaced_then_backward([](const Tensor& x) { return F::gelu(x); }), Contains("'gelu'") && Contains("replaced"));
+    CHECK_THAT(replaced_then_backward([](const Tensor& x) { return narrow(x, 1, 0, 8); }), Contains("'narrow'"));
+    CHECK_THAT(replaced_then_backward([](const Tensor& x) { return F::dropout(x, 0.5); }), Contains("'dropout'"));
+    CHECK_THAT(replaced_then_backward([](const Tensor& x) { return nn::apply_rotary(x, IndexTensor::arange(4)); }),
+               Contains("'apply_rotary'"));
+    // The root itself replaced: its gradient has the new shape, the op expects the old one.
+    Tensor x = randn({4, 16}, true);
+    Tensor y = F::layer_norm(x, {16});
+    y.data() = Array(Shape{1}, real(1));
+    CHECK_THAT(value_error_of([&] { y.backward(); }), Contains("'layer_norm'"));
+    // Reading an output through a non-const handle, or changing values in place, is still no error
+    // (core/autograd.hpp: outputs are checked only as inputs of their consumers).
+    Tensor a = Tensor({1, 2}, true);
+    Tensor b = a * real(3);
+    b.data()(0) = b.data()(0);
+    b.sum().backward();
+    require_values(a.grad(), Tensor({3, 3}));
+}
