@@ -117,3 +117,15 @@ TEST_CASE("hostile: an output array replaced before the backward is an xgrad err
     b.sum().backward();
     require_values(a.grad(), Tensor({3, 3}));
 }
+
+// arange(end) counted ceil((end - start) / step) values in a double and cast it to size_t
+// unchecked: arange(1e30) (a double past SIZE_MAX, undefined behaviour) silently gave an EMPTY
+// tensor, and arange(4.6e18) asked malloc for 2^64 bytes (an ASan abort). Bounded before the cast.
+TEST_CASE("hostile: float arange refuses a count past the element limit", "[hostile]") {
+    CHECK_THAT(value_error_of([] { arange(real(1e30)); }), Contains("arange"));
+    CHECK_THAT(value_error_of([] { arange(real(4.6e18)); }), Contains("arange"));
+    CHECK_THAT(value_error_of([] { arange(0, 1, real(1e-30)); }), Contains("arange"));
+    require_values(arange(real(3)), Tensor({0, 1, 2}));
+    require_values(arange(1, 2, real(0.25)), Tensor({1, 1.25, 1.5, 1.75}));
+    CHECK(arange(real(-3)).numel() == 0);  // an empty range, as before
+}
