@@ -129,3 +129,22 @@ TEST_CASE("hostile: float arange refuses a count past the element limit", "[host
     require_values(arange(1, 2, real(0.25)), Tensor({1, 1.25, 1.5, 1.75}));
     CHECK(arange(real(-3)).numel() == 0);  // an empty range, as before
 }
+
+// register_buffer turned requires_grad off on the caller's handle. Registering a tensor that is
+// a parameter elsewhere (another module's weight, shared as a buffer) silently stopped that
+// parameter's training: it kept its place in named_parameters() but never got a gradient.
+TEST_CASE("hostile: register_buffer leaves a parameter given to it trainable", "[hostile]") {
+    nn::Linear lin(2, 1, /*bias=*/false);
+    struct Holder : nn::Module {} holder;
+    const Tensor b = holder.register_buffer("w", lin.weight);
+    CHECK(lin.weight.requires_grad());  // still a parameter of lin
+    CHECK_FALSE(b.requires_grad());     // the buffer never requires grad
+    require_values(b, lin.weight);      // holding the same values
+    lin.forward(Tensor({{1, 2}})).sum().backward();
+    REQUIRE(lin.weight.has_grad());
+    require_values(lin.weight.grad(), Tensor({{1, 2}}));
+    CHECK_FALSE(b.has_grad());
+    // A tensor that does not require grad is stored as given (the same handle).
+    const Tensor c = zeros({3});
+    CHECK(holder.register_buffer("c", c).impl() == c.impl());
+}
