@@ -106,7 +106,10 @@ private:
 // While a DetectAnomalyGuard lives (RAII, per thread, like NoGradGuard), every op's forward
 // output and every gradient a backward returns is checked for NaN and ±inf, and the first one
 // found throws ValueError naming the op ("anomaly: op 'log' produced NaN in its forward output
-// of shape (2,) at flat index 0"). Off, it costs one branch per op. As torch.autograd's
+// of shape (2,) at flat index 0"). A forward output's ±inf counts only if the op produced it: an
+// inf an input already held and the op passed on is not flagged again (a -inf attention mask
+// flows through softmax's x - max), and masked_fill's ±inf fill is intended. Off, it costs one
+// branch per op. As torch.autograd's
 // detect_anomaly / set_detect_anomaly; DetectAnomalyGuard(false) turns it off for a scope.
 bool anomaly_enabled();
 void set_detect_anomaly(bool on);

@@ -148,3 +148,31 @@ TEST_CASE("hostile: register_buffer leaves a parameter given to it trainable", "
     const Tensor c = zeros({3});
     CHECK(holder.register_buffer("c", c).impl() == c.impl());
 }
+
+// Anomaly mode refused every forward output holding ±inf, so the causal mask of attention,
+// masked_fill(scores, triu(ones({T, T}), 1), -inf), threw on a normal run: first in masked_fill,
+// then in softmax's x - max. A fill with ±inf is intended (x's entries that pass through are
+// still checked), and an op that passes on an inf its input held did not produce it.
+TEST_CASE("hostile: anomaly mode accepts the -inf causal mask of attention", "[hostile]") {
+    DetectAnomalyGuard anomaly;
+    Tensor s({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}}, true);
+    const real inf = std::numeric_limits<real>::infinity();
+    Tensor w = softmax(masked_fill(s, triu(ones({3, 3}), 1), -inf), -1);  // (T, T) causal weights
+    CHECK(w.data()(0, 0) == Approx(1));
+    CHECK(w.data()(0, 1) == 0);
+    (w * Tensor({{1, 2, 3}, {1, 2, 3}, {1, 2, 3}})).sum().backward();
+    REQUIRE(s.has_grad());
+    // A NaN that x passes through is still an anomaly, whatever the fill.
+    const real nan = std::numeric_limits<real>::quiet_NaN();
+    Tensor bad({{1, nan}, {0, 0}});
+    CHECK_THAT(value_error_of([&] { masked_fill(bad, Tensor({1, 0}), -inf); }), Contains("masked_fill") && Contains("NaN"));
+    CHECK_THAT(value_error_of([&] { masked_fill(bad, Tensor({1, 0}), 0); }), Contains("masked_fill") && Contains("NaN"));
+    // An op downstream that passes the -inf on did not produce it (softmax's x - max above);
+    // an op that makes an inf from finite inputs still did, and a NaN is always an anomaly: a
+    // row with every key masked gives -inf - (-inf) = NaN in softmax's x - max.
+    Tensor shifted = masked_fill(s, triu(ones({3, 3}), 1), -inf) + real(1);
+    CHECK(std::isinf(shifted.data()(0, 2)));
+    CHECK_THAT(value_error_of([] { exp(Tensor({100})); }), Contains("'exp'") && Contains("inf"));
+    CHECK_THAT(value_error_of([&] { softmax(masked_fill(s, ones({3, 3}), -inf), -1); }),
+               Contains("'sub'") && Contains("NaN"));
+}
