@@ -158,7 +158,8 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
 }  // namespace functional
 
 // ---- LayerNorm -------------------------------------------------------------------------------------
-LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool with_bias) : d_(d), eps_(eps), affine_(elementwise_affine), has_bias_(elementwise_affine && with_bias) {
+LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool with_bias)
+    : d_(d), eps_(eps), affine_(elementwise_affine), has_bias_(elementwise_affine && with_bias) {
     check(d >= 1, "LayerNorm", "d must be positive; got {}", d);
     check(eps >= 0, "LayerNorm", "eps must be >= 0; got {}", eps);
     if (elementwise_affine) {
