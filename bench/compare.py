@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6 and print one table.
+"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6 and T2 and print one table.
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
@@ -36,9 +36,16 @@ GROUPS = {
     "W3": (r"^W3_", "W3"),
     "W4": (r"^W4_", "W4"),
     "W5": (r"^W5_", "W5"),
+    "T2": (r"^T2_", "T2"),
 }
 W4_SIZES = (1000, 10000, 100000, 1000000)
 W4_ONEHOT = (1000, 10000)
+# T2: single ops, forward + backward, at the GPT example's shapes (B 12, T 64, d 128, H 4, hd 32)
+T2_OPS = (("T2_gelu_none", "T2 gelu exact (12, 64, 512) fwd+bwd"),
+          ("T2_gelu_tanh", "T2 gelu tanh (12, 64, 512) fwd+bwd"),
+          ("T2_layer_norm", "T2 layer_norm (12, 64, 128), w and b, fwd+bwd"),
+          ("T2_softmax", "T2 softmax over the last dim of (12, 4, 64, 64) fwd+bwd"),
+          ("T2_sdpa_causal", "T2 causal attention q,k,v (12, 4, 64, 32) fwd+bwd"))
 
 
 def run(cmd, env_extra, rusage=False):
@@ -110,7 +117,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6", help="comma-separated workloads (default all)")
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T2", help="comma-separated workloads (default all)")
     ap.add_argument("--w6-steps", type=int, default=0,
                     help="W6: stop both char_mlp runs after this many steps (default 0: the whole default run)")
     ap.add_argument("--json", help="also write every raw measurement to this file")
@@ -173,6 +180,10 @@ def main():
         rows.append(("W5 xgrad matmul / raw cblas_sgemm (same process)", "GFLOP/s", fmt_range(graw, lambda v: f"raw {v:.1f}"),
                      "", fmt_range(eff, lambda v: f"{100 * v:.0f}%"), ">= 85%",
                      "yes" if min(eff) >= 0.85 else "no" if max(eff) < 0.85 else "mixed"))
+    if "T2" in only:
+        for name, label in T2_OPS:
+            if all(name in r for r in xg) and all(name in r for r in pt):
+                speed_row(label, name, 1.5)
     if mem:
         rows.append(("W6 char_mlp default run: peak RSS", "MiB", fmt_range([m["xgrad_peak"] / MB for m in mem], lambda v: f"{v:.1f}"),
                      fmt_range([m["torch_peak"] / MB for m in mem], lambda v: f"{v:.1f}"),

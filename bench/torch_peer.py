@@ -11,7 +11,8 @@ does by default.
     /usr/bin/python3 bench/torch_peer.py --char-mlp-run --steps 30000  # W6: the default char_mlp run
 
 Needs Debian's python3-torch (`bash .ci/install-deps --bench`); the tests never import it.
-Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units.
+Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
+T time, hd head width.
 """
 import argparse
 import json
@@ -101,6 +102,24 @@ def matmul_step():
     return step
 
 
+# ---- T2: one op, forward + backward, at the GPT example's shapes ----------------------------------
+# B 12, T 64, d 128, H 4, MLP hidden 512; y = op(inputs), y.backward(G), gradients dropped.
+TB, TT, TD, TH, THIDDEN = 12, 64, 128, 4, 512
+
+
+def op_step(shapes, y_shape, op):
+    torch.manual_seed(SEED)
+    inputs = [torch.randn(*s, requires_grad=True) for s in shapes]
+    G = torch.randn(*y_shape)  # dL/dy
+
+    def step():
+        y = op(*inputs)
+        y.backward(G)
+        for t in inputs:
+            t.grad = None
+    return step
+
+
 def time_steps(step, min_time):
     """Mean seconds per warm step over at least min_time seconds."""
     for _ in range(WARM_STEPS):
@@ -125,6 +144,14 @@ WORKLOADS = {
           + [(f"W4_onehot_vs_V/{V}", lambda V=V: embedding_step(V, 256, 512, sparse=False, one_hot=True))
              for V in (1000, 10000)],
     "W5": [("W5_matmul", matmul_step)],
+    "T2": [("T2_gelu_none", lambda: op_step([(TB, TT, THIDDEN)], (TB, TT, THIDDEN),
+                                            lambda x: F.gelu(x, approximate="none"))),
+           ("T2_gelu_tanh", lambda: op_step([(TB, TT, THIDDEN)], (TB, TT, THIDDEN),
+                                            lambda x: F.gelu(x, approximate="tanh"))),
+           ("T2_layer_norm", lambda: op_step([(TB, TT, TD), (TD,), (TD,)], (TB, TT, TD),
+                                             lambda x, w, b: F.layer_norm(x, (TD,), w, b))),
+           ("T2_softmax", lambda: op_step([(TB, TH, TT, TT)], (TB, TH, TT, TT),
+                                          lambda x: F.softmax(x, dim=-1)))],
 }
 WORKLOADS["W3_dense"] = WORKLOADS["W3"][:1]
 WORKLOADS["W3_sparse"] = WORKLOADS["W3"][1:]
@@ -213,7 +240,7 @@ def main():
     if args.char_mlp_run:
         char_mlp_run(args)
         return
-    for w in args.workload or ["W1", "W2", "W3", "W4", "W5"]:
+    for w in args.workload or ["W1", "W2", "W3", "W4", "W5", "T2"]:
         for name, make in WORKLOADS[w]:
             seconds, n = time_steps(make(), args.min_time)
             out = {"name": name, "seconds_per_step": seconds, "iterations": n, "threads": torch.get_num_threads()}

@@ -14,9 +14,13 @@
 //       dense Adam, the O(tokens·V·d) reference path, at the small V
 //   W5  matmul (256 × 512) · (512 × 512) forward + backward, against three raw cblas_sgemm
 //       calls doing the same 3 · 2·256·512·512 FLOPs; the counter GFLOPs is per second
+//   T2  one op's forward + backward at the GPT example's shapes (B 12, T 64, d 128, H 4,
+//       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
+//       with weight and bias, softmax over the last dim of (B, H, T, T)
 //
 // Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
-// Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units.
+// Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
+// T time, hd head width.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -189,6 +193,47 @@ void W5_matmul_raw_sgemm(benchmark::State& state) {
                                                   benchmark::Counter::kIsRate);
 }
 
+// ---- T2: one op, forward + backward, at the GPT example's shapes ---------------------------------
+// One iteration: y = op(inputs), y.backward(G) with a fixed random G (dL/dy), then every input's
+// gradient dropped (set_to_none), as bench/torch_peer.py's t2 does with torch.
+constexpr std::size_t kB = 12, kT = 64, kD = 128, kH = 4, kHidden = 512;
+
+template <class Op>
+void run_op(benchmark::State& state, std::vector<Tensor> inputs, const Shape& y_shape, Op op) {
+    const Tensor G = randn(y_shape);  // dL/dy
+    auto step = [&] {
+        Tensor y = op(inputs);
+        y.backward(G);
+        for (Tensor& t : inputs) t.reset_grad();
+    };
+    for (int i = 0; i < kWarmSteps; ++i) step();
+    for (auto _ : state) step();
+    state.counters["steps_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void T2_gelu(benchmark::State& state, const std::string& approximate) {
+    manual_seed(kSeed);
+    const Shape s{kB, kT, kHidden};  // (B, T, 4d): the MLP's hidden activations
+    run_op(state, {randn(s, true)}, s,
+           [&](const std::vector<Tensor>& in) { return nn::functional::gelu(in[0], approximate); });
+}
+void T2_gelu_none(benchmark::State& state) { T2_gelu(state, "none"); }
+void T2_gelu_tanh(benchmark::State& state) { T2_gelu(state, "tanh"); }
+
+void T2_layer_norm(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kT, kD};  // (B, T, d)
+    run_op(state, {randn(s, true), randn({kD}, true), randn({kD}, true)}, s, [](const std::vector<Tensor>& in) {
+        return nn::functional::layer_norm(in[0], {kD}, in[1], in[2]);
+    });
+}
+
+void T2_softmax(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kH, kT, kT};  // (B, H, T, T): attention scores
+    run_op(state, {randn(s, true)}, s, [](const std::vector<Tensor>& in) { return softmax(in[0], -1); });
+}
+
 }  // namespace
 
 BENCHMARK(W1_char_mlp_small)->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -199,6 +244,10 @@ BENCHMARK(W4_sparse_vs_V)->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->Use
 BENCHMARK(W4_onehot_vs_V)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_gelu_none)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_layer_norm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_softmax)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // `--threads N` (default 1) sets OpenBLAS's thread count; every other flag goes to Google Benchmark.
 int main(int argc, char** argv) {
