@@ -163,9 +163,11 @@ def main():
             speed_row(f"W4 sparse step d256 P512, V={V:,}", f"W4_sparse_vs_V/{V}")
         for V in W4_ONEHOT:
             speed_row(f"W4 one-hot reference path, V={V:,}", f"W4_onehot_vs_V/{V}")
-        scale_x = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/1000"] for r in xg]
-        scale_p = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/1000"] for r in pt]
-        rows.append(("W4 step time at V=1e6 / at V=1e3", "time ratio", fmt_range(scale_x, lambda v: f"{v:.2f}"),
+        # Against V = 1e5, not 1e3: at V = 1e3 the whole table (θ, m, v: 3 MiB) sits in cache, so a
+        # ratio against it measured the cache, not the algorithm (issue 12).
+        scale_x = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/100000"] for r in xg]
+        scale_p = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/100000"] for r in pt]
+        rows.append(("W4 step time at V=1e6 / at V=1e5", "time ratio", fmt_range(scale_x, lambda v: f"{v:.2f}"),
                      fmt_range(scale_p, lambda v: f"{v:.2f}"), "", "xgrad <= 1.3",
                      "yes" if max(scale_x) <= 1.3 else "no" if min(scale_x) > 1.3 else "mixed"))
     if "W5" in only:

@@ -629,14 +629,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 // ==== softmax family ==================================================================================
 
-// ---- softmax -------------------------------------------------------------------------------------
+// ---- softmax_composed ----------------------------------------------------------------------------
 // softmax(x)_i = e^(x_i - c) / Σ_j e^(x_j - c),   c = max_j x_j (detached)
 // Subtracting the row max changes nothing mathematically (it cancels), but keeps every
 // exponent ≤ 0: finite for logits of 1e4 and more, and e^(-inf) = 0 for masked entries.
 // Composed from exp, sum and div, so it needs no backward of its own; c is detached
-// because its gradient contributions cancel exactly.
+// because its gradient contributions cancel exactly. This is the oracle: softmax itself is
+// the fused op in core/softmax.cpp, tested against this one.
 // ref: PyTorch docs, torch.nn.functional.softmax
-Tensor softmax(const Tensor& x, int dim) {
+Tensor softmax_composed(const Tensor& x, int dim) {
     const Tensor shifted = x - max(x, dim, true).detach();
     const Tensor e = exp(shifted);
     return e / sum(e, dim, true);
