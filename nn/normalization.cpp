@@ -5,6 +5,7 @@
 // weight w and bias b (D); mean and rstd (N), one per row.
 #include "nn/normalization.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
@@ -15,24 +16,31 @@
 
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
+#include "core/parallel.hpp"
 
 namespace xgrad::nn {
 
 namespace {
 
 // ---- SIMD helpers for the row loops --------------------------------------------------------------
-// for_row(D, f) calls f(Batch(), j) for each whole register of W values j, j + 1, ..., j + W - 1
-// of a row, then f(real(), j) for each value of the tail, so one generic lambda, written once,
+// for_row(begin, end, f) calls f(Batch(), j) for each whole register of W values j, ..., j + W - 1
+// in [begin, end) of a row, then f(real(), j) for each value of the tail, so one generic lambda, written once,
 // is the vector loop and its scalar remainder. In it, V = decltype(first argument).
 using Batch = xsimd::batch<real>;
 constexpr std::size_t W = Batch::size;  // 8 floats or 4 doubles with AVX2
 
 template <class F>
-void for_row(std::size_t D, F&& f) {
-    std::size_t j = 0;
-    for (; j + W <= D; j += W) f(Batch(), j);
-    for (; j < D; ++j) f(real(), j);
+void for_row(std::size_t begin, std::size_t end, F&& f) {
+    std::size_t j = begin;
+    for (; j + W <= end; j += W) f(Batch(), j);
+    for (; j < end; ++j) f(real(), j);
 }
+
+// The least work worth handing to a second thread: about 16384 values (tens of µs) against a
+// handoff of a few µs (bench/thread_handoff.cpp); in rows of D, or in columns (registers of W
+// columns) of N rows.
+std::size_t grain_rows(std::size_t D) { return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(D, 1)); }
+std::size_t grain_columns(std::size_t N) { return std::max<std::size_t>(1, 16384 / (W * std::max<std::size_t>(N, 1))); }
 
 template <class V>
 V load(const real* p) {
@@ -113,25 +121,28 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const real* pw = has_w ? weight.data().data() : ones.data();
     const real* pb = has_b ? bias.data().data() : zeros.data();
     real* py = y.data();
-    for (std::size_t r = 0; r < N; ++r) {
-        const real* xr = px + r * D;
-        real* yr = py + r * D;
-        const real m = real(sum_double(xr, D) / double(D));
-        Sum ss;
-        for_row(D, [&](auto v, std::size_t j) {
-            using V = decltype(v);
-            const V xc = load<V>(xr + j) - V(m);
-            ss.add(xc * xc);
-        });
-        const real rs = real(1 / std::sqrt(double(ss.total()) / double(D) + eps));
-        mean[r] = m;
-        rstd[r] = rs;
-        for_row(D, [&](auto v, std::size_t j) {
-            using V = decltype(v);
-            const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
-            store(xhat * load<V>(pw + j) + load<V>(pb + j), yr + j);
-        });
-    }
+    // Rows over the threads of core/parallel.hpp: each row is computed whole by one thread.
+    parallel_for(N, grain_rows(D), [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            const real* xr = px + r * D;
+            real* yr = py + r * D;
+            const real m = real(sum_double(xr, D) / double(D));
+            Sum ss;
+            for_row(0, D, [&](auto v, std::size_t j) {
+                using V = decltype(v);
+                const V xc = load<V>(xr + j) - V(m);
+                ss.add(xc * xc);
+            });
+            const real rs = real(1 / std::sqrt(double(ss.total()) / double(D) + eps));
+            mean[r] = m;
+            rstd[r] = rs;
+            for_row(0, D, [&](auto v, std::size_t j) {
+                using V = decltype(v);
+                const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
+                store(xhat * load<V>(pw + j) + load<V>(pb + j), yr + j);
+            });
+        }
+    });
 
     std::vector<Tensor> inputs{x};
     if (has_w) inputs.push_back(weight);
@@ -147,33 +158,50 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             const real* pg = grad_out.data();
             Array dx(x.data().shape());
             Array dw = xt::zeros<real>(normalized_shape), db = xt::zeros<real>(normalized_shape);  // Σ over rows
-            for (std::size_t r = 0; r < N; ++r) {
-                const real* xr = px + r * D;
-                const real* gr = pg + r * D;
-                const real m = mean[r], rs = rstd[r];
-                // in the forward pass this was: x̂ = (x - mean)·rstd, y = x̂·w + b; so dL/dx̂ = g·w
-                Sum sum_dn, sum_dn_xhat;
-                for_row(D, [&](auto v, std::size_t j) {
-                    using V = decltype(v);
-                    const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
-                    const V g = load<V>(gr + j);
-                    const V dn = g * load<V>(pw + j);
-                    sum_dn.add(dn);
-                    sum_dn_xhat.add(dn * xhat);
-                    if (rw) store(load<V>(dw.data() + j) + g * xhat, dw.data() + j);  // dL/dw += g·x̂
-                    if (rb) store(load<V>(db.data() + j) + g, db.data() + j);         // dL/db += g
-                });
-                if (!rx) continue;
-                // in the forward pass this was: x̂ = (x - mean(x)) / √(var(x) + eps)
-                const real mean_dn = sum_dn.total() / real(D), mean_dn_xhat = sum_dn_xhat.total() / real(D);
-                real* dxr = dx.data() + r * D;
-                for_row(D, [&](auto v, std::size_t j) {
-                    using V = decltype(v);
-                    const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
-                    const V dn = load<V>(gr + j) * load<V>(pw + j);
-                    store(V(rs) * (dn - V(mean_dn) - xhat * V(mean_dn_xhat)), dxr + j);
-                });
-            }
+            // dL/dx: rows over the threads, each row whole on one thread.
+            if (rx) parallel_for(N, grain_rows(D), [&](std::size_t r0, std::size_t r1) {
+                for (std::size_t r = r0; r < r1; ++r) {
+                    const real* xr = px + r * D;
+                    const real* gr = pg + r * D;
+                    const real m = mean[r], rs = rstd[r];
+                    // in the forward pass this was: x̂ = (x - mean)·rstd, y = x̂·w + b; so dL/dx̂ = g·w
+                    Sum sum_dn, sum_dn_xhat;
+                    for_row(0, D, [&](auto v, std::size_t j) {
+                        using V = decltype(v);
+                        const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
+                        const V dn = load<V>(gr + j) * load<V>(pw + j);
+                        sum_dn.add(dn);
+                        sum_dn_xhat.add(dn * xhat);
+                    });
+                    // in the forward pass this was: x̂ = (x - mean(x)) / √(var(x) + eps)
+                    const real mean_dn = sum_dn.total() / real(D), mean_dn_xhat = sum_dn_xhat.total() / real(D);
+                    real* dxr = dx.data() + r * D;
+                    for_row(0, D, [&](auto v, std::size_t j) {
+                        using V = decltype(v);
+                        const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
+                        const V dn = load<V>(gr + j) * load<V>(pw + j);
+                        store(V(rs) * (dn - V(mean_dn) - xhat * V(mean_dn_xhat)), dxr + j);
+                    });
+                }
+            });
+            // dL/dw and dL/db, sums over the rows: the columns over the threads (in registers of
+            // W), every column summed over r = 0 .. N-1 in order by one thread, so the sums do
+            // not depend on the thread count.
+            if (rw || rb) parallel_for((D + W - 1) / W, grain_columns(N), [&](std::size_t c0, std::size_t c1) {
+                const std::size_t j0 = c0 * W, j1 = std::min(c1 * W, D);
+                for (std::size_t r = 0; r < N; ++r) {
+                    const real* xr = px + r * D;
+                    const real* gr = pg + r * D;
+                    const real m = mean[r], rs = rstd[r];
+                    for_row(j0, j1, [&](auto v, std::size_t j) {
+                        using V = decltype(v);
+                        const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
+                        const V g = load<V>(gr + j);
+                        if (rw) store(load<V>(dw.data() + j) + g * xhat, dw.data() + j);  // y = x̂·w + b → dL/dw += g·x̂
+                        if (rb) store(load<V>(db.data() + j) + g, db.data() + j);         //             → dL/db += g
+                    });
+                }
+            });
             Grads grads(1 + has_w + has_b);
             if (rx) grads[0] = std::move(dx);
             if (rw) grads[1] = std::move(dw);
