@@ -120,6 +120,42 @@ def op_step(shapes, y_shape, op):
     return step
 
 
+def sdpa_causal(q, k, v):
+    """Causal attention as nanoGPT's slow path (torch 1.13 has no F.scaled_dot_product_attention):
+    softmax(q·kᵀ/√hd masked above the diagonal) · v; q, k, v (B, H, T, hd)."""
+    T = q.shape[-2]
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, H, T, T)
+    att = att.masked_fill(torch.ones(T, T).tril() == 0, float("-inf"))
+    return F.softmax(att, dim=-1) @ v                                     # (B, H, T, hd)
+
+
+# ---- T1: one GPT training step at examples/gpt's defaults -----------------------------------------
+# bench/nanogpt.py's model (the layout and init of examples/gpt): L 4, H 4, d 128, block 64, batch
+# 12, V 73 (the KJV's characters), AdamW (1e-3, betas (0.9, 0.99), weight decay 0.1 on ≥2-D
+# weights), clip_grad_norm_ 1.0. One step: forward, loss, zero_grad, backward, clip, step.
+GPT_V, GPT_T, GPT_B = 73, 64, 12
+
+
+def gpt_step():
+    import nanogpt  # bench/nanogpt.py, beside this file
+    torch.manual_seed(SEED)
+    model = nanogpt.GPT(GPT_V, GPT_T, 4, 4, 128, pos="learned", tie=True)
+    opt = nanogpt.adamw(model, 1e-3, (0.9, 0.99), 0.1)
+    xs = [torch.randint(0, GPT_V, (GPT_B, GPT_T)) for _ in range(POOL)]
+    ys = [torch.randint(0, GPT_V, (GPT_B, GPT_T)) for _ in range(POOL)]
+    state = {"next": 0}
+
+    def step():
+        i = state["next"] % POOL
+        state["next"] += 1
+        loss = nanogpt.loss_fn(model(xs[i]), ys[i])   # () nats
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return step
+
+
 def time_steps(step, min_time):
     """Mean seconds per warm step over at least min_time seconds."""
     for _ in range(WARM_STEPS):
@@ -151,7 +187,9 @@ WORKLOADS = {
            ("T2_layer_norm", lambda: op_step([(TB, TT, TD), (TD,), (TD,)], (TB, TT, TD),
                                              lambda x, w, b: F.layer_norm(x, (TD,), w, b))),
            ("T2_softmax", lambda: op_step([(TB, TH, TT, TT)], (TB, TH, TT, TT),
-                                          lambda x: F.softmax(x, dim=-1)))],
+                                          lambda x: F.softmax(x, dim=-1))),
+           ("T2_sdpa_causal", lambda: op_step([(TB, TH, TT, TD // TH)] * 3, (TB, TH, TT, TD // TH), sdpa_causal))],
+    "T1": [("T1_gpt_step", gpt_step)],
 }
 WORKLOADS["W3_dense"] = WORKLOADS["W3"][:1]
 WORKLOADS["W3_sparse"] = WORKLOADS["W3"][1:]
@@ -240,7 +278,7 @@ def main():
     if args.char_mlp_run:
         char_mlp_run(args)
         return
-    for w in args.workload or ["W1", "W2", "W3", "W4", "W5", "T2"]:
+    for w in args.workload or ["W1", "W2", "W3", "W4", "W5", "T1", "T2"]:
         for name, make in WORKLOADS[w]:
             seconds, n = time_steps(make(), args.min_time)
             out = {"name": name, "seconds_per_step": seconds, "iterations": n, "threads": torch.get_num_threads()}

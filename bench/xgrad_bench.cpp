@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
@@ -249,17 +250,21 @@ BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_layer_norm)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_softmax)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// `--threads N` (default 1) sets OpenBLAS's thread count; every other flag goes to Google Benchmark.
+// `--threads N` (default 1) sets OpenBLAS's thread count, `--pool-threads N` (default 1) xgrad's
+// own pool (core/parallel.hpp); every other flag goes to Google Benchmark.
 int main(int argc, char** argv) {
-    int threads = 1;
+    int threads = 1, pool_threads = 1;
     std::vector<char*> rest{argv[0]};
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
+        else if (std::strcmp(argv[i], "--pool-threads") == 0 && i + 1 < argc) pool_threads = std::atoi(argv[++i]);
         else rest.push_back(argv[i]);
     }
     set_num_threads(threads);
+    set_pool_threads(pool_threads);
     benchmark::AddCustomContext("xgrad_threads", std::to_string(threads));
+    benchmark::AddCustomContext("xgrad_pool_threads", std::to_string(pool_threads));
     int n = int(rest.size());
     benchmark::Initialize(&n, rest.data());
     if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;

@@ -1,6 +1,5 @@
 // core/blas.cpp — gemm on OpenBLAS's cblas (see core/blas.hpp).
 #include "core/blas.hpp"
-#include "core/parallel.hpp"
 
 #include <cblas.h>
 
@@ -52,7 +51,6 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
 void set_num_threads(int n) {
     check(n >= 1, "set_num_threads", "thread count must be >= 1; got {}", n);
     openblas_set_num_threads(n);
-    set_pool_threads(n);
 }
 
 }  // namespace xgrad

@@ -16,8 +16,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);
 
-// Sets the thread count (the examples' --threads flag): OpenBLAS's, and the size of xgrad's own
-// pool (core/parallel.hpp). n >= 1.
+// Sets OpenBLAS's thread count (the examples' --threads flag). n >= 1.
 void set_num_threads(int n);
 
 }  // namespace xgrad

@@ -108,10 +108,10 @@ int g_threads = 1;
 
 }  // namespace
 
-int get_num_threads() { return g_threads; }
+int get_pool_threads() { return g_threads; }
 
 void set_pool_threads(int n) {
-    check(n >= 1, "set_num_threads", "thread count must be >= 1; got {}", n);
+    check(n >= 1, "set_pool_threads", "thread count must be >= 1; got {}", n);
     if (n == g_threads) return;
     pool().reset();  // joins the old workers
     if (n > 1) pool() = std::make_unique<Pool>(n);

@@ -92,8 +92,9 @@ void softmax_backward_row(const real* y, const real* g, real* dx, std::size_t n,
     for (; i < n; ++i) dx[i * stride] = y[i * stride] * (g[i * stride] - dot);
 }
 
-// The least number of `outer` slices worth handing to a second thread: about 16384 values
-// (tens of µs of work) against a handoff of a few µs (bench/thread_handoff.cpp).
+// The least number of `outer` slices handed to a second thread of the pool: about 16384 values
+// (tens of µs of work). A guess, to be set by a measurement on a quiet machine (core/parallel.hpp
+// says why the pool is off by default).
 std::size_t grain_rows(std::size_t values_per_slice) {
     return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(values_per_slice, 1));
 }

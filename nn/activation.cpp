@@ -92,8 +92,9 @@ Batch gelu_tanh_grad(const Batch& x) {
 
 // Registers of W values covering n values, the last one possibly partial.
 std::size_t registers(std::size_t n) { return (n + W - 1) / W; }
-// The least work, in registers, worth handing to a second thread: 1024 registers = 8192 floats,
-// about 20 µs of the exact form, against a handoff of a few µs (bench/thread_handoff.cpp).
+// The least work, in registers, handed to a second thread of the pool: 1024 registers = 8192
+// floats, about 20 µs of the exact form. A guess, to be set by a measurement on a quiet machine
+// (core/parallel.hpp says why the pool is off by default).
 constexpr std::size_t kGrain = 1024;
 
 void check_approximate(const std::string& approximate, const char* op) {

@@ -36,9 +36,9 @@ void for_row(std::size_t begin, std::size_t end, F&& f) {
     for (; j < end; ++j) f(real(), j);
 }
 
-// The least work worth handing to a second thread: about 16384 values (tens of µs) against a
-// handoff of a few µs (bench/thread_handoff.cpp); in rows of D, or in columns (registers of W
-// columns) of N rows.
+// The least work handed to a second thread of the pool: about 16384 values (tens of µs), in
+// rows of D, or in columns (registers of W columns) of N rows. A guess, to be set by a
+// measurement on a quiet machine (core/parallel.hpp says why the pool is off by default).
 std::size_t grain_rows(std::size_t D) { return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(D, 1)); }
 std::size_t grain_columns(std::size_t N) { return std::max<std::size_t>(1, 16384 / (W * std::max<std::size_t>(N, 1))); }
 
