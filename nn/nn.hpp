@@ -4,6 +4,7 @@
 #pragma once
 
 #include "nn/activation.hpp"
+#include "nn/attention.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/functional.hpp"
