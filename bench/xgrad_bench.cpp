@@ -16,7 +16,8 @@
 //       calls doing the same 3 · 2·256·512·512 FLOPs; the counter GFLOPs is per second
 //   T2  one op's forward + backward at the GPT example's shapes (B 12, T 64, d 128, H 4,
 //       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
-//       with weight and bias, softmax over the last dim of (B, H, T, T)
+//       with weight and bias, softmax over the last dim of (B, H, T, T), causal
+//       scaled_dot_product_attention on q, k, v (B, H, T, hd)
 //
 // Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
 // Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
@@ -235,6 +236,26 @@ void T2_softmax(benchmark::State& state) {
     run_op(state, {randn(s, true)}, s, [](const std::vector<Tensor>& in) { return softmax(in[0], -1); });
 }
 
+// Causal attention on q, k, v (B, H, T, hd): the model's self-attention without its projections.
+void T2_sdpa_causal(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kH, kT, kD / kH};  // (B, H, T, hd)
+    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s, [](const std::vector<Tensor>& in) {
+        return nn::functional::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), /*is_causal=*/true);
+    });
+}
+
+// The same through the composed steps of nn/attention.cpp (an explicit causal 0/1 mask turns
+// the fused path off): what the fused path saves. xgrad only; compare.py does not pair it.
+void T2_sdpa_causal_composed(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kH, kT, kD / kH};  // (B, H, T, hd)
+    const Tensor causal = tril(ones({kT, kT}));
+    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s, [&](const std::vector<Tensor>& in) {
+        return nn::functional::scaled_dot_product_attention(in[0], in[1], in[2], causal);
+    });
+}
+
 }  // namespace
 
 BENCHMARK(W1_char_mlp_small)->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -249,6 +270,8 @@ BENCHMARK(T2_gelu_none)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_layer_norm)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_softmax)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_sdpa_causal)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_sdpa_causal_composed)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // `--threads N` (default 1) sets OpenBLAS's thread count, `--pool-threads N` (default 1) xgrad's
 // own pool (core/parallel.hpp); every other flag goes to Google Benchmark.
