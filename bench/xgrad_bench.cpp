@@ -14,6 +14,7 @@
 //       dense Adam, the O(tokens·V·d) reference path, at the small V
 //   W5  matmul (256 × 512) · (512 × 512) forward + backward, against three raw cblas_sgemm
 //       calls doing the same 3 · 2·256·512·512 FLOPs; the counter GFLOPs is per second
+//   T1  one GPT training step at examples/gpt's defaults (built once examples/gpt exists)
 //   T2  one op's forward + backward at the GPT example's shapes (B 12, T 64, d 128, H 4,
 //       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
 //       with weight and bias, softmax over the last dim of (B, H, T, T), causal
@@ -34,6 +35,9 @@
 #include "core/blas.hpp"
 #include "core/parallel.hpp"
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
+#ifdef XGRAD_BENCH_GPT
+#include "gpt/model.hpp"  // examples/gpt: the GPT of T1
+#endif
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
@@ -256,6 +260,43 @@ void T2_sdpa_causal_composed(benchmark::State& state) {
     });
 }
 
+#ifdef XGRAD_BENCH_GPT
+// ---- T1: one GPT training step at examples/gpt's defaults ----------------------------------------
+// L 4, H 4, d 128, block T 64, batch 12, V 73 (the KJV's characters), AdamW (1e-3, betas 0.9 and
+// 0.99, weight decay 0.1 on ≥2-D weights), gradients clipped at norm 1: gpt::train_step, the
+// very step examples/gpt runs (zero_grad, forward, cross-entropy, backward, clip, step).
+// Built when examples/gpt exists (bench/CMakeLists.txt defines XGRAD_BENCH_GPT).
+struct GptStep {
+    static constexpr std::int64_t kV = 73, kBatch = 12, kBlock = 64;
+    gpt::GPT model;
+    std::unique_ptr<optim::AdamW> opt;
+    std::vector<IndexTensor> xs, ys;  // kPool batches: x, y (B, T) int64
+    std::size_t next = 0;
+
+    static gpt::GPTConfig config() {
+        gpt::GPTConfig c;  // the defaults: L 4, H 4, d 128, block 64, learned positions, tied head
+        c.vocab = kV;
+        return c;
+    }
+    GptStep() : model((manual_seed(kSeed), config())), opt(gpt::make_adamw(model, 1e-3, 0.9, 0.99, 0.1)) {
+        for (std::size_t i = 0; i < kPool; ++i) {
+            xs.push_back(randint(0, kV, {std::size_t(kBatch), std::size_t(kBlock)}));
+            ys.push_back(randint(0, kV, {std::size_t(kBatch), std::size_t(kBlock)}));
+        }
+    }
+    void step() {
+        const std::size_t i = next++ % kPool;
+        const gpt::StepResult r = gpt::train_step(model, *opt, xs[i], ys[i], /*max_norm=*/1.0);
+        benchmark::DoNotOptimize(r.loss);
+    }
+};
+
+void T1_gpt_step(benchmark::State& state) {
+    static std::unique_ptr<GptStep> w;
+    run_steps(state, cached(w));
+}
+#endif
+
 }  // namespace
 
 BENCHMARK(W1_char_mlp_small)->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -266,6 +307,9 @@ BENCHMARK(W4_sparse_vs_V)->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->Use
 BENCHMARK(W4_onehot_vs_V)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+#ifdef XGRAD_BENCH_GPT
+BENCHMARK(T1_gpt_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
 BENCHMARK(T2_gelu_none)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_layer_norm)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -19,6 +19,7 @@
 #include <xtensor/xreducer.hpp>
 
 #include "core/blas.hpp"
+#include "core/permute.hpp"
 
 namespace xgrad {
 
@@ -463,9 +464,9 @@ Tensor permute(const Tensor& x, const std::vector<int>& dims) {
         check(inverse[perm[i]] == n, "permute", "dims {} repeat dim {}", shape_str(dims), perm[i]);
         inverse[perm[i]] = i;
     }
-    Array y = xt::transpose(x.data(), perm);
+    Array y = permute_array(x.data(), perm);  // core/permute.cpp: row copies, not xt::transpose
     return make_result(std::move(y), "permute", {x}, [inverse](const Array& g, const Array&) {
-        return make_grads(Array(xt::transpose(g, inverse)));
+        return make_grads(permute_array(g, inverse));
     });
 }
 

@@ -12,10 +12,14 @@
 // transposed or misplaced entry shows. Shapes in comments: (rows, cols).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include <xtensor/xmanipulation.hpp>
+
 #include "core/blas.hpp"
+#include "core/permute.hpp"
 #include "core/ops.hpp"
 #include "test_helpers.hpp"
 
@@ -521,6 +525,22 @@ TEST_CASE("fused softmax equals softmax_composed - values and gradients along ea
         REQUIRE(xf.grad().data().data()[7] == 0.0f);
         REQUIRE(yf.data().data()[200] == 0.0f);
     }
+}
+
+// permute's data movement (core/permute.cpp) against xtensor's own transpose, on a 4-D array and
+// every one of its 24 orders: the last dim kept (row memcpy) and moved (strided loop).
+TEST_CASE("permute_array equals xt::transpose for every order of 4 dims", "[ops][permute]") {
+    manual_seed(8);
+    const Tensor x = randn({2, 3, 4, 5});
+    std::vector<std::size_t> perm{0, 1, 2, 3};
+    int orders = 0;
+    do {
+        INFO("perm " << perm[0] << perm[1] << perm[2] << perm[3]);
+        const Array want = xt::transpose(x.data(), perm);
+        require_values(from_array(permute_array(x.data(), perm)), from_array(want), 0);
+        ++orders;
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    REQUIRE(orders == 24);
 }
 
 // ==== indexing =================================================================================================
