@@ -61,8 +61,9 @@ fuzz: deps
 	$(ASAN_BUILD)/tests/fuzz_checkpoint --iterations $(FUZZ_LOADS) --seed $(FUZZ_SEED)
 
 # ThreadSanitizer (a separate tree: it cannot be combined with ASan). Only the binary of
-# tests/test_reliability_core.cpp is built, and only its [threads] tests run: the global generator
-# and module construction used from several threads at once. Any report fails the run.
+# tests/test_reliability_core.cpp and tests/test_parallel.cpp is built, and only its [threads]
+# tests run: the global generator and module construction used from several threads at once,
+# and the thread pool of core/parallel.hpp. Any report fails the run.
 tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \

@@ -11,7 +11,8 @@ does by default.
     /usr/bin/python3 bench/torch_peer.py --char-mlp-run --steps 30000  # W6: the default char_mlp run
 
 Needs Debian's python3-torch (`bash .ci/install-deps --bench`); the tests never import it.
-Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units.
+Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
+T time, hd head width.
 """
 import argparse
 import json
@@ -101,6 +102,60 @@ def matmul_step():
     return step
 
 
+# ---- T2: one op, forward + backward, at the GPT example's shapes ----------------------------------
+# B 12, T 64, d 128, H 4, MLP hidden 512; y = op(inputs), y.backward(G), gradients dropped.
+TB, TT, TD, TH, THIDDEN = 12, 64, 128, 4, 512
+
+
+def op_step(shapes, y_shape, op):
+    torch.manual_seed(SEED)
+    inputs = [torch.randn(*s, requires_grad=True) for s in shapes]
+    G = torch.randn(*y_shape)  # dL/dy
+
+    def step():
+        y = op(*inputs)
+        y.backward(G)
+        for t in inputs:
+            t.grad = None
+    return step
+
+
+def sdpa_causal(q, k, v):
+    """Causal attention as nanoGPT's slow path (torch 1.13 has no F.scaled_dot_product_attention):
+    softmax(q·kᵀ/√hd masked above the diagonal) · v; q, k, v (B, H, T, hd)."""
+    T = q.shape[-2]
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, H, T, T)
+    att = att.masked_fill(torch.ones(T, T).tril() == 0, float("-inf"))
+    return F.softmax(att, dim=-1) @ v                                     # (B, H, T, hd)
+
+
+# ---- T1: one GPT training step at examples/gpt's defaults -----------------------------------------
+# bench/nanogpt.py's model (the layout and init of examples/gpt): L 4, H 4, d 128, block 64, batch
+# 12, V 73 (the KJV's characters), AdamW (1e-3, betas (0.9, 0.99), weight decay 0.1 on ≥2-D
+# weights), clip_grad_norm_ 1.0. One step: forward, loss, zero_grad, backward, clip, step.
+GPT_V, GPT_T, GPT_B = 73, 64, 12
+
+
+def gpt_step():
+    import nanogpt  # bench/nanogpt.py, beside this file
+    torch.manual_seed(SEED)
+    model = nanogpt.GPT(GPT_V, GPT_T, 4, 4, 128, pos="learned", tie=True)
+    opt = nanogpt.adamw(model, 1e-3, (0.9, 0.99), 0.1)
+    xs = [torch.randint(0, GPT_V, (GPT_B, GPT_T)) for _ in range(POOL)]
+    ys = [torch.randint(0, GPT_V, (GPT_B, GPT_T)) for _ in range(POOL)]
+    state = {"next": 0}
+
+    def step():
+        i = state["next"] % POOL
+        state["next"] += 1
+        loss = nanogpt.loss_fn(model(xs[i]), ys[i])   # () nats
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return step
+
+
 def time_steps(step, min_time):
     """Mean seconds per warm step over at least min_time seconds."""
     for _ in range(WARM_STEPS):
@@ -125,6 +180,16 @@ WORKLOADS = {
           + [(f"W4_onehot_vs_V/{V}", lambda V=V: embedding_step(V, 256, 512, sparse=False, one_hot=True))
              for V in (1000, 10000)],
     "W5": [("W5_matmul", matmul_step)],
+    "T2": [("T2_gelu_none", lambda: op_step([(TB, TT, THIDDEN)], (TB, TT, THIDDEN),
+                                            lambda x: F.gelu(x, approximate="none"))),
+           ("T2_gelu_tanh", lambda: op_step([(TB, TT, THIDDEN)], (TB, TT, THIDDEN),
+                                            lambda x: F.gelu(x, approximate="tanh"))),
+           ("T2_layer_norm", lambda: op_step([(TB, TT, TD), (TD,), (TD,)], (TB, TT, TD),
+                                             lambda x, w, b: F.layer_norm(x, (TD,), w, b))),
+           ("T2_softmax", lambda: op_step([(TB, TH, TT, TT)], (TB, TH, TT, TT),
+                                          lambda x: F.softmax(x, dim=-1))),
+           ("T2_sdpa_causal", lambda: op_step([(TB, TH, TT, TD // TH)] * 3, (TB, TH, TT, TD // TH), sdpa_causal))],
+    "T1": [("T1_gpt_step", gpt_step)],
 }
 WORKLOADS["W3_dense"] = WORKLOADS["W3"][:1]
 WORKLOADS["W3_sparse"] = WORKLOADS["W3"][1:]
@@ -213,7 +278,7 @@ def main():
     if args.char_mlp_run:
         char_mlp_run(args)
         return
-    for w in args.workload or ["W1", "W2", "W3", "W4", "W5"]:
+    for w in args.workload or ["W1", "W2", "W3", "W4", "W5", "T1", "T2"]:
         for name, make in WORKLOADS[w]:
             seconds, n = time_steps(make(), args.min_time)
             out = {"name": name, "seconds_per_step": seconds, "iterations": n, "threads": torch.get_num_threads()}

@@ -14,9 +14,15 @@
 //       dense Adam, the O(tokens·V·d) reference path, at the small V
 //   W5  matmul (256 × 512) · (512 × 512) forward + backward, against three raw cblas_sgemm
 //       calls doing the same 3 · 2·256·512·512 FLOPs; the counter GFLOPs is per second
+//   T1  one GPT training step at examples/gpt's defaults (built once examples/gpt exists)
+//   T2  one op's forward + backward at the GPT example's shapes (B 12, T 64, d 128, H 4,
+//       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
+//       with weight and bias, softmax over the last dim of (B, H, T, T), causal
+//       scaled_dot_product_attention on q, k, v (B, H, T, hd)
 //
 // Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
-// Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units.
+// Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
+// T time, hd head width.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -27,7 +33,11 @@
 #include <vector>
 
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
+#ifdef XGRAD_BENCH_GPT
+#include "gpt/model.hpp"  // examples/gpt: the GPT of T1
+#endif
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
@@ -189,6 +199,104 @@ void W5_matmul_raw_sgemm(benchmark::State& state) {
                                                   benchmark::Counter::kIsRate);
 }
 
+// ---- T2: one op, forward + backward, at the GPT example's shapes ---------------------------------
+// One iteration: y = op(inputs), y.backward(G) with a fixed random G (dL/dy), then every input's
+// gradient dropped (set_to_none), as bench/torch_peer.py's t2 does with torch.
+constexpr std::size_t kB = 12, kT = 64, kD = 128, kH = 4, kHidden = 512;
+
+template <class Op>
+void run_op(benchmark::State& state, std::vector<Tensor> inputs, const Shape& y_shape, Op op) {
+    const Tensor G = randn(y_shape);  // dL/dy
+    auto step = [&] {
+        Tensor y = op(inputs);
+        y.backward(G);
+        for (Tensor& t : inputs) t.reset_grad();
+    };
+    for (int i = 0; i < kWarmSteps; ++i) step();
+    for (auto _ : state) step();
+    state.counters["steps_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void T2_gelu(benchmark::State& state, const std::string& approximate) {
+    manual_seed(kSeed);
+    const Shape s{kB, kT, kHidden};  // (B, T, 4d): the MLP's hidden activations
+    run_op(state, {randn(s, true)}, s,
+           [&](const std::vector<Tensor>& in) { return nn::functional::gelu(in[0], approximate); });
+}
+void T2_gelu_none(benchmark::State& state) { T2_gelu(state, "none"); }
+void T2_gelu_tanh(benchmark::State& state) { T2_gelu(state, "tanh"); }
+
+void T2_layer_norm(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kT, kD};  // (B, T, d)
+    run_op(state, {randn(s, true), randn({kD}, true), randn({kD}, true)}, s, [](const std::vector<Tensor>& in) {
+        return nn::functional::layer_norm(in[0], {kD}, in[1], in[2]);
+    });
+}
+
+void T2_softmax(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kH, kT, kT};  // (B, H, T, T): attention scores
+    run_op(state, {randn(s, true)}, s, [](const std::vector<Tensor>& in) { return softmax(in[0], -1); });
+}
+
+// Causal attention on q, k, v (B, H, T, hd): the model's self-attention without its projections.
+void T2_sdpa_causal(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kH, kT, kD / kH};  // (B, H, T, hd)
+    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s, [](const std::vector<Tensor>& in) {
+        return nn::functional::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), /*is_causal=*/true);
+    });
+}
+
+// The same through the composed steps of nn/attention.cpp (an explicit causal 0/1 mask turns
+// the fused path off): what the fused path saves. xgrad only; compare.py does not pair it.
+void T2_sdpa_causal_composed(benchmark::State& state) {
+    manual_seed(kSeed);
+    const Shape s{kB, kH, kT, kD / kH};  // (B, H, T, hd)
+    const Tensor causal = tril(ones({kT, kT}));
+    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s, [&](const std::vector<Tensor>& in) {
+        return nn::functional::scaled_dot_product_attention(in[0], in[1], in[2], causal);
+    });
+}
+
+#ifdef XGRAD_BENCH_GPT
+// ---- T1: one GPT training step at examples/gpt's defaults ----------------------------------------
+// L 4, H 4, d 128, block T 64, batch 12, V 73 (the KJV's characters), AdamW (1e-3, betas 0.9 and
+// 0.99, weight decay 0.1 on ≥2-D weights), gradients clipped at norm 1: gpt::train_step, the
+// very step examples/gpt runs (zero_grad, forward, cross-entropy, backward, clip, step).
+// Built when examples/gpt exists (bench/CMakeLists.txt defines XGRAD_BENCH_GPT).
+struct GptStep {
+    static constexpr std::int64_t kV = 73, kBatch = 12, kBlock = 64;
+    gpt::GPT model;
+    std::unique_ptr<optim::AdamW> opt;
+    std::vector<IndexTensor> xs, ys;  // kPool batches: x, y (B, T) int64
+    std::size_t next = 0;
+
+    static gpt::GPTConfig config() {
+        gpt::GPTConfig c;  // the defaults: L 4, H 4, d 128, block 64, learned positions, tied head
+        c.vocab = kV;
+        return c;
+    }
+    GptStep() : model((manual_seed(kSeed), config())), opt(gpt::make_adamw(model, 1e-3, 0.9, 0.99, 0.1)) {
+        for (std::size_t i = 0; i < kPool; ++i) {
+            xs.push_back(randint(0, kV, {std::size_t(kBatch), std::size_t(kBlock)}));
+            ys.push_back(randint(0, kV, {std::size_t(kBatch), std::size_t(kBlock)}));
+        }
+    }
+    void step() {
+        const std::size_t i = next++ % kPool;
+        const gpt::StepResult r = gpt::train_step(model, *opt, xs[i], ys[i], /*max_norm=*/1.0);
+        benchmark::DoNotOptimize(r.loss);
+    }
+};
+
+void T1_gpt_step(benchmark::State& state) {
+    static std::unique_ptr<GptStep> w;
+    run_steps(state, cached(w));
+}
+#endif
+
 }  // namespace
 
 BENCHMARK(W1_char_mlp_small)->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -199,18 +307,31 @@ BENCHMARK(W4_sparse_vs_V)->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->Use
 BENCHMARK(W4_onehot_vs_V)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+#ifdef XGRAD_BENCH_GPT
+BENCHMARK(T1_gpt_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
+BENCHMARK(T2_gelu_none)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_layer_norm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_softmax)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_sdpa_causal)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T2_sdpa_causal_composed)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// `--threads N` (default 1) sets OpenBLAS's thread count; every other flag goes to Google Benchmark.
+// `--threads N` (default 1) sets OpenBLAS's thread count, `--pool-threads N` (default 1) xgrad's
+// own pool (core/parallel.hpp); every other flag goes to Google Benchmark.
 int main(int argc, char** argv) {
-    int threads = 1;
+    int threads = 1, pool_threads = 1;
     std::vector<char*> rest{argv[0]};
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
+        else if (std::strcmp(argv[i], "--pool-threads") == 0 && i + 1 < argc) pool_threads = std::atoi(argv[++i]);
         else rest.push_back(argv[i]);
     }
     set_num_threads(threads);
+    set_pool_threads(pool_threads);
     benchmark::AddCustomContext("xgrad_threads", std::to_string(threads));
+    benchmark::AddCustomContext("xgrad_pool_threads", std::to_string(pool_threads));
     int n = int(rest.size());
     benchmark::Initialize(&n, rest.data());
     if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;

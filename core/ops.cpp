@@ -19,6 +19,7 @@
 #include <xtensor/xreducer.hpp>
 
 #include "core/blas.hpp"
+#include "core/permute.hpp"
 
 namespace xgrad {
 
@@ -463,9 +464,9 @@ Tensor permute(const Tensor& x, const std::vector<int>& dims) {
         check(inverse[perm[i]] == n, "permute", "dims {} repeat dim {}", shape_str(dims), perm[i]);
         inverse[perm[i]] = i;
     }
-    Array y = xt::transpose(x.data(), perm);
+    Array y = permute_array(x.data(), perm);  // core/permute.cpp: row copies, not xt::transpose
     return make_result(std::move(y), "permute", {x}, [inverse](const Array& g, const Array&) {
-        return make_grads(Array(xt::transpose(g, inverse)));
+        return make_grads(permute_array(g, inverse));
     });
 }
 
@@ -640,14 +641,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 // ==== softmax family ==================================================================================
 
-// ---- softmax -------------------------------------------------------------------------------------
+// ---- softmax_composed ----------------------------------------------------------------------------
 // softmax(x)_i = e^(x_i - c) / Σ_j e^(x_j - c),   c = max_j x_j (detached)
 // Subtracting the row max changes nothing mathematically (it cancels), but keeps every
 // exponent ≤ 0: finite for logits of 1e4 and more, and e^(-inf) = 0 for masked entries.
 // Composed from exp, sum and div, so it needs no backward of its own; c is detached
-// because its gradient contributions cancel exactly.
+// because its gradient contributions cancel exactly. This is the oracle: softmax itself is
+// the fused op in core/softmax.cpp, tested against this one.
 // ref: PyTorch docs, torch.nn.functional.softmax
-Tensor softmax(const Tensor& x, int dim) {
+Tensor softmax_composed(const Tensor& x, int dim) {
     const Tensor shifted = x - max(x, dim, true).detach();
     const Tensor e = exp(shifted);
     return e / sum(e, dim, true);

@@ -81,8 +81,12 @@ Tensor concat(const std::vector<Tensor>& xs, int dim);
 // ---- linear algebra -----------------------------------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
 
-// ---- softmax family (composed from the primitives above) ----------------------------------------
+// ---- softmax family ------------------------------------------------------------------------------
+// softmax along dim (x any shape, y the same shape), fused: one pass per row forward, and a
+// backward from the saved y (core/softmax.cpp). softmax_composed is the same function built
+// from max, sub, exp, sum and div, the test oracle. log_softmax is composed.
 Tensor softmax(const Tensor& x, int dim);
+Tensor softmax_composed(const Tensor& x, int dim);
 Tensor log_softmax(const Tensor& x, int dim);
 
 // ---- indexing -------------------------------------------------------------------------------------

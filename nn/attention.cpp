@@ -21,6 +21,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/attention_fused.hpp"
 #include "nn/dropout.hpp"
 #include "nn/positional.hpp"
 
@@ -138,6 +139,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     bool is_causal, double dropout_p, std::optional<double> scale) {
     const AttentionSizes s = check_qkv(q, k, &v);
     check(dropout_p >= 0 && dropout_p <= 1, kSdpa, "dropout_p must be in [0, 1]; got {}", dropout_p);
+    // Without a mask or dropout (the GPT example's case) the fused op of nn/attention_fused.cpp
+    // computes the same; the composed steps below are its test oracle (given an explicit mask).
+    if (!attn_mask.defined() && dropout_p == 0)
+        return attention_fused(q, k, v, is_causal, static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd)))));
     // weights (..., Tq, Tk): rows sum to 1 (or are 0 where every key is masked)
     Tensor weights = masked_softmax_weights(q, k, s, attn_mask, is_causal, scale);
     // dropout on the weights (inverted: the kept ones are scaled by 1/(1 - p))

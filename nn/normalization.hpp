@@ -19,9 +19,9 @@ namespace xgrad::nn {
 namespace functional {
 
 // Layer norm, fused: the forward saves each row's mean and rstd = 1/√(var + eps), and the
-// backward is written in closed form (nn/normalization.cpp). Row statistics are accumulated in
-// double with two passes (mean, then Σ(x - mean)²), so a constant row has var exactly 0 and
-// gives y = bias.
+// backward is written in closed form (nn/normalization.cpp). Row statistics take two passes
+// (the mean summed in double, then Σ(x - mean)² in real over SIMD lanes), so a constant row has
+// var exactly 0 and gives y = bias.
 //   x (..., *normalized_shape), weight and bias of shape normalized_shape or undefined (then
 //   1 and 0, without a gradient); y has x's shape. dtype real.
 // Throws ValueError for an undefined x, an empty normalized_shape, a normalized_shape that is

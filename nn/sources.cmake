@@ -11,4 +11,5 @@ list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/tying.cpp
   ${CMAKE_CURRENT_LIST_DIR}/positional.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention_fused.cpp
 )

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nn/attention.hpp"
+#include "nn/attention_fused.hpp"
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -152,4 +153,22 @@ TEST_CASE("README multi-head causal attention equals CausalSelfAttention and gra
     require_values(attention(x, *m.c_attn, *m.c_proj, 3), m.forward(x), 1e-12);
     REQUIRE_GRADCHECK([&m](const std::vector<Tensor>& in) { return attention(in[0], *m.c_attn, *m.c_proj, 3); },
                       x, m.c_attn->weight, m.c_proj->weight);
+}
+
+// The fused path (nn/attention_fused.cpp, taken without a mask or dropout) with Tq ≠ Tk, causal
+// and not, and a given scale: the cases the model's square T × T attention does not reach.
+TEST_CASE("scaled_dot_product_attention fused path: gradcheck with Tq != Tk and a scale") {
+    manual_seed(41);
+    Tensor q = leaf({2, 5, 3}), k = leaf({2, 4, 3}), v = leaf({2, 4, 6}), v5 = leaf({2, 5, 6});
+    for (const bool causal : {true, false}) {
+        INFO("causal " << causal);
+        REQUIRE_GRADCHECK(
+            [causal](const std::vector<Tensor>& in) {
+                return F::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), causal, 0.0, 0.8);
+            },
+            q, k, v);
+        // Tq 4 < Tk 5
+        REQUIRE_GRADCHECK([causal](const std::vector<Tensor>& in) { return F::attention_fused(in[0], in[1], in[2], causal, 0.8); },
+                          k, q, v5);
+    }
 }

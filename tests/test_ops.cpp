@@ -3,7 +3,8 @@
 // Covers: add/sub/mul/div/neg with broadcasting and their summed-back gradients; the scalar
 // variants; pow/exp/log/tanh/relu/sigmoid; sum/mean/max (all and along a dim, keepdim);
 // reshape with -1; transpose/permute; concat; matmul (2-D, batched 3-D, (B,n,k)@(k,m),
-// (1,n,k)@(B,k,m)); softmax/log_softmax on logits of 1e4 and with -inf entries;
+// (1,n,k)@(B,k,m)); softmax/log_softmax on logits of 1e4 and with -inf entries, the fused
+// softmax against softmax_composed;
 // index_select's row scatter; one_hot @ E against index_select; and the errors of bad input
 // (each names its op).
 //
@@ -11,10 +12,14 @@
 // transposed or misplaced entry shows. Shapes in comments: (rows, cols).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include <xtensor/xmanipulation.hpp>
+
 #include "core/blas.hpp"
+#include "core/permute.hpp"
 #include "core/ops.hpp"
 #include "test_helpers.hpp"
 
@@ -498,6 +503,44 @@ TEST_CASE("softmax along dim 0 normalises columns", "[ops][softmax]") {
     Tensor s = x.softmax(0);
     require_values(s, {{0.5, 0.11920292}, {0.5, 0.88079708}});
     require_values(s.sum(0), {1, 1});
+}
+
+// The fused softmax (core/softmax.cpp) against its oracle, softmax_composed, along every dim of a
+// 3-D tensor, on rows longer than one SIMD register (37: 4 full registers of 8 and a tail of 5),
+// with -inf entries: the values and the gradients for a G whose entries all differ.
+TEST_CASE("fused softmax equals softmax_composed - values and gradients along each dim", "[ops][softmax]") {
+    manual_seed(21);
+    Tensor base = randn({3, 37, 5}) * 4;
+    base.data().data()[7] = -inf;  // masked entries, as attention's causal mask makes them
+    base.data().data()[200] = -inf;
+    const Tensor G = randn({3, 37, 5});
+    for (int d = -3; d < 3; ++d) {
+        INFO("dim " << d);
+        Tensor xf = base.detach().requires_grad_(), xc = base.detach().requires_grad_();
+        Tensor yf = softmax(xf, d), yc = softmax_composed(xc, d);
+        require_values(yf, yc, 1e-6);
+        yf.backward(G);
+        yc.backward(G);
+        require_values(xf.grad(), xc.grad(), 1e-5);
+        REQUIRE(xf.grad().data().data()[7] == 0.0f);
+        REQUIRE(yf.data().data()[200] == 0.0f);
+    }
+}
+
+// permute's data movement (core/permute.cpp) against xtensor's own transpose, on a 4-D array and
+// every one of its 24 orders: the last dim kept (row memcpy) and moved (strided loop).
+TEST_CASE("permute_array equals xt::transpose for every order of 4 dims", "[ops][permute]") {
+    manual_seed(8);
+    const Tensor x = randn({2, 3, 4, 5});
+    std::vector<std::size_t> perm{0, 1, 2, 3};
+    int orders = 0;
+    do {
+        INFO("perm " << perm[0] << perm[1] << perm[2] << perm[3]);
+        const Array want = xt::transpose(x.data(), perm);
+        require_values(from_array(permute_array(x.data(), perm)), from_array(want), 0);
+        ++orders;
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    REQUIRE(orders == 24);
 }
 
 // ==== indexing =================================================================================================
