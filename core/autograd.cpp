@@ -12,6 +12,8 @@
 //      freed right after it runs; a second backward through it throws.
 #include "core/autograd.hpp"
 
+#include <unordered_set>
+
 #include <xtensor/xnoalias.hpp>
 
 namespace xgrad {
@@ -206,6 +208,20 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
             node.backward = nullptr;  // frees every array the closure saved
             node.released = true;
         }
+    }
+}
+
+void visit_graph(const Tensor& root, const std::function<void(const TensorImpl& t)>& visit) {
+    if (!root.defined()) return;
+    std::unordered_set<const TensorImpl*> seen{root.impl()};
+    std::vector<const TensorImpl*> stack{root.impl()};
+    while (!stack.empty()) {
+        const TensorImpl* t = stack.back();
+        stack.pop_back();
+        visit(*t);
+        if (!t->grad_fn) continue;
+        for (const auto& in : t->grad_fn->inputs)
+            if (seen.insert(in.get()).second) stack.push_back(in.get());
     }
 }
 
