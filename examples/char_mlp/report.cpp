@@ -99,7 +99,7 @@ void LossLog::write(int step, double train_loss, double val_loss, double lr) {
     out_.flush();
 }
 
-std::string plot_losses(const std::string& dir) {
+std::string plot_losses(const std::string& dir, const std::string& title, const std::string& yrange) {
     if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
         return "loss.png skipped: gnuplot is not installed (apt-get install gnuplot-nox)";
     const std::string script = dir + "/loss.gp";
@@ -107,9 +107,9 @@ std::string plot_losses(const std::string& dir) {
     gp << "set terminal pngcairo size 900,540 noenhanced\n"
        << "set output '" << dir << "/loss.png'\n"
        << "set datafile separator ','\n"
-       << "set title 'char_mlp: cross-entropy loss (nats)'\n"
+       << "set title '" << title << "'\n"
        << "set xlabel 'step'\nset ylabel 'loss (nats)'\nset grid\nset key top right\n"
-       << "set yrange [1.5:3.5]\n"
+       << "set yrange " << yrange << "\n"
        << "plot '" << dir << "/loss.csv' using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
        << "     '' using 1:2 every ::1 smooth bezier lw 2 lc rgb '#2c5d9f' title 'train (smoothed)', \\\n"
        << "     '' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' title 'validation'\n";
