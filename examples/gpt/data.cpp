@@ -68,7 +68,7 @@ Batch windows(const Ids& data, const std::vector<std::size_t>& offsets, int bloc
 
 Batch sample_batch(const Ids& data, int batch, int block, std::mt19937_64& rng) {
     std::uniform_int_distribution<std::size_t> pick(0, data.size() - std::size_t(block) - 1);
-    std::vector<std::size_t> offsets(std::size_t(batch));
+    std::vector<std::size_t> offsets(static_cast<std::size_t>(batch));
     for (auto& o : offsets) o = pick(rng);
     return windows(data, offsets, block);
 }
