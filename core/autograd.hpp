@@ -16,8 +16,8 @@
 //     Tensor square(const Tensor& x) {
 //         Array y = x.data() * x.data();                       // forward
 //         return make_result(std::move(y), "square", {x},
-//             [x = x.data()](const Array& grad_out, const Array&) {
-//                 return make_grads(Array(2 * x * grad_out));  // dL/dx = 2x · dL/dy
+//             [x](const Array& grad_out, const Array&) {      // the handle: shares x's array
+//                 return make_grads(Array(2 * x.data() * grad_out));  // dL/dx = 2x · dL/dy
 //             });
 //     }
 //

@@ -91,4 +91,42 @@ void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op);
 Tensor index_select(const Tensor& src, int dim, const IndexTensor& index);
 Tensor one_hot(const IndexTensor& ids, std::size_t num_classes);
 
+// ---- slicing (core/slicing.cpp) -------------------------------------------------------------------
+// Pieces of x along one dim, each a fresh array; the gradient of a piece lands back in its slice
+// of dL/dx (zeros elsewhere). dim may be negative. ref: PyTorch docs, torch.narrow/split/chunk.
+// narrow: x[..., start : start + length, ...] along dim. start may be negative and then counts
+//   from the end (start + size), as in PyTorch. Throws ValueError for a 0-d x, a negative length,
+//   or start + length past the end; IndexError for start outside [-size, size].
+Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length);
+// split: pieces of split_size along dim; the last one is smaller when split_size does not
+//   divide the size. Throws ValueError for split_size < 0, or 0 on a non-empty dim.
+std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, int dim = 0);
+// chunk: split(x, ceil(size / chunks), dim), so it may return FEWER than `chunks` pieces
+//   (size 6 in 4 chunks gives 2, 2, 2), exactly like torch.chunk. Throws ValueError for chunks < 1.
+std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, int dim = 0);
+
+// ---- masking (core/masking.cpp) -------------------------------------------------------------------
+// masked_fill: y = value where mask != 0, else x. mask is any Tensor whose shape broadcasts to
+//   x's shape (PyTorch's bool True = any nonzero here; NaN counts as nonzero); y has x's shape;
+//   value may be ±inf. dL/dx = grad_out with 0 at filled positions; mask gets no gradient.
+//   Throws ValueError when mask does not broadcast to x's shape.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, real value);
+// tril / triu on the last two dims (rows i, columns j), any leading batch dims: tril keeps
+//   j - i <= k, triu keeps j - i >= k, the rest is 0. Differentiable (the gradient is masked
+//   the same way). Causal mask: triu(ones({T, T}), 1). Throws ValueError for fewer than 2 dims.
+Tensor tril(const Tensor& x, std::int64_t k = 0);
+Tensor triu(const Tensor& x, std::int64_t k = 0);
+// eq / ne: 1 where a == v (a != v), else 0; a's shape; no gradient (a constant, like a mask).
+//   NaN == NaN is false, as in IEEE and PyTorch.
+Tensor eq(const Tensor& a, real v);
+Tensor ne(const Tensor& a, real v);
+
+// ---- more math (core/math_ops.cpp) -----------------------------------------------------------------
+Tensor sqrt(const Tensor& x);   // √x;  x < 0 gives NaN, and dL/dx = inf at x = 0 (as PyTorch)
+Tensor rsqrt(const Tensor& x);  // 1/√x; x = 0 gives inf
+// var along dim: Σ(x - mean)² / (N - 1) when unbiased (Bessel), / N otherwise, summed in double.
+//   As in PyTorch 1.13, a divisor of 0 (N = 1 unbiased, or N = 0) gives NaN, and so does its
+//   gradient. Shape: x's shape without dim (with a 1 there if keepdim).
+Tensor var(const Tensor& x, int dim, bool keepdim = false, bool unbiased = true);
+
 }  // namespace xgrad

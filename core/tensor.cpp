@@ -247,6 +247,17 @@ Tensor Tensor::relu() const { return xgrad::relu(*this); }
 Tensor Tensor::sigmoid() const { return xgrad::sigmoid(*this); }
 Tensor Tensor::softmax(int dim) const { return xgrad::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int dim) const { return xgrad::log_softmax(*this, dim); }
+Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
+    return xgrad::narrow(*this, dim, start, length);
+}
+std::vector<Tensor> Tensor::split(std::int64_t size, int dim) const { return xgrad::split(*this, size, dim); }
+std::vector<Tensor> Tensor::chunk(std::int64_t chunks, int dim) const { return xgrad::chunk(*this, chunks, dim); }
+Tensor Tensor::masked_fill(const Tensor& mask, real value) const { return xgrad::masked_fill(*this, mask, value); }
+Tensor Tensor::tril(std::int64_t k) const { return xgrad::tril(*this, k); }
+Tensor Tensor::triu(std::int64_t k) const { return xgrad::triu(*this, k); }
+Tensor Tensor::sqrt() const { return xgrad::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return xgrad::rsqrt(*this); }
+Tensor Tensor::var(int dim, bool keepdim, bool unbiased) const { return xgrad::var(*this, dim, keepdim, unbiased); }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     if (!t.defined()) return os << "Tensor(undefined)";
@@ -313,6 +324,31 @@ Tensor arange(real start, real end, real step) {
     Array a = xt::zeros<real>({count});
     for (std::size_t i = 0; i < count; ++i) a(i) = static_cast<real>(start + step * static_cast<double>(i));
     return from_array(std::move(a));
+}
+
+// ---- IndexTensor::arange ----------------------------------------------------------------------
+// count = ceil((end - start) / step) values start + i·step, computed in unsigned 64-bit so that
+// extreme bounds (end - start past INT64_MAX) cannot overflow. ref: PyTorch docs, torch.arange.
+IndexTensor IndexTensor::arange(std::int64_t end) { return arange(0, end, 1); }
+
+IndexTensor IndexTensor::arange(std::int64_t start, std::int64_t end, std::int64_t step) {
+    check(step != 0, "arange", "step must be non-zero; got arange({}, {}, {})", start, end, step);
+    check(step > 0 ? start <= end : start >= end, "arange",
+          "bounds inconsistent with the step's sign: arange({}, {}, {}) needs start {} end", start, end, step,
+          step > 0 ? "<=" : ">=");
+    // |end - start| and |step| as unsigned: exact even when the signed difference would overflow.
+    const std::uint64_t span = step > 0 ? static_cast<std::uint64_t>(end) - static_cast<std::uint64_t>(start)
+                                        : static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(end);
+    const std::uint64_t stride = step > 0 ? static_cast<std::uint64_t>(step) : 0 - static_cast<std::uint64_t>(step);
+    const std::uint64_t count = span / stride + (span % stride != 0);
+    check(count <= std::numeric_limits<std::size_t>::max() / sizeof(std::int64_t), "arange",
+          "arange({}, {}, {}) would hold {} values, more than memory can address", start, end, step, count);
+    IndexArray a(Shape{static_cast<std::size_t>(count)});
+    // start + i·step stays within [start, end) (or (end, start]), so it never overflows; the
+    // product is formed in unsigned arithmetic, where wrap-around is defined.
+    for (std::uint64_t i = 0; i < count; ++i)
+        a.data()[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(start) + i * static_cast<std::uint64_t>(step));
+    return IndexTensor(std::move(a));
 }
 
 Tensor randn(const Shape& shape, bool rg) {

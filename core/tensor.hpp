@@ -127,6 +127,15 @@ public:
     std::int64_t operator[](std::size_t i) const;
     IndexTensor reshape(const Shape& shape) const;
 
+    // Integer ranges, shape (count,), as torch.arange with int64 arguments (core/tensor.cpp):
+    //   arange(end)               0, 1, ..., end - 1                 (empty for end = 0)
+    //   arange(start, end, step)  start, start + step, ... while < end (step > 0) or > end (step < 0)
+    // Positions for embeddings: IndexTensor::arange(T) is (T,) = 0 .. T-1. Throws ValueError for
+    // step 0, for bounds inconsistent with the step's sign (arange(5, 0) or arange(-3), as PyTorch),
+    // and when the count does not fit in memory's size type.
+    static IndexTensor arange(std::int64_t end);
+    static IndexTensor arange(std::int64_t start, std::int64_t end, std::int64_t step = 1);
+
 private:
     IndexArray data_ = IndexArray(Shape{0});  // empty (0,); a default xarray is 0-d with 1 element
 };
@@ -232,6 +241,15 @@ public:
     Tensor sigmoid() const;
     Tensor softmax(int dim) const;
     Tensor log_softmax(int dim) const;
+    Tensor narrow(int dim, std::int64_t start, std::int64_t length) const;
+    std::vector<Tensor> split(std::int64_t split_size, int dim = 0) const;
+    std::vector<Tensor> chunk(std::int64_t chunks, int dim = 0) const;
+    Tensor masked_fill(const Tensor& mask, real value) const;
+    Tensor tril(std::int64_t k = 0) const;
+    Tensor triu(std::int64_t k = 0) const;
+    Tensor sqrt() const;
+    Tensor rsqrt() const;
+    Tensor var(int dim, bool keepdim = false, bool unbiased = true) const;
 
     TensorImpl* impl() const { return impl_.get(); }
     const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

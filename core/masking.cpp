@@ -1,0 +1,91 @@
+// core/masking.cpp — masks: masked_fill, tril / triu, and the comparisons eq / ne that make them.
+//
+// Causal attention hides the future: scores (B, H, T, T) get -inf above the diagonal before the
+// softmax, so each position attends only to itself and the past. With these ops that is
+//     Tensor causal = triu(ones({T, T}), 1);                     // (T, T), 1 above the diagonal
+//     Tensor masked = masked_fill(scores, causal, -inf);          // (B, H, T, T)
+// and no element is ever touched by hand.
+//
+// A mask is an ordinary Tensor of `real` whose NONZERO entries mean "true" (PyTorch uses a bool
+// tensor; xgrad has one scalar type, so 1/0 stands for True/False). Masks carry no gradient.
+// Shape legend: x input, y output, g = dL/dy ("grad_out"); (R, C) the last two dims of tril/triu.
+#include <cmath>
+
+#include <xtensor/xoperation.hpp>
+
+#include "core/ops.hpp"
+
+namespace xgrad {
+
+// ---- masked_fill -----------------------------------------------------------------------------------
+// forward : y = value where mask != 0, else x       x (...), mask broadcasts to x's shape, y x's shape
+// backward: dL/dx = g where mask == 0, else 0       (a filled entry no longer depends on x)
+//           mask: no gradient (it only selects)
+// value may be -inf: that is how attention hides a key (softmax then gives it weight exactly 0).
+// ref: PyTorch docs, torch.Tensor.masked_fill. (PyTorch 1.13's out-of-place form also accepts a
+// mask LARGER than x and returns the broadcast shape; xgrad, like the in-place masked_fill_,
+// requires the mask to broadcast to x's shape, so y always has x's shape.)
+Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
+    check(x.defined() && mask.defined(), "masked_fill", "x and mask must be defined tensors");
+    const Shape xs = x.shape(), ms = mask.shape();
+    bool ok = ms.size() <= xs.size();
+    for (std::size_t i = 0; ok && i < ms.size(); ++i) {
+        const std::size_t xd = xs[xs.size() - ms.size() + i];
+        ok = ms[i] == xd || ms[i] == 1;
+    }
+    check(ok, "masked_fill", "mask of shape {} does not broadcast to x's shape {}", shape_str(ms), shape_str(xs));
+
+    // xt::not_equal compares element by element and gives an expression of bools; xt::where
+    // broadcasts mask, value and x together (to x's shape, checked above).
+    Array y = xt::where(xt::not_equal(mask.data(), real(0)), value, x.data());
+    return make_result(std::move(y), "masked_fill", {x}, [mask](const Array& g, const Array&) {
+        // in the forward pass this was: y = mask ? value : x
+        // so dy/dx = 0 where the mask is set, and 1 elsewhere.
+        Array gx = xt::where(xt::not_equal(mask.data(), real(0)), real(0), g);
+        return make_grads(std::move(gx));
+    });
+}
+
+// ---- tril / triu -------------------------------------------------------------------------------------
+// forward : tril: y[..., i, j] = x[..., i, j] if j - i <= k else 0      x, y (..., R, C)
+//           triu: y[..., i, j] = x[..., i, j] if j - i >= k else 0
+//           k = 0 is the main diagonal, k > 0 above it, k < 0 below it
+// backward: the same mask on g: dL/dx[..., i, j] = g[..., i, j] where kept, else 0
+// ref: PyTorch docs, torch.tril / torch.triu (argument `diagonal`).
+static Array keep_triangle(const Array& a, std::int64_t k, bool lower) {
+    const std::size_t nd = a.dimension();
+    const std::size_t rows = a.shape()[nd - 2], cols = a.shape()[nd - 1];
+    const std::size_t batches = rows * cols == 0 ? 0 : a.size() / (rows * cols);
+    Array out(a.shape());
+    for (std::size_t b = 0; b < batches; ++b) {
+        const real* pa = a.data() + b * rows * cols;
+        real* po = out.data() + b * rows * cols;
+        for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < cols; ++j) {
+                const std::int64_t diff = static_cast<std::int64_t>(j) - static_cast<std::int64_t>(i);
+                const bool keep = lower ? diff <= k : diff >= k;
+                po[i * cols + j] = keep ? pa[i * cols + j] : real(0);
+            }
+    }
+    return out;
+}
+
+static Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* op) {
+    check(x.dim() >= 2, op, "needs at least 2 dims (..., R, C), got shape {}", shape_str(x.shape()));
+    return make_result(keep_triangle(x.data(), k, lower), op, {x}, [k, lower](const Array& g, const Array&) {
+        return make_grads(keep_triangle(g, k, lower));  // the kept entries pass g, the zeroed ones 0
+    });
+}
+
+Tensor tril(const Tensor& x, std::int64_t k) { return triangle(x, k, /*lower=*/true, "tril"); }
+Tensor triu(const Tensor& x, std::int64_t k) { return triangle(x, k, /*lower=*/false, "triu"); }
+
+// ---- eq / ne -------------------------------------------------------------------------------------------
+// y = 1 where a == v (eq) or a != v (ne), else 0.    a (...), y a's shape, no gradient
+// Elementwise comparison of xtensor arrays is xt::equal / xt::not_equal (NOT `==` / `!=`, which
+// compare whole arrays and return one bool); xt::cast turns the bools into 1/0.
+// ref: PyTorch docs, torch.eq / torch.ne (they return bool; xgrad returns 1/0 reals).
+Tensor eq(const Tensor& a, real v) { return from_array(Array(xt::cast<real>(xt::equal(a.data(), v)))); }
+Tensor ne(const Tensor& a, real v) { return from_array(Array(xt::cast<real>(xt::not_equal(a.data(), v)))); }
+
+}  // namespace xgrad

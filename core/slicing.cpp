@@ -1,0 +1,104 @@
+// core/slicing.cpp — taking pieces of a tensor along one dim: narrow, split, chunk.
+//
+// Attention needs these to cut c_attn's (B, T, 3d) output into q, k and v, each (B, T, d).
+// One op does the work, narrow; split and chunk are loops of narrows, so they need no backward
+// of their own: autograd sums the zero-padded gradients of the pieces back into dL/dx.
+//
+// Shape legend: x is the input, `size` = x.shape[dim]; y is one piece; g = dL/dy ("grad_out").
+// Every piece is a fresh contiguous array (xgrad never returns a view; PyTorch returns views,
+// which changes memory sharing, never values nor gradients).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "core/ops.hpp"
+
+namespace xgrad {
+
+// ---- narrow --------------------------------------------------------------------------------------
+// forward : y = x[..., start : start + length, ...]     (the slice along dim)
+//           x (..., size, ...)  ->  y (..., length, ...)
+// backward: dL/dx = g placed into that slice, 0 elsewhere     x's shape
+// A tensor of `shape` is viewed as (outer, size, inner) around dim: element (o, i, j) sits at flat
+// offset (o·size + i)·inner + j, so the slice is `outer` contiguous runs of length·inner values.
+// start may be negative: it then counts from the end (start + size), as in PyTorch.
+// ref: PyTorch docs, torch.narrow.
+Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length) {
+    const Shape xs = x.shape();
+    check(!xs.empty(), "narrow", "cannot be applied to a 0-d tensor");
+    const std::size_t d = normalize_dim(dim, xs.size(), "narrow");
+    const auto size = static_cast<std::int64_t>(xs[d]);
+    check_index(start >= -size && start <= size, "narrow", "start {} out of range [{}, {}] for dim {} of size {}",
+                start, -size, size, d, size);
+    if (start < 0) start += size;
+    check(length >= 0, "narrow", "length {} must be >= 0", length);
+    check(length <= size - start, "narrow", "start ({}) + length ({}) exceeds dim {} of size {}: length must be in [0, {}]",
+          start, length, d, size, size - start);
+
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < d; ++i) outer *= xs[i];
+    for (std::size_t i = d + 1; i < xs.size(); ++i) inner *= xs[i];
+    const std::size_t run = static_cast<std::size_t>(length) * inner;                 // values per run in y
+    const std::size_t x_row = xs[d] * inner;                                          // values per run in x
+    const std::size_t offset = static_cast<std::size_t>(start) * inner;               // where the slice starts
+
+    Shape ys = xs;
+    ys[d] = static_cast<std::size_t>(length);
+    Array y(ys);
+    for (std::size_t o = 0; o < outer; ++o)
+        std::copy_n(x.data().data() + o * x_row + offset, run, y.data() + o * run);
+
+    return make_result(std::move(y), "narrow", {x}, [xs, outer, run, x_row, offset](const Array& g, const Array&) {
+        // in the forward pass this was: y[o] = x[o, start : start + length]
+        // so dL/dx[o, start : start + length] = g[o], and every other entry of dL/dx is 0.
+        Array gx = xt::zeros<real>(xs);
+        for (std::size_t o = 0; o < outer; ++o)
+            std::copy_n(g.data() + o * run, run, gx.data() + o * x_row + offset);
+        return make_grads(std::move(gx));
+    });
+}
+
+// ---- split ---------------------------------------------------------------------------------------
+// forward : pieces narrow(x, dim, s·split_size, min(split_size, size - s·split_size)),
+//           s = 0, 1, ..., ceil(size / split_size) - 1: the last piece is smaller when split_size
+//           does not divide size; one empty piece when size is 0 (as PyTorch).
+// backward: through narrow: dL/dx = Σ over pieces of each piece's gradient in its slice.
+// ref: PyTorch docs, torch.split (the int split_size form).
+std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, int dim) {
+    check(x.dim() > 0, "split", "cannot be applied to a 0-d tensor");
+    const std::size_t d = normalize_dim(dim, x.dim(), "split");
+    const auto size = static_cast<std::int64_t>(x.shape()[d]);
+    check(split_size >= 0, "split", "split_size {} must be >= 0", split_size);
+    check(split_size > 0 || size == 0, "split",
+          "split_size can be 0 only when dim {} has size 0, but its size is {}", d, size);
+    std::vector<Tensor> pieces;
+    if (size == 0) {
+        pieces.push_back(narrow(x, dim, 0, 0));
+        return pieces;
+    }
+    for (std::int64_t start = 0; start < size; start += std::min(split_size, size - start))
+        pieces.push_back(narrow(x, dim, start, std::min(split_size, size - start)));
+    return pieces;
+}
+
+// ---- chunk ---------------------------------------------------------------------------------------
+// forward : split(x, ceil(size / chunks), dim). This may give FEWER than `chunks` pieces: size 6
+//           in 4 chunks is split by 2 into 3 pieces, exactly as torch.chunk does. A dim of size 0
+//           gives `chunks` empty pieces (as PyTorch).
+// backward: through narrow.
+// ref: PyTorch docs, torch.chunk.
+std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, int dim) {
+    check(chunks > 0, "chunk", "chunks must be > 0, got {}", chunks);
+    check(x.dim() > 0, "chunk", "cannot be applied to a 0-d tensor");
+    const std::size_t d = normalize_dim(dim, x.dim(), "chunk");
+    const auto size = static_cast<std::int64_t>(x.shape()[d]);
+    if (size == 0) {
+        std::vector<Tensor> pieces;
+        for (std::int64_t c = 0; c < chunks; ++c) pieces.push_back(narrow(x, dim, 0, 0));
+        return pieces;
+    }
+    const std::int64_t split_size = size / chunks + (size % chunks != 0);  // ceil, without overflow
+    return split(x, split_size, dim);
+}
+
+}  // namespace xgrad
