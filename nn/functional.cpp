@@ -45,35 +45,6 @@ std::string position_str(std::size_t flat, const Shape& shape) {
 
 }  // namespace
 
-// ---- gelu --------------------------------------------------------------------------------------------
-// forward : y = x · Φ(x),             Φ(x) = ½ (1 + erf(x / √2)) = ½ erfc(-x / √2)
-// backward: dL/dx = g · (Φ(x) + x · φ(x)),   φ(x) = e^(-x²/2) / √(2π)
-// Φ is computed as ½ erfc(-x/√2): the same value, but 1 + erf(x/√2) cancels to 0 for x < -8
-// and would make gelu(-10) = 0 instead of -7.6e-23. At x = ±∞ the products ∞ · 0 would be
-// nan; their limits are used instead: x·Φ(x) → 0 as x → -∞, x·φ(x) → 0 as x → ±∞.
-// ref: Hendrycks & Gimpel 2016, "Gaussian Error Linear Units"; PyTorch docs, torch.nn.GELU
-Tensor gelu(const Tensor& x) {
-    check_defined(x, "gelu", "the input");
-    const Array& xd = x.data();
-    const double inv_sqrt2 = 1 / std::sqrt(2.0);
-    Array y(xd.shape());
-    for (std::size_t i = 0; i < xd.size(); ++i) {
-        const double v = xd.data()[i];
-        y.data()[i] = static_cast<real>(std::isinf(v) ? std::max(v, 0.0) : v * 0.5 * std::erfc(-v * inv_sqrt2));
-    }
-    return make_result(std::move(y), "gelu", {x}, [xd, inv_sqrt2](const Array& g, const Array&) {
-        Array gx(xd.shape());
-        const double inv_sqrt_2pi = 1 / std::sqrt(2 * M_PI);
-        for (std::size_t i = 0; i < xd.size(); ++i) {
-            const double v = xd.data()[i];
-            const double cdf = 0.5 * std::erfc(-v * inv_sqrt2);
-            const double x_pdf = std::isinf(v) ? 0.0 : v * inv_sqrt_2pi * std::exp(-0.5 * v * v);
-            gx.data()[i] = static_cast<real>(g.data()[i] * (cdf + x_pdf));
-        }
-        return make_grads(std::move(gx));
-    });
-}
-
 // ---- linear (fused matmul + bias) ----------------------------------------------------------------
 // forward : Y (R, out) = X (R, in) · Wᵀ + b,      R = all leading dims of x flattened
 // backward: dX (R, in)   = G (R, out) · W (out, in)

@@ -12,6 +12,7 @@
 
 #include "core/ops.hpp"
 #include "core/tensor.hpp"
+#include "nn/activation.hpp"
 
 namespace xgrad::nn {
 
@@ -24,9 +25,7 @@ namespace functional {
 inline Tensor relu(const Tensor& x) { return xgrad::relu(x); }
 inline Tensor tanh(const Tensor& x) { return xgrad::tanh(x); }
 inline Tensor sigmoid(const Tensor& x) { return xgrad::sigmoid(x); }
-// GELU, the exact form x · Φ(x) with Φ the standard normal CDF (Hendrycks & Gimpel 2016;
-// PyTorch's default approximate='none'). Any shape.
-Tensor gelu(const Tensor& x);
+// gelu(x, approximate = "none" | "tanh") is declared in nn/activation.hpp, included above.
 
 // ---- linear -----------------------------------------------------------------------------------------
 // y = x Wᵀ + b.   x (..., in), weight (out, in), bias (out) or undefined; y (..., out).

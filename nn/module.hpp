@@ -57,8 +57,8 @@ public:
         return children_;
     }
 
-    // Training mode flag, set recursively (no module in xgrad behaves differently yet; it is
-    // kept so that dropout or batch norm can be added without changing user code).
+    // Training mode flag, set recursively on every submodule. nn::Dropout reads it: after
+    // train() (the default) it drops elements, after eval() it is the identity.
     void train(bool on = true);
     void eval() { train(false); }
     bool is_training() const { return training_; }

@@ -1,11 +1,13 @@
-// nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, Sequential,
-// the functional layers and losses, and safetensors checkpoints.
+// nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
+// Dropout, Sequential, the functional layers and losses, and safetensors checkpoints.
 #pragma once
 
 #include "nn/activation.hpp"
+#include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/functional.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/normalization.hpp"
 #include "nn/sequential.hpp"
 #include "nn/serialize.hpp"

@@ -1,0 +1,67 @@
+// nn/dropout.cpp — dropout, forward and backward, and the Dropout module.
+//
+// Legend: x any shape, n = x.numel(); mask (scaled) has x's shape.
+#include "nn/dropout.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+#include "core/autograd.hpp"
+
+namespace xgrad::nn {
+
+namespace {
+
+void check_p(double p, const char* op) {
+    check(p >= 0 && p <= 1, op, "p must be in [0, 1]; got {}", p);  // false for NaN too
+}
+
+}  // namespace
+
+namespace functional {
+
+// ---- dropout --------------------------------------------------------------------------------------
+// forward : m_i = keep_i / (1 - p),  keep_i ~ Bernoulli(1 - p)     (m: the scaled mask, saved)
+//           y_i = x_i · m_i
+// backward: dL/dx_i = dL/dy_i · m_i                                 (the same mask)
+// keep_i is drawn as 32 random bits u (two per 64-bit draw of the generator): keep when
+// u ≥ p·2³², which has probability 1 - p up to 2⁻³². With p = 1 nothing is kept and m = 0.
+// ref: Srivastava et al. 2014; PyTorch docs, torch.nn.functional.dropout
+Tensor dropout(const Tensor& x, double p, bool training) {
+    check(x.defined(), "dropout", "the input is an undefined tensor");
+    check_p(p, "dropout");
+    if (!training || p == 0) return x;
+
+    const Array& xd = x.data();
+    const std::size_t n = xd.size();
+    const real scale = p < 1 ? real(1 / (1 - p)) : real(0);
+    const std::uint64_t threshold = static_cast<std::uint64_t>(std::ldexp(p, 32));  // p·2³², ≤ 2³²
+    Array mask(xd.shape());
+    real* pm = mask.data();
+    auto& gen = generator();
+    for (std::size_t i = 0; i < n; i += 2) {
+        const std::uint64_t bits = gen();
+        pm[i] = (bits & 0xffffffffu) >= threshold ? scale : real(0);
+        if (i + 1 < n) pm[i + 1] = (bits >> 32) >= threshold ? scale : real(0);
+    }
+    Array y(xd.shape());
+    const real* px = xd.data();
+    real* py = y.data();
+    for (std::size_t i = 0; i < n; ++i) py[i] = px[i] * pm[i];
+    return make_result(std::move(y), "dropout", {x}, [mask = std::move(mask)](const Array& grad_out, const Array&) {
+        // in the forward pass this was: y = x · m; so dL/dx = dL/dy · m
+        Array dx(grad_out.shape());
+        const real* pg = grad_out.data();
+        const real* pm = mask.data();
+        real* pdx = dx.data();
+        for (std::size_t i = 0; i < mask.size(); ++i) pdx[i] = pg[i] * pm[i];
+        return make_grads(std::move(dx));
+    });
+}
+
+}  // namespace functional
+
+Dropout::Dropout(double p) : p_(p) { check_p(p, "Dropout"); }
+
+}  // namespace xgrad::nn

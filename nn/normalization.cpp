@@ -1,0 +1,174 @@
+// nn/normalization.cpp — layer norm: fused forward and closed-form backward, the composed
+// oracle, and the LayerNorm module.
+//
+// Legend (as in nn/normalization.hpp): x viewed as (N, D), N rows of D normalized values;
+// weight w and bias b (D); mean and rstd (N), one per row.
+#include "nn/normalization.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "core/autograd.hpp"
+#include "core/ops.hpp"
+
+namespace xgrad::nn {
+
+namespace {
+
+// Checks the arguments shared by layer_norm and layer_norm_composed; returns D.
+std::size_t check_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                             const Tensor& bias, double eps, const char* op) {
+    check(x.defined(), op, "the input is an undefined tensor");
+    const Shape xs = x.shape();
+    const std::size_t k = normalized_shape.size();
+    check(k >= 1, op, "normalized_shape must have at least one dim; got ()");
+    check(k <= xs.size() && Shape(xs.end() - k, xs.end()) == normalized_shape, op,
+          "normalized_shape {} is not the trailing dims of the input of shape {}", shape_str(normalized_shape),
+          shape_str(xs));
+    check(!weight.defined() || weight.shape() == normalized_shape, op,
+          "weight of shape {} does not match normalized_shape {}", weight.defined() ? shape_str(weight.shape()) : "",
+          shape_str(normalized_shape));
+    check(!bias.defined() || bias.shape() == normalized_shape, op,
+          "bias of shape {} does not match normalized_shape {}", bias.defined() ? shape_str(bias.shape()) : "",
+          shape_str(normalized_shape));
+    check(eps >= 0, op, "eps must be >= 0; got {}", eps);  // false for NaN too
+    std::size_t D = 1;
+    for (std::size_t s : normalized_shape) D *= s;
+    return D;
+}
+
+}  // namespace
+
+namespace functional {
+
+// ---- layer_norm (fused) --------------------------------------------------------------------------
+// forward, for each row r of x (N, D):
+//   mean_r = Σ_j x_rj / D                      (accumulated in double)
+//   var_r  = Σ_j (x_rj - mean_r)² / D          (second pass: exact 0 for a constant row)
+//   rstd_r = 1 / √(var_r + eps)
+//   x̂_rj   = (x_rj - mean_r) · rstd_r,    y_rj = x̂_rj · w_j + b_j
+//   saved: mean (N), rstd (N); x̂ is recomputed from them in the backward.
+// backward, with g = dL/dy (N, D) and per row the averages over j
+//   dn_j = g_j · w_j                            (the gradient reaching x̂)
+//   dL/dx_rj = rstd_r · (dn_j - mean_j(dn) - x̂_rj · mean_j(dn · x̂))
+//   dL/dw_j = Σ_r g_rj · x̂_rj,     dL/db_j = Σ_r g_rj
+// The dx formula: x̂ depends on x_j directly, through mean (which moves every x̂ by the same
+// amount: the - mean(dn) term) and through rstd (which scales x̂: the - x̂·mean(dn·x̂) term).
+// ref: Karpathy, llm.c, layernorm_forward / layernorm_backward (train_gpt2.c); PyTorch's
+// native layer_norm_backward (aten/src/ATen/native/cpu/layer_norm_kernel.cpp).
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+    const std::size_t D = check_layer_norm(x, normalized_shape, weight, bias, eps, "layer_norm");
+    const Shape xs = x.shape();
+    std::size_t N = 1;  // Π of the leading dims (not numel / D, which fails for D = 0)
+    for (std::size_t i = 0; i + normalized_shape.size() < xs.size(); ++i) N *= xs[i];
+    const bool has_w = weight.defined(), has_b = bias.defined();
+
+    Array y(xs);
+    Array mean(Shape{N}), rstd(Shape{N});
+    const real* px = x.data().data();
+    const real* pw = has_w ? weight.data().data() : nullptr;
+    const real* pb = has_b ? bias.data().data() : nullptr;
+    real* py = y.data();
+    for (std::size_t r = 0; r < N; ++r) {
+        const real* xr = px + r * D;
+        const double m = sum_double(xr, D) / double(D);
+        double ss = 0;
+        for (std::size_t j = 0; j < D; ++j) ss += (xr[j] - m) * (xr[j] - m);
+        const double rs = 1 / std::sqrt(ss / double(D) + eps);
+        mean[r] = real(m);
+        rstd[r] = real(rs);
+        for (std::size_t j = 0; j < D; ++j) {
+            const double xhat = (xr[j] - m) * rs;
+            py[r * D + j] = real(xhat * (has_w ? pw[j] : 1) + (has_b ? pb[j] : 0));
+        }
+    }
+
+    std::vector<Tensor> inputs{x};
+    if (has_w) inputs.push_back(weight);
+    if (has_b) inputs.push_back(bias);
+    return make_result(
+        std::move(y), "layer_norm", inputs,
+        [x, weight, normalized_shape, mean = std::move(mean), rstd = std::move(rstd), N, D, has_w, has_b,
+         rx = x.requires_grad(), rw = has_w && weight.requires_grad(),
+         rb = has_b && bias.requires_grad()](const Array& grad_out, const Array&) {
+            const real* px = x.data().data();
+            const real* pw = has_w ? weight.data().data() : nullptr;
+            const real* pg = grad_out.data();
+            Array dx(x.data().shape());
+            std::vector<double> dw(rw ? D : 0), db(rb ? D : 0);  // Σ over rows, in double
+            for (std::size_t r = 0; r < N; ++r) {
+                const real* xr = px + r * D;
+                const real* gr = pg + r * D;
+                const double m = mean[r], rs = rstd[r];
+                // in the forward pass this was: x̂ = (x - mean)·rstd, y = x̂·w + b; so dL/dx̂ = g·w
+                double sum_dn = 0, sum_dn_xhat = 0;
+                for (std::size_t j = 0; j < D; ++j) {
+                    const double xhat = (xr[j] - m) * rs;
+                    const double dn = double(gr[j]) * (has_w ? pw[j] : 1);
+                    sum_dn += dn;
+                    sum_dn_xhat += dn * xhat;
+                    if (rw) dw[j] += gr[j] * xhat;  // y = x̂·w + b  →  dL/dw += g·x̂
+                    if (rb) db[j] += gr[j];         //              →  dL/db += g
+                }
+                if (!rx) continue;
+                // in the forward pass this was: x̂ = (x - mean(x)) / √(var(x) + eps)
+                const double mean_dn = sum_dn / double(D), mean_dn_xhat = sum_dn_xhat / double(D);
+                real* dxr = dx.data() + r * D;
+                for (std::size_t j = 0; j < D; ++j) {
+                    const double xhat = (xr[j] - m) * rs;
+                    const double dn = double(gr[j]) * (has_w ? pw[j] : 1);
+                    dxr[j] = real(rs * (dn - mean_dn - xhat * mean_dn_xhat));
+                }
+            }
+            Grads grads(1 + has_w + has_b);
+            if (rx) grads[0] = std::move(dx);
+            auto to_array = [&](const std::vector<double>& v) {  // (normalized_shape), in real
+                Array a(normalized_shape);
+                for (std::size_t j = 0; j < D; ++j) a.data()[j] = real(v[j]);
+                return a;
+            };
+            if (rw) grads[1] = to_array(dw);
+            if (rb) grads[1 + has_w] = to_array(db);
+            return grads;
+        });
+}
+
+// ---- layer_norm_composed (the oracle) --------------------------------------------------------------
+// The same math from core ops on x viewed as (N, D); autograd derives the backward:
+//   mean = mean(x, -1),  xc = x - mean,  var = mean(xc², -1),  x̂ = xc · (var + eps)^(-1/2)
+Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                           const Tensor& bias, double eps) {
+    const std::size_t D = check_layer_norm(x, normalized_shape, weight, bias, eps, "layer_norm_composed");
+    const Shape xs = x.shape();
+    Dims rows(xs.begin(), xs.end() - normalized_shape.size());  // the leading dims, then D
+    rows.push_back(std::int64_t(D));
+    const Tensor xr = reshape(x, rows);                           // (..., D)
+    const Tensor xc = xr - mean(xr, -1, /*keepdim=*/true);        // (..., D)
+    const Tensor var = mean(xc * xc, -1, /*keepdim=*/true);       // (..., 1), biased
+    const Tensor xhat = reshape(xc * pow(var + real(eps), real(-0.5)), Dims(xs.begin(), xs.end()));
+    Tensor y = xhat;
+    if (weight.defined()) y = y * weight;  // broadcasts over the leading dims
+    if (bias.defined()) y = y + bias;
+    return y;
+}
+
+}  // namespace functional
+
+// ---- LayerNorm -------------------------------------------------------------------------------------
+LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool with_bias) : d_(d), eps_(eps) {
+    check(d >= 1, "LayerNorm", "d must be positive; got {}", d);
+    check(eps >= 0, "LayerNorm", "eps must be >= 0; got {}", eps);
+    if (elementwise_affine) {
+        weight = register_parameter("weight", ones({std::size_t(d)}));
+        if (with_bias) bias = register_parameter("bias", zeros({std::size_t(d)}));
+    }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const {
+    return functional::layer_norm(x, {std::size_t(d_)}, weight, bias, eps_);
+}
+
+}  // namespace xgrad::nn

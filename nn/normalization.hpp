@@ -1,0 +1,59 @@
+// nn/normalization.hpp — layer normalization: the fused functional form, the same computation
+// composed from core ops (kept as the fused form's test oracle), and the LayerNorm module.
+//
+// Legend: x (..., *normalized_shape). A "row" is one slice over the normalized dims:
+//   D = Π normalized_shape values per row (D = d for LayerNorm(d) on x (B, T, d)),
+//   N = Π of x's leading dims = x.numel() / D rows.
+// Each row is normalized on its own, with its mean and its biased variance (divided by D):
+//   x̂ = (x - mean) / √(var + eps),    y = x̂ · weight + bias      weight, bias: normalized_shape
+// ref: Ba, Kiros & Hinton 2016, "Layer Normalization"; PyTorch docs, torch.nn.LayerNorm
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.hpp"
+#include "nn/module.hpp"
+
+namespace xgrad::nn {
+
+namespace functional {
+
+// Layer norm, fused: the forward saves each row's mean and rstd = 1/√(var + eps), and the
+// backward is written in closed form (nn/normalization.cpp). Row statistics are accumulated in
+// double with two passes (mean, then Σ(x - mean)²), so a constant row has var exactly 0 and
+// gives y = bias.
+//   x (..., *normalized_shape), weight and bias of shape normalized_shape or undefined (then
+//   1 and 0, without a gradient); y has x's shape. dtype real.
+// Throws ValueError for an undefined x, an empty normalized_shape, a normalized_shape that is
+// not x's trailing dims, a weight or bias of another shape, or an eps that is negative or NaN.
+// ref: PyTorch docs, torch.nn.functional.layer_norm (biased variance, eps inside the √, 1e-5)
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+
+// The same function composed from core ops (mean, sub, mul, pow, add), so that autograd derives
+// its backward: slower and holding more intermediate arrays, but obviously right. The tests
+// compare the fused layer_norm with it, forward and backward. Same arguments and errors.
+Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                           const Tensor& bias = Tensor(), double eps = 1e-5);
+
+}  // namespace functional
+
+// LayerNorm over the last dim, of width d: y = layer_norm(x, {d}, weight, bias, eps).
+//   x (..., d) → y (..., d). Parameters "weight" (d) initialised to 1 and "bias" (d) to 0, as in
+//   PyTorch; elementwise_affine = false registers neither, bias = false only no bias (the
+//   public handles are then undefined).
+// Throws ValueError for d < 1 or an eps that is negative or NaN.
+class LayerNorm : public Module {
+public:
+    explicit LayerNorm(std::int64_t d, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
+    Tensor forward(const Tensor& x) const;
+
+    Tensor weight;  // (d) or undefined
+    Tensor bias;    // (d) or undefined
+
+private:
+    std::int64_t d_;
+    double eps_;
+};
+
+}  // namespace xgrad::nn
