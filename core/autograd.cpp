@@ -84,9 +84,19 @@ void accumulate_grad(TensorImpl& leaf, Array g) {
     check(g.shape() == leaf.data.shape(), "accumulate_grad",
           "gradient of shape {} does not match the tensor's shape {}", lazy_shape(g.shape()),
           lazy_shape(leaf.data.shape()));
-    check(leaf.sparse_grad == nullptr, "accumulate_grad",
-          "tensor of shape {} already holds a row-sparse gradient; cannot add a dense one",
-          lazy_shape(leaf.data.shape()));
+    if (leaf.sparse_grad) {
+        // A row-sparse gradient (nn::Embedding, sparse=true) meets a dense one (the same table
+        // used as a tied output head, nn/tying.hpp): their sum is dense, so the k sparse rows
+        // are added into g, which becomes the gradient.
+        const SparseGrad& sg = *leaf.sparse_grad;
+        const std::size_t d = sg.dense_shape.at(1);
+        for (std::size_t i = 0; i < sg.indices.size(); ++i) {
+            real* row = g.data() + static_cast<std::size_t>(sg.indices[i]) * d;
+            const real* src = sg.values.data() + i * d;
+            for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
+        }
+        leaf.sparse_grad.reset();
+    }
     if (!leaf.grad) {
         leaf.grad = std::make_shared<TensorImpl>(std::move(g));
     } else {

@@ -90,8 +90,9 @@ Tensor make_result(Array out, const char* name, std::initializer_list<Tensor> in
 Tensor make_result(Array out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 // Adds `g` into a leaf's dense .grad (allocating zeros on first use). Throws ValueError naming
-// both shapes when they differ. Public so that ops with a sparse backward can accumulate
-// directly (nn::Embedding).
+// both shapes when they differ. A row-sparse gradient already held is added in and dropped:
+// sparse + dense is dense (a sparse table tied to an output head, nn/tying.hpp). Public so
+// that ops with a sparse backward can accumulate directly (nn::Embedding).
 void accumulate_grad(TensorImpl& leaf, Array g);
 
 // Runs reverse-mode autodiff from `root` (what Tensor::backward calls).

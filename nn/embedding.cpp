@@ -27,6 +27,11 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Em
 }
 
 Tensor Embedding::forward(const IndexTensor& ids) const {
+    check(weight.impl() == registered_parameter("weight").impl(), "Embedding",
+          "the member 'weight' is no longer the registered parameter (was it reassigned?); the "
+          "optimizer and state_dict() still hold the registered tensor, so this forward would read a "
+          "tensor that is never trained. To share the table with an output head use "
+          "nn::tie_weights(head, table); to set values, assign to weight.data()");
     return functional::embedding(weight, ids, options_.padding_idx, options_.sparse, stats_);
 }
 

@@ -39,7 +39,8 @@ public:
     Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, EmbeddingOptions options = {});
 
     // ids (...) int64 → (..., d). Throws IndexError naming the position and value of an ID
-    // outside [0, V), and V. IDs are never clamped or wrapped.
+    // outside [0, V), and V. IDs are never clamped or wrapped. Throws ValueError if `weight`
+    // was reassigned to another tensor than the registered one (see Linear::forward).
     Tensor forward(const IndexTensor& ids) const;
 
     std::int64_t num_embeddings() const { return V_; }
@@ -49,7 +50,7 @@ public:
     // duplicate lookups and gradient bytes written.
     const functional::EmbeddingStats& last_backward_stats() const { return *stats_; }
 
-    Tensor weight;  // (V, d)
+    Tensor weight;  // (V, d), the registered parameter: change values in place, never reassign
 
 private:
     std::int64_t V_, d_;

@@ -161,7 +161,10 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
         const std::size_t P = ids.numel();
         const std::int64_t* id = ids.data().data();
 
-        if (!sparse) {
+        // A sparse table that already holds a dense gradient is tied to an output head
+        // (nn/tying.hpp), whose matmul gradient covers all V rows: the sum is dense anyway, so
+        // the lookup's rows are added into it as in the dense case.
+        if (!sparse || leaf->grad) {
             // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
             // into weight.grad (allocated as zeros once); otherwise into a fresh array.
             std::optional<Array> fresh;  // for a non-leaf weight only
@@ -204,8 +207,6 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
         // (k, d) block, in position order; copying the (n, d) rows out first and merging them
         // into a zeroed block moved three times the bytes (memmove was 26% of a sparse step,
         // bench/ W3).
-        check(leaf->grad == nullptr, "embedding", "weight already holds a dense gradient; "
-                                                  "call zero_grad() before mixing sparse and dense");
         std::vector<std::pair<std::int64_t, std::size_t>> lookups;  // (row, position p in g)
         lookups.reserve(P);
         for (std::size_t p = 0; p < P; ++p)

@@ -13,22 +13,34 @@
 
 namespace xgrad::nn {
 
+class Embedding;
+class Linear;
+void tie_weights(Linear& head, const Embedding& table);  // nn/tying.hpp
+
 class Linear : public Module {
 public:
     // Throws ValueError if in_features or out_features is not positive.
     Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
 
-    // x (..., in) → (..., out). Throws ValueError if x's last dim is not in_features.
-    Tensor forward(const Tensor& x) const { return functional::linear(x, weight, bias); }
+    // x (..., in) → (..., out). Throws ValueError if x's last dim is not in_features, or if
+    // `weight` or `bias` was reassigned (`head->weight = emb->weight`): the optimizer and
+    // state_dict() hold the registered tensors, so the forward would read a tensor that is
+    // never trained. Share a table with nn::tie_weights (nn/tying.hpp) instead.
+    Tensor forward(const Tensor& x) const;
 
     std::int64_t in_features() const { return in_; }
     std::int64_t out_features() const { return out_; }
 
+    // The registered parameters. Change their values in place (weight.data() = ...); do not
+    // assign another tensor to them (forward throws, see above).
     Tensor weight;  // (out, in)
     Tensor bias;    // (out), or undefined when bias = false
 
 private:
+    friend void tie_weights(Linear& head, const Embedding& table);
+
     std::int64_t in_, out_;
+    bool has_bias_;
 };
 
 }  // namespace xgrad::nn

@@ -1,4 +1,5 @@
-// nn/module.cpp — parameter registration, traversal, modes and checkpoints.
+// nn/module.cpp — registration of parameters, buffers and submodules, traversal, modes and
+// checkpoints.
 #include "nn/module.hpp"
 
 #include <map>
@@ -20,13 +21,51 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
     check(tensor.defined(), "register_parameter", "parameter '{}' is an undefined tensor", name);
     check(tensor.is_leaf(), "register_parameter",
           "parameter '{}' must be a leaf tensor (detach() it first)", name);
-    for (const auto& [n, _] : params_)
-        check(n != name, "register_parameter", "parameter '{}' is already registered", name);
-    for (const auto& [n, _] : children_)
-        check(n != name, "register_parameter", "'{}' is already a submodule's name", name);
+    check_free(name, "register_parameter", "parameter");
     tensor.requires_grad_(requires_grad);
     params_.emplace_back(name, tensor);
     return tensor;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
+    check_name(name, "register_buffer");
+    check(tensor.defined(), "register_buffer", "buffer '{}' is an undefined tensor", name);
+    check(tensor.is_leaf(), "register_buffer", "buffer '{}' must be a leaf tensor (detach() it first)", name);
+    check_free(name, "register_buffer", "buffer");
+    tensor.requires_grad_(false);  // state, not a learned value: backward never reaches it
+    buffers_.emplace_back(name, tensor);
+    return tensor;
+}
+
+// One namespace per module for parameters, buffers and submodules: "pe" cannot be both a
+// buffer and a parameter, or a state dict entry would have two meanings.
+void Module::check_free(const std::string& name, const char* op, const char* kind) const {
+    // "parameter 'w' is already registered" for a repeat of the same kind;
+    // "'w' is already a parameter's name" when another kind holds it.
+    auto refuse = [&](const std::string& holder) {
+        if (holder == kind) throw ValueError(fmt::format("{}: {} '{}' is already registered", op, kind, name));
+        throw ValueError(fmt::format("{}: '{}' is already a {}'s name", op, name, holder));
+    };
+    for (const auto& [n, _] : params_) if (n == name) refuse("parameter");
+    for (const auto& [n, _] : buffers_) if (n == name) refuse("buffer");
+    for (const auto& [n, _] : children_) if (n == name) refuse(std::string(kind) == "module" ? "module" : "submodule");
+}
+
+const Tensor& Module::registered_parameter(const std::string& name) const {
+    for (const auto& [n, t] : params_)
+        if (n == name) return t;
+    throw ValueError(fmt::format("registered_parameter: this module has no parameter '{}'", name));
+}
+
+void Module::replace_parameter(const std::string& name, Tensor tensor) {
+    check(tensor.defined() && tensor.is_leaf(), "replace_parameter",
+          "parameter '{}' must be replaced by a defined leaf tensor", name);
+    for (auto& [n, t] : params_) {
+        if (n != name) continue;
+        t = std::move(tensor);
+        return;
+    }
+    throw ValueError(fmt::format("replace_parameter: this module has no parameter '{}'", name));
 }
 
 // True if `target` is this module or one of its descendants. The tree is acyclic (add_child
@@ -45,29 +84,41 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     // named_parameters() and train() recurse forever, and the shared_ptr cycle would leak.
     check(!module->contains(this), "register_module",
           "module '{}' is this module or one of its ancestors; a module tree cannot have a cycle", name);
-    for (const auto& [n, _] : children_)
-        check(n != name, "register_module", "module '{}' is already registered", name);
-    for (const auto& [n, _] : params_)
-        check(n != name, "register_module", "'{}' is already a parameter's name", name);
+    check_free(name, "register_module", "module");
     children_.emplace_back(name, std::move(module));
 }
 
-void Module::collect(const std::string& prefix, NamedTensors& out) const {
-    for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
-    for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+void Module::collect(const std::string& prefix, bool with_params, bool with_buffers, NamedTensors& out) const {
+    if (with_params)
+        for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
+    if (with_buffers)
+        for (const auto& [name, t] : buffers_) out.emplace_back(prefix + name, t);
+    for (const auto& [name, child] : children_) child->collect(prefix + name + ".", with_params, with_buffers, out);
 }
 
-NamedTensors Module::named_parameters() const {
-    NamedTensors all;
-    collect("", all);
-    // A tensor reachable under two names (a tied weight, or one module registered twice) is
-    // listed once, under its first name, as PyTorch does: otherwise an optimizer would step it
-    // twice and num_parameters() would count it twice.
+namespace {
+// A tensor reachable under two names (a tied weight, or one module registered twice) is
+// listed once, under its first name, as PyTorch does: otherwise an optimizer would step it
+// twice, num_parameters() would count it twice and a checkpoint would store it twice.
+NamedTensors first_names(NamedTensors all) {
     std::set<const TensorImpl*> seen;
     NamedTensors out;
     for (auto& [name, t] : all)
         if (seen.insert(t.impl()).second) out.emplace_back(std::move(name), std::move(t));
     return out;
+}
+}  // namespace
+
+NamedTensors Module::named_parameters() const {
+    NamedTensors all;
+    collect("", true, false, all);
+    return first_names(std::move(all));
+}
+
+NamedTensors Module::named_buffers() const {
+    NamedTensors all;
+    collect("", false, true, all);
+    return first_names(std::move(all));
 }
 
 std::vector<Tensor> Module::parameters() const {
@@ -94,7 +145,11 @@ void Module::zero_grad(bool set_to_none) {
     }
 }
 
-NamedTensors Module::state_dict() const { return named_parameters(); }
+NamedTensors Module::state_dict() const {
+    NamedTensors all;
+    collect("", true, true, all);
+    return first_names(std::move(all));
+}
 
 void Module::load_state_dict(const NamedTensors& state) {
     // Validate everything first, so that a bad entry leaves every parameter as it was.
@@ -102,13 +157,16 @@ void Module::load_state_dict(const NamedTensors& state) {
     for (const auto& [name, t] : state) {
         check(given.emplace(name, &t).second, "load_state_dict", "duplicate entry '{}'", name);
     }
-    NamedTensors own = named_parameters();
+    NamedTensors own = state_dict();
+    std::set<std::string> buffer_names;
+    for (const auto& [name, _] : named_buffers()) buffer_names.insert(name);
     for (const auto& [name, p] : own) {
+        const char* kind = buffer_names.count(name) ? "buffer" : "parameter";
         auto it = given.find(name);
-        check(it != given.end(), "load_state_dict", "missing parameter '{}' (shape {})", name,
+        check(it != given.end(), "load_state_dict", "missing {} '{}' (shape {})", kind, name,
               shape_str(p.shape()));
         check(it->second->defined() && it->second->shape() == p.shape(), "load_state_dict",
-              "parameter '{}' has shape {} in the model but {} in the state dict", name,
+              "{} '{}' has shape {} in the model but {} in the state dict", kind, name,
               shape_str(p.shape()),
               it->second->defined() ? shape_str(it->second->shape()) : std::string("(undefined)"));
         given.erase(it);

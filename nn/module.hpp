@@ -15,6 +15,11 @@
 // in registration order. A submodule that is stored but never registered is invisible to
 // parameters(), the optimizer and save(): the usual guard is a test that checks
 // num_parameters() against the count computed by hand.
+//
+// A buffer is state that is not learned: a fixed table such as sinusoidal positions
+// (nn/positional.hpp), or running statistics. register_buffer puts it in state_dict(), so
+// save/load and checkpoints carry it, but not in parameters(), so no optimizer steps it, and
+// it never requires grad. ref: PyTorch docs, torch.nn.Module.register_buffer
 #pragma once
 
 #include <memory>
@@ -37,6 +42,12 @@ public:
     // sets its requires_grad. Returns the same handle. Throws ValueError on a bad name.
     Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
 
+    // Registers `tensor` as a buffer called `name` (no dots, unique among this module's
+    // parameters, buffers and submodules) and turns its requires_grad off. Returns the same
+    // handle. Throws ValueError on a bad name, an undefined tensor or a non-leaf tensor.
+    // ref: PyTorch docs, torch.nn.Module.register_buffer (persistent buffers only)
+    Tensor register_buffer(const std::string& name, Tensor tensor);
+
     // Registers a child module; its parameters appear as "<name>.<param>". Returns `module`.
     // Throws ValueError on a bad name, a null module, or a cycle (`module` is this module or
     // one of its ancestors).
@@ -53,6 +64,8 @@ public:
     std::vector<Tensor> parameters() const;
     // Σ numel over parameters(): the number of learned scalars.
     std::size_t num_parameters() const;
+    // All buffers of this module and its descendants, named and ordered as named_parameters().
+    NamedTensors named_buffers() const;
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const {
         return children_;
     }
@@ -67,11 +80,15 @@ public:
     void zero_grad(bool set_to_none = true);
 
     // ---- checkpoints ---------------------------------------------------------------------
-    // The parameters by dotted name. The handles are shared, not copied.
+    // The parameters and buffers by dotted name: each module's parameters, then its buffers,
+    // then its children's, as PyTorch orders them. A tensor reachable under two names (a tied
+    // weight, nn/tying.hpp) appears once, under its first name, so a checkpoint stores it
+    // once. The handles are shared, not copied.
     NamedTensors state_dict() const;
-    // Copies values into the parameters, by name. Strict: every parameter must be present
-    // with the same shape and no unknown name may appear; otherwise throws ValueError naming
-    // the missing, unexpected or mis-shaped entry, and the module is left untouched.
+    // Copies values into the parameters and buffers, by name. Strict: every entry of
+    // state_dict() must be present with the same shape and no unknown name may appear;
+    // otherwise throws ValueError naming the missing, unexpected or mis-shaped entry, and the
+    // module is left untouched.
     void load_state_dict(const NamedTensors& state);
     // Writes the state dict as safetensors (nn/serialize.hpp), atomically: a temporary file
     // in the same directory, then a rename. Throws std::runtime_error on I/O failure.
@@ -80,12 +97,26 @@ public:
     // file, or a wrong name or shape, throws and leaves the module untouched.
     void load(const std::string& path);
 
+protected:
+    // The tensor registered as this module's own parameter `name` (not a descendant's).
+    // Throws ValueError if there is none. Modules whose forward reads a public member
+    // (Linear::weight) use it to check that the member still is the registered tensor.
+    const Tensor& registered_parameter(const std::string& name) const;
+    // Replaces the tensor registered as this module's own parameter `name` (which must
+    // exist), keeping its place in the order. Used by nn::tie_weights.
+    void replace_parameter(const std::string& name, Tensor tensor);
+
 private:
     void add_child(const std::string& name, std::shared_ptr<Module> module);
-    void collect(const std::string& prefix, NamedTensors& out) const;
+    // Throws ValueError if `name` is already taken by a parameter, buffer or submodule here.
+    void check_free(const std::string& name, const char* op, const char* kind) const;
+    // Appends (prefix + name, tensor) for the parameters (and buffers, if `with_buffers`) of
+    // this module and its descendants, in state_dict order, without removing duplicates.
+    void collect(const std::string& prefix, bool with_params, bool with_buffers, NamedTensors& out) const;
     bool contains(const Module* target) const;
 
     NamedTensors params_;
+    NamedTensors buffers_;
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
     bool training_ = true;
 };

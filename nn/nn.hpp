@@ -1,5 +1,6 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
-// Dropout, Sequential, the functional layers and losses, and safetensors checkpoints.
+// Dropout, Sequential, the functional layers and losses, safetensors checkpoints, weight tying
+// and positional encodings.
 #pragma once
 
 #include "nn/activation.hpp"
@@ -9,5 +10,7 @@
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
 #include "nn/normalization.hpp"
+#include "nn/positional.hpp"
 #include "nn/sequential.hpp"
 #include "nn/serialize.hpp"
+#include "nn/tying.hpp"

@@ -1,0 +1,17 @@
+// nn/tying.cpp — tie_weights: the head's registered weight becomes the table's (nn/tying.hpp).
+#include "nn/tying.hpp"
+
+namespace xgrad::nn {
+
+void tie_weights(Linear& head, const Embedding& table) {
+    // head: Linear(in = d, out = V), weight (out, in) = (V, d); table: Embedding(V, d), (V, d).
+    check(head.weight.shape() == table.weight.shape(), "tie_weights",
+          "the head's weight {} (Linear({}, {}): (out, in)) and the table {} (Embedding({}, {}): (V, d)) "
+          "differ; tying needs Linear(d, V) with Embedding(V, d)",
+          shape_str(head.weight.shape()), head.in_features(), head.out_features(), shape_str(table.weight.shape()),
+          table.num_embeddings(), table.embedding_dim());
+    head.weight = table.weight;                    // what forward reads
+    head.replace_parameter("weight", table.weight);  // what named_parameters(), optimizers and save() see
+}
+
+}  // namespace xgrad::nn
