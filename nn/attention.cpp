@@ -1,0 +1,220 @@
+// nn/attention.cpp — attention, step by step, composed from core ops.
+//
+// Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
+// d model width (d = H·hd). "..." is any number of leading dims (usually (B, H)).
+//
+// Nothing here has a backward of its own: every step is a core op (matmul, transpose,
+// masked_fill, softmax, dropout) whose backward is already written and gradchecked, so
+// autograd chains them. That makes this file the oracle a fused attention is tested against.
+//
+// The lesson in one picture, for one head of a sequence of T = 3 tokens with causal masking:
+//
+//     scores = q·kᵀ/√hd          masked (above the diagonal → -inf)     softmax over each row
+//     [s00 s01 s02]              [s00 -inf -inf]                         [1    0    0  ]
+//     [s10 s11 s12]     →        [s10 s11  -inf]               →         [w10  w11  0  ]
+//     [s20 s21 s22]              [s20 s21  s22 ]                         [w20  w21  w22]
+//
+// and output row t = Σ_j weights[t, j] · v[j]: a weighted average of the values that token t
+// may see.
+#include "nn/attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "nn/dropout.hpp"
+#include "nn/positional.hpp"
+
+namespace xgrad::nn {
+namespace functional {
+namespace {
+
+constexpr const char* kSdpa = "scaled_dot_product_attention";
+
+// The sizes of one attention call, checked. q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv).
+struct AttentionSizes {
+    Shape lead;  // the leading dims "..."
+    std::size_t Tq = 0, Tk = 0, hd = 0, hv = 0;
+};
+
+AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v) {
+    check(q.defined() && k.defined() && (!v || v->defined()), kSdpa, "q, k and v must be defined tensors");
+    const Shape sq = q.shape(), sk = k.shape();
+    const Shape sv = v ? v->shape() : sk;
+    check(sq.size() >= 2 && sq.size() == sk.size() && sq.size() == sv.size(), kSdpa,
+          "q, k, v must have the same rank, at least 2 ((..., T, hd)); got q {}, k {}, v {}", shape_str(sq),
+          shape_str(sk), shape_str(sv));
+    const std::size_t n = sq.size();
+    AttentionSizes s;
+    s.lead.assign(sq.begin(), sq.end() - 2);
+    s.Tq = sq[n - 2], s.hd = sq[n - 1], s.Tk = sk[n - 2], s.hv = sv[n - 1];
+    check(Shape(sk.begin(), sk.end() - 2) == s.lead && Shape(sv.begin(), sv.end() - 2) == s.lead, kSdpa,
+          "q, k, v must share their leading dims (...); got q {}, k {}, v {}", shape_str(sq), shape_str(sk),
+          shape_str(sv));
+    check(sk[n - 1] == s.hd, kSdpa, "q and k must have the same head width hd; got q {} and k {}", shape_str(sq),
+          shape_str(sk));
+    check(sv[n - 2] == s.Tk, kSdpa, "k and v must have the same number of keys Tk; got k {} and v {}",
+          shape_str(sk), shape_str(sv));
+    check(s.hd > 0, kSdpa, "the head width hd must be positive; got q {}", shape_str(sq));
+    check(s.Tk > 0, kSdpa, "there must be at least one key; got k {}", shape_str(sk));
+    return s;
+}
+
+// attn_mask must broadcast to `target` (..., Tq, Tk) and hold only 0s and 1s.
+void check_mask(const Tensor& mask, const Shape& target, const char* op) {
+    const Shape sm = mask.shape();
+    bool fits = sm.size() <= target.size();
+    for (std::size_t i = 0; fits && i < sm.size(); ++i) {
+        const std::size_t m = sm[sm.size() - 1 - i], t = target[target.size() - 1 - i];
+        fits = m == t || m == 1;
+    }
+    check(fits, op, "attn_mask of shape {} does not broadcast to (..., Tq, Tk) = {}", shape_str(sm),
+          shape_str(target));
+    const real* p = mask.data().data();
+    for (std::size_t i = 0; i < mask.numel(); ++i) {
+        check(p[i] == 0 || p[i] == 1, op,
+              "attn_mask must hold 0 (may not attend) or 1 (may attend); found {} at flat index {}. "
+              "An additive mask (0 / -inf) means the opposite: convert it with eq(mask, 0)",
+              double(p[i]), i);
+    }
+}
+
+Shape scores_shape(const AttentionSizes& s) {
+    Shape out = s.lead;
+    out.push_back(s.Tq);
+    out.push_back(s.Tk);
+    return out;
+}
+
+// The steps up to the softmax weights, shared by both public functions. The sizes are checked.
+Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionSizes& s,
+                              const Tensor& attn_mask, bool is_causal, std::optional<double> scale) {
+    check(!(is_causal && attn_mask.defined()), kSdpa,
+          "give attn_mask or is_causal, not both (as PyTorch); to combine them pass "
+          "attn_mask * tril(ones({{Tq, Tk}})) with is_causal = false");
+    if (attn_mask.defined()) check_mask(attn_mask, scores_shape(s), kSdpa);
+    const real factor = static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd))));
+
+    // scores (..., Tq, Tk) = q (..., Tq, hd) · kᵀ (..., hd, Tk) · scale
+    // Entry [i, j] is how well query i matches key j; the 1/√hd keeps its variance near 1 when
+    // q and k have unit-variance entries, so the softmax does not saturate (Vaswani §3.2.1).
+    Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
+    if (!attn_mask.defined() && !is_causal) {
+        // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1
+        return softmax(scores, -1);
+    }
+
+    // keep (Tq, Tk) or attn_mask's shape, 0/1: 1 where query i may attend key j.
+    // Causal: j ≤ i, the lower triangle (top-left aligned when Tq ≠ Tk, as PyTorch's).
+    const Tensor keep = is_causal ? tril(ones({s.Tq, s.Tk})) : attn_mask;
+    // scores (..., Tq, Tk), -inf where keep = 0: e^-inf = 0, so those keys get weight 0
+    scores = masked_fill(scores, eq(keep, 0), -std::numeric_limits<real>::infinity());
+
+    // A query with no key left would have a row of -inf, and softmax would give 0/0 = NaN, in
+    // the output and, through matmul's backward, in every gradient. PyTorch ≥ 2.5 returns 0
+    // for such a row, and so do we: the row is refilled with 0 before the softmax (any finite
+    // value would do) and its weights are set to 0 after it. masked_fill passes no gradient
+    // through filled entries, so the row sends exactly 0 back to q and k.
+    // empty (..., Tq, 1) = [Σ_j keep[..., i, j] = 0]
+    const Tensor empty = eq(sum(keep, -1, /*keepdim=*/true), 0);
+    bool any_empty = false;
+    for (real e : empty.data()) any_empty = any_empty || e != 0;
+    if (!any_empty) return softmax(scores, -1);
+    scores = masked_fill(scores, empty, 0);
+    return masked_fill(softmax(scores, -1), empty, 0);
+}
+
+}  // namespace
+
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask, bool is_causal,
+                         std::optional<double> scale) {
+    const AttentionSizes s = check_qkv(q, k, nullptr);
+    return masked_softmax_weights(q, k, s, attn_mask, is_causal, scale);
+}
+
+// ---- scaled_dot_product_attention -------------------------------------------------------
+// out (..., Tq, hv) = dropout(softmax(mask(q·kᵀ·scale))) · v, each step a core op.
+// ref: Vaswani et al. 2017, eq. (1); PyTorch docs, torch.nn.functional.scaled_dot_product_attention
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
+                                    bool is_causal, double dropout_p, std::optional<double> scale) {
+    const AttentionSizes s = check_qkv(q, k, &v);
+    check(dropout_p >= 0 && dropout_p <= 1, kSdpa, "dropout_p must be in [0, 1]; got {}", dropout_p);
+    // weights (..., Tq, Tk): rows sum to 1 (or are 0 where every key is masked)
+    Tensor weights = masked_softmax_weights(q, k, s, attn_mask, is_causal, scale);
+    // dropout on the weights (inverted: the kept ones are scaled by 1/(1 - p))
+    if (dropout_p > 0) weights = dropout(weights, dropout_p, /*training=*/true);
+    // out (..., Tq, hv) = weights (..., Tq, Tk) · v (..., Tk, hv): row i averages the values
+    return matmul(weights, v);
+}
+
+}  // namespace functional
+
+// ---- CausalSelfAttention --------------------------------------------------------------------
+
+CausalSelfAttention::CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options)
+    : d_(d), n_head_(n_head), options_(options) {
+    const char* op = "CausalSelfAttention";
+    check(d > 0 && n_head > 0, op, "d and n_head must be positive; got d {}, n_head {}", d, n_head);
+    check(d % n_head == 0, op, "d ({}) must be a multiple of n_head ({})", d, n_head);
+    check(!options.rope || (d / n_head) % 2 == 0, op,
+          "rope rotates pairs of features: the head width d / n_head = {} must be even", d / n_head);
+    check(options.dropout >= 0 && options.dropout < 1, op, "dropout must be in [0, 1); got {}", options.dropout);
+    c_attn = register_module("c_attn", std::make_shared<Linear>(d, 3 * d, options.bias));
+    c_proj = register_module("c_proj", std::make_shared<Linear>(d, d, options.bias));
+}
+
+CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) const {
+    check(x.defined() && x.dim() == 3 && x.size(-1) == std::size_t(d_), "CausalSelfAttention",
+          "x must be (B, T, d) with d = {}; got {}", d_, x.defined() ? shape_str(x.shape()) : "undefined");
+    const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), H = n_head_, hd = d_ / n_head_;
+    // qkv (B, T, 3d) = x (B, T, d) · c_attn.weightᵀ (d, 3d) + c_attn.bias: [q | k | v] on the last dim
+    const Tensor qkv = c_attn->forward(x);
+    const std::vector<Tensor> parts = split(qkv, d_, -1);  // q, k, v: (B, T, d) each
+    // (B, T, d) → (B, T, H, hd) → (B, H, T, hd): head h owns features h·hd .. (h+1)·hd - 1
+    auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, hd}).transpose(1, 2); };
+    Heads h{heads(parts[0]), heads(parts[1]), heads(parts[2])};
+    if (options_.rope) {
+        // q, k (B, H, T, hd) rotated pair by pair by angle t · 10000^(-2i/hd) at position t:
+        // q_t·k_s then depends on t - s only (v is not rotated).
+        const IndexTensor positions = IndexTensor::arange(T);
+        h.q = apply_rotary(h.q, positions);
+        h.k = apply_rotary(h.k, positions);
+    }
+    return h;
+}
+
+// keep (B or 1, H or 1, T, T) 0/1 = attn_mask · tril(ones(T, T)): a pair (t, s) is kept when
+// both the user's mask and causality (s ≤ t) allow it.
+Tensor CausalSelfAttention::causal_mask(std::size_t T, const Tensor& attn_mask) const {
+    return attn_mask * tril(ones({T, T}));
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) const {
+    const Heads h = split_heads(x);
+    const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
+    const double p = is_training() ? options_.dropout : 0.0;
+    // y (B, H, T, hd) = attention of each head, causal
+    Tensor y;
+    if (attn_mask.defined()) {
+        functional::check_mask(attn_mask, {std::size_t(B), std::size_t(n_head_), std::size_t(T), std::size_t(T)},
+                   "CausalSelfAttention");
+        y = functional::scaled_dot_product_attention(h.q, h.k, h.v, causal_mask(std::size_t(T), attn_mask),
+                                                     /*is_causal=*/false, p);
+    } else {
+        y = functional::scaled_dot_product_attention(h.q, h.k, h.v, Tensor(), /*is_causal=*/true, p);
+    }
+    // (B, H, T, hd) → (B, T, H, hd) → (B, T, d): the heads side by side again
+    y = y.transpose(1, 2).reshape({B, T, d_});
+    // out (B, T, d) = c_proj(y), then dropout on the output (nanoGPT's resid_dropout)
+    return functional::dropout(c_proj->forward(y), p, is_training());
+}
+
+Tensor CausalSelfAttention::attention_weights(const Tensor& x, const Tensor& attn_mask) const {
+    NoGradGuard no_grad;
+    const Heads h = split_heads(x);
+    const std::size_t B = x.size(0), T = x.size(1);
+    if (!attn_mask.defined()) return functional::attention_weights(h.q, h.k, Tensor(), /*is_causal=*/true);
+    functional::check_mask(attn_mask, {B, std::size_t(n_head_), T, T}, "CausalSelfAttention");
+    return functional::attention_weights(h.q, h.k, causal_mask(T, attn_mask));
+}
+
+}  // namespace xgrad::nn

@@ -1,0 +1,117 @@
+// nn/attention.hpp — scaled dot-product attention and causal self-attention (one chapter).
+//
+// What this file holds:
+//   functional::scaled_dot_product_attention   softmax(q·kᵀ·scale, masked) · v, composed from
+//                                              core ops (no backward of its own)
+//   functional::attention_weights              the softmax weights alone, for inspection
+//   CausalSelfAttention                        nanoGPT's multi-head self-attention module
+//
+// Legend: B batch, H heads, T time (sequence length), Tq queries, Tk keys, hd head width,
+// hv value width (usually hd), d model width (d = H·hd).
+//
+// The mask convention (xgrad has no bool dtype, so it is written down here once):
+//   attn_mask is a Tensor of 0s and 1s that broadcasts to (..., Tq, Tk);
+//   1 = this query may attend to this key   (PyTorch's boolean mask, True)
+//   0 = it may not                          (the score becomes -inf before the softmax)
+// Any other value (for instance an additive mask of 0 / -inf, PyTorch's float-mask form,
+// whose meaning is the opposite one) throws ValueError instead of being misread.
+// A query whose keys are all masked gets weights 0, hence output 0 and zero gradients, never
+// NaN (PyTorch ≥ 2.5 does the same; softmax over a row of -inf alone would be 0/0).
+//
+// ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2.1 (scaled dot-product attention)
+//      and §3.2.2 (multi-head); PyTorch docs, torch.nn.functional.scaled_dot_product_attention;
+//      nanoGPT model.py (Karpathy), class CausalSelfAttention, for the layout of c_attn/c_proj.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "core/ops.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
+
+namespace xgrad::nn {
+namespace functional {
+
+// Scaled dot-product attention, composed from core ops:
+//     scores  (..., Tq, Tk) = q (..., Tq, hd) · kᵀ (..., hd, Tk) · scale
+//     weights (..., Tq, Tk) = softmax(scores with -inf where a key is masked, over Tk)
+//     out     (..., Tq, hv) = dropout(weights, dropout_p) · v (..., Tk, hv)
+//   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv): the same leading dims (..., usually
+//       (B, H); none at all is fine too); real.
+//   attn_mask: undefined, or 0/1 broadcasting to (..., Tq, Tk); 1 = may attend (see the top).
+//   is_causal: query i may attend to keys 0..i only (the lower triangle of a (Tq, Tk) matrix,
+//       aligned top-left as PyTorch's). Giving attn_mask too throws, as in PyTorch: combine
+//       them yourself (multiply by tril(ones({Tq, Tk}))), as CausalSelfAttention does.
+//   dropout_p: probability of zeroing each weight (the survivors are scaled by 1/(1-p));
+//       applied whenever p > 0, as PyTorch's, so pass 0 at evaluation.
+//   scale: defaults to 1/√hd.
+// Returns out (..., Tq, hv); rows whose keys are all masked are 0.
+// Throws ValueError for: q, k or v with fewer than 2 dims or different ranks; leading dims
+// that differ; q and k of different hd; k and v of different Tk; hd = 0; a mask that does not
+// broadcast to (..., Tq, Tk) or holds a value other than 0 and 1; a mask with is_causal;
+// dropout_p outside [0, 1].
+// ref: PyTorch docs, torch.nn.functional.scaled_dot_product_attention (its reference code).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask = Tensor(), bool is_causal = false,
+                                    double dropout_p = 0.0, std::optional<double> scale = std::nullopt);
+
+// The attention weights of the same computation, weights (..., Tq, Tk), before dropout: each
+// row sums to 1 (or is all 0 when every key of that query is masked). Differentiable; same
+// arguments and errors as scaled_dot_product_attention. For heatmaps and lessons.
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask = Tensor(),
+                         bool is_causal = false, std::optional<double> scale = std::nullopt);
+
+}  // namespace functional
+
+struct CausalSelfAttentionOptions {
+    double dropout = 0.0;  // on the attention weights and on the output (nanoGPT's attn_dropout
+                           // and resid_dropout), in training mode only; in [0, 1). Both are
+                           // functional::dropout calls: a dropout has no parameters to register.
+    bool bias = true;      // c_attn and c_proj have biases
+    bool rope = false;     // rotate q and k by their positions (apply_rotary, Su et al. 2021)
+};
+
+// Multi-head causal self-attention, as nanoGPT's:
+//     q | k | v (B, T, d each) = c_attn(x (B, T, d))            one Linear(d, 3d), split on the last dim
+//     q, k, v (B, H, T, hd)    = reshape (B, T, H, hd), transpose(1, 2)
+//     q, k                     = apply_rotary(q, k, positions 0..T-1)   if options.rope
+//     y (B, H, T, hd)          = scaled_dot_product_attention(q, k, v, causal [and attn_mask])
+//     out (B, T, d)            = c_proj(y transposed back to (B, T, H, hd), reshaped (B, T, d))
+// Parameters (nanoGPT's names and layouts, so its checkpoints load by name):
+//     c_attn.weight (3d, d), c_attn.bias (3d), c_proj.weight (d, d), c_proj.bias (d).
+class CausalSelfAttention : public Module {
+public:
+    // Throws ValueError if d or n_head is not positive, d is not a multiple of n_head, the head
+    // width is odd while rope is on, or options.dropout is outside [0, 1).
+    CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
+
+    // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T),
+    // 1 = may attend; it is combined with the causal mask (both must allow a pair), and it is
+    // honoured (LibTorch's nn::MultiheadAttention has ignored a mask, pytorch #80494).
+    // Throws ValueError if x is not (B, T, d) or the mask does not fit.
+    Tensor forward(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
+
+    // The softmax weights of every head, (B, H, T, T), computed without recording a graph
+    // (for heatmaps); no dropout. Row t is how much position t attends to each position.
+    Tensor attention_weights(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
+
+    std::int64_t d() const { return d_; }
+    std::int64_t n_head() const { return n_head_; }
+
+    std::shared_ptr<Linear> c_attn;  // (d → 3d): [q | k | v] along the last dim
+    std::shared_ptr<Linear> c_proj;  // (d → d)
+
+private:
+    struct Heads {
+        Tensor q, k, v;  // (B, H, T, hd) each
+    };
+    Heads split_heads(const Tensor& x) const;
+    Tensor causal_mask(std::size_t T, const Tensor& attn_mask) const;
+
+    std::int64_t d_, n_head_;
+    CausalSelfAttentionOptions options_;
+};
+
+}  // namespace xgrad::nn
