@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/attention.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
