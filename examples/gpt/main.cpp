@@ -61,6 +61,8 @@ struct Config {
     int top_k = 0;
     std::string prompt = "And God said";
     std::string heatmap_text = "Ge1:1 In the beginning God created the heaven and the earth.";
+    int heatmap_layer = -1;       // -1: the last block
+    int heatmap_head = 0;
 };
 
 static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
@@ -113,10 +115,19 @@ static int run(Config cfg, bool prompt_given) {
     fmt::print("model  GPT: L {}, H {}, d {}, block {}, pos {}, head {}: {} parameters{}\n", m.n_layer, m.n_head, m.d,
                m.block, m.pos, m.tie ? "tied to wte" : "untied", model.num_parameters(),
                m.tie ? " (the tied table counted once)" : "");
+    // The heatmap's line: Genesis 1:1, or (another text without those characters) the start of val.
+    auto heatmap = [&] {
+        std::string line = cfg.heatmap_text;
+        if (std::any_of(line.begin(), line.end(), [&](char ch) { return vocab.id[static_cast<unsigned char>(ch)] < 0; }))
+            line = vocab.decode(Ids(split.val.begin(), split.val.begin() + std::min<std::ptrdiff_t>(m.block, 60)));
+        const std::int64_t layer = cfg.heatmap_layer < 0 ? m.n_layer - 1 : cfg.heatmap_layer;
+        return plot_attention(model, vocab, line, layer, cfg.heatmap_head, cfg.out);
+    };
     if (cfg.eval_only) {  // bench/gpt_to_torch.py compares this line with PyTorch's figure
-        check(start > 0 || !cfg.resume.empty(), "gpt", "--eval-only needs --resume CHECKPOINT");
+        check(!cfg.resume.empty(), "gpt", "--eval-only needs --resume CHECKPOINT");
         fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
                    evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
+        fmt::print("{}\n", heatmap());
         return 0;
     }
     std::cout << opt->memory_report() << "\n";
@@ -180,11 +191,7 @@ static int run(Config cfg, bool prompt_given) {
     }
     fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
     fmt::print("{}\n", char_mlp::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]"));
-    // The heatmap's line: Genesis 1:1, or (another text without those characters) the start of val.
-    std::string line = cfg.heatmap_text;
-    if (std::any_of(line.begin(), line.end(), [&](char ch) { return vocab.id[static_cast<unsigned char>(ch)] < 0; }))
-        line = vocab.decode(Ids(split.val.begin(), split.val.begin() + std::min<std::ptrdiff_t>(m.block, 60)));
-    fmt::print("{}\n", plot_attention(model, vocab, line, m.n_layer - 1, 0, cfg.out));
+    fmt::print("{}\n", heatmap());
     return 0;
 }
 
@@ -227,6 +234,8 @@ int main(int argc, char** argv) {
     app.add_option("--sample", cfg.sample, "characters to sample after training (0: none)")->capture_default_str()->check(non_negative);
     app.add_option("--temperature", cfg.temperature, "sampling temperature: logits are divided by it")->capture_default_str()->check(positive_real);
     app.add_option("--top-k", cfg.top_k, "sample only among the k likeliest characters (0: all)")->capture_default_str()->check(non_negative);
+    app.add_option("--heatmap-layer", cfg.heatmap_layer, "block whose attention attention.png shows (-1: the last)")->capture_default_str()->check(CLI::Range(-1, 255));
+    app.add_option("--heatmap-head", cfg.heatmap_head, "head whose attention attention.png shows")->capture_default_str()->check(CLI::Range(0, 255));
     auto* prompt = app.add_option("--prompt", cfg.prompt, "text the samples continue (characters must be in the vocabulary)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     m.tie = !no_tie;

@@ -117,6 +117,8 @@ static std::string tic_label(char c) {
 
 std::string plot_attention(const GPT& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& dir) {
+    check(head >= 0 && head < model.config().n_head, "plot_attention", "head {} is outside [0, {})", head,
+          model.config().n_head);
     const std::string line = text.substr(0, std::size_t(model.config().block));
     const Ids ids = vocab.encode(line);
     IndexArray x(Shape{1, ids.size()});
