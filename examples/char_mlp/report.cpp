@@ -130,8 +130,8 @@ void Progress::update(int step, double loss, double lr, double val_loss) {
     // lines of an evaluation show one.
     const bool show_val = tty_ ? last_val_ >= 0 : !std::isnan(val_loss);
     const std::string val = show_val ? fmt::format("  val {:.4f}", last_val_) : "";
-    const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.0f} steps/s  ETA {:>4.0f} s{}",
-                                         step, total_, loss, lr, rate, eta, val);
+    const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.{}f} steps/s  ETA {:>4.0f} s{}",
+                                         step, total_, loss, lr, rate, rate < 100 ? 2 : 0, eta, val);  // slow runs: 2 decimals
     if (tty_) fmt::print("\r{:<100}", line), std::fflush(stdout);
     else fmt::print("{}\n", line);
 }
