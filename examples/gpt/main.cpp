@@ -178,6 +178,9 @@ static int run(Config cfg, bool prompt_given) {
     fmt::print("wall time        {:.1f} s{}\n", char_mlp::now_seconds() - t0,
                start > 0 ? " (this process, since the resume)" : "");
 
+    std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
+              << opt->memory_report() << "\n";
+
     if (cfg.sample > 0 && !prompt_given) {  // the default prompt, in a text that lacks its characters
         const bool ok = std::all_of(cfg.prompt.begin(), cfg.prompt.end(),
                                     [&](char ch) { return vocab.id[static_cast<unsigned char>(ch)] >= 0; });
