@@ -16,8 +16,8 @@
 #include <map>
 #include <string>
 
-#include "data.hpp"
-#include "model.hpp"
+#include "examples/gpt/data.hpp"
+#include "examples/gpt/model.hpp"
 #include "nn/serialize.hpp"
 
 using namespace gpt;
