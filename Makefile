@@ -2,12 +2,16 @@
 #   make run [ARGS="--steps 1000"]   install deps, Release build in build/, run the main example
 #   make test                        install deps, Release build, run every test with ctest
 #   make sanitize                    the same tests under ASan + UBSan + LeakSanitizer, in build-asan/
+#   make fuzz [FUZZ_LOADS=30000]     mutated loads of a real checkpoint under ASan + UBSan, in build-asan/
+#                                    (tests/fuzz_checkpoint.cpp; FUZZ_SEED=1 picks the mutations)
+#   make tsan                        the tests that start threads ([threads]) under ThreadSanitizer, in build-tsan/
 #   make bench [ARGS="--threads 2"]  xgrad vs PyTorch on the workloads of bench/, in build-bench/
 #                                    (installs Debian's python3-torch if missing; see bench/compare.py)
 #   make clean                       remove the build directories
 
 BUILD      := build
 ASAN_BUILD := build-asan
+TSAN_BUILD := build-tsan
 BENCH_BUILD := build-bench
 JOBS       ?= $(shell nproc)
 MAKEFLAGS  += --no-print-directory
@@ -19,7 +23,7 @@ ARGS ?=
 export OPENBLAS_NUM_THREADS := 1
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --test-dir
 
-.PHONY: deps run test sanitize bench clean
+.PHONY: deps run test sanitize fuzz tsan bench clean
 
 deps:
 	@bash .ci/install-deps
@@ -43,6 +47,29 @@ sanitize: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(CTEST) $(ASAN_BUILD)
 
+# The checkpoint fuzzer (tests/fuzz_checkpoint.cpp) in the sanitizer tree: FUZZ_LOADS mutated
+# copies of a char_mlp checkpoint (model + AdamW state) loaded into a live model and optimizer;
+# every refused load must leave them bit-identical. Seeded, so a failure reproduces with the same
+# FUZZ_SEED. When make sanitize has run first, only the fuzzer itself is compiled.
+FUZZ_LOADS ?= 30000
+FUZZ_SEED  ?= 1
+fuzz: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0
+fuzz: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
+fuzz: deps
+	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzz_checkpoint
+	$(ASAN_BUILD)/tests/fuzz_checkpoint --iterations $(FUZZ_LOADS) --seed $(FUZZ_SEED)
+
+# ThreadSanitizer (a separate tree: it cannot be combined with ASan). Only the binary of
+# tests/test_reliability_core.cpp is built, and only its [threads] tests run: the global generator
+# and module construction used from several threads at once. Any report fails the run.
+tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+	      -DXGRAD_BUILD_EXAMPLES=OFF -DXGRAD_BUILD_BENCH=OFF
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target xgrad_reliability_core_tests
+	$(TSAN_BUILD)/tests/xgrad_reliability_core_tests "[threads]"
+
 # Release build with the benchmarks on; compare.py runs xgrad_bench and bench/torch_peer.py side by
 # side and prints the table. Debian's python (/usr/bin/python3) is the one that has python3-torch.
 bench:
@@ -52,4 +79,4 @@ bench:
 	/usr/bin/python3 bench/compare.py --build $(BENCH_BUILD) $(ARGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(BENCH_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(BENCH_BUILD)

@@ -12,6 +12,7 @@
 //      freed right after it runs; a second backward through it throws.
 #include "core/autograd.hpp"
 
+#include <cmath>
 #include <unordered_set>
 
 #include <xtensor/xnoalias.hpp>
@@ -29,10 +30,12 @@ namespace xgrad {
 Node::~Node() {
     thread_local std::vector<std::shared_ptr<TensorImpl>>* queue = nullptr;
     if (queue) {  // inside an outer ~Node: hand the inputs over and return
-        for (auto& in : inputs) queue->push_back(std::move(in));
+        for (auto& in : inputs) queue->push_back(std::move(in.tensor));
         return;   // (backward is destroyed after this, still inside the outer ~Node)
     }
-    std::vector<std::shared_ptr<TensorImpl>> pending = std::move(inputs);
+    std::vector<std::shared_ptr<TensorImpl>> pending;
+    pending.reserve(inputs.size());
+    for (auto& in : inputs) pending.push_back(std::move(in.tensor));
     queue = &pending;
     backward = nullptr;  // what the closure held is queued too
     while (!pending.empty()) {
@@ -51,9 +54,31 @@ bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
 
+// ---- anomaly mode ---------------------------------------------------------------------------------
+namespace {
+thread_local bool g_anomaly = false;
+}
+bool anomaly_enabled() { return g_anomaly; }
+void set_detect_anomaly(bool on) { g_anomaly = on; }
+DetectAnomalyGuard::DetectAnomalyGuard(bool on) : prev_(g_anomaly) { g_anomaly = on; }
+DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
+
 // ---- recording an op --------------------------------------------------------------------------
 namespace {
+// Throws if `a` holds a NaN or ±inf, naming the op and where (anomaly mode only).
+void check_finite(const Array& a, const std::string& op, const char* what) {
+    const real* p = a.data();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (std::isfinite(p[i])) continue;
+        throw ValueError(fmt::format("anomaly: op '{}' produced {} in {} of shape {} at flat index {} "
+                                     "(detect_anomaly is on)",
+                                     op, std::isnan(p[i]) ? "NaN" : p[i] > 0 ? "inf" : "-inf", what,
+                                     shape_str(a.shape()), i));
+    }
+}
+
 Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn backward) {
+    if (g_anomaly) check_finite(out, name, "its forward output");
     bool any = false;
     for (std::size_t i = 0; i < n; ++i) any = any || inputs[i].requires_grad();
     auto impl = std::make_shared<TensorImpl>(std::move(out));
@@ -61,7 +86,10 @@ Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_
         auto node = std::make_shared<Node>();
         node->name = name;
         node->inputs.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) node->inputs.push_back(inputs[i].impl_ptr());
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto& in = inputs[i].impl_ptr();
+            node->inputs.push_back({in, in->version, in->data.shape()});
+        }
         node->backward = std::move(backward);
         impl->requires_grad = true;
         impl->grad_fn = std::move(node);
@@ -126,7 +154,7 @@ void topological_order(TensorImpl* root, std::vector<TensorImpl*>& order) {
                 "to the first backward() if you need to backward twice.");
         }
         if (next < node->inputs.size()) {
-            TensorImpl* in = node->inputs[next++].get();
+            TensorImpl* in = node->inputs[next++].tensor.get();
             if (in->grad_fn && in->requires_grad && !in->grad_fn->visited) {
                 in->grad_fn->visited = true;
                 order.push_back(in);
@@ -138,6 +166,23 @@ void topological_order(TensorImpl* root, std::vector<TensorImpl*>& order) {
         }
     }
     order.swap(sorted);
+}
+
+// Throws unless every input of `node` still has the version and shape it had when the op ran:
+// the backward is about to read them. See NodeInput in core/autograd.hpp.
+void check_unmodified(const Node& node) {
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        const NodeInput& in = node.inputs[i];
+        const TensorImpl& t = *in.tensor;
+        if (t.version == in.version && t.data.shape() == in.shape) continue;
+        throw ValueError(fmt::format(
+            "backward: one of the variables needed for gradient computation has been modified by an "
+            "inplace operation: input {} of op '{}', of shape {} when the op ran, is now of shape {} "
+            "at version {} (expected version {}). It was changed (through Tensor::data() or at(), or "
+            "by an optimizer step) between the forward and this backward; run the forward again "
+            "after changing it.",
+            i, node.name, shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
+    }
 }
 
 // Clears the scratch fields of every node in `order` when the pass ends, however it ends.
@@ -195,14 +240,16 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         const Array& grad_out = t == r ? root_grad : *summed;
 
         Node& node = *t->grad_fn;
+        check_unmodified(node);
         Grads in_grads = node.backward(grad_out, t->data);
         check(in_grads.size() == node.inputs.size(), "backward",
               "op '{}' returned {} gradients for {} inputs", node.name, in_grads.size(),
               node.inputs.size());
         for (std::size_t i = 0; i < in_grads.size(); ++i) {
-            TensorImpl* in = node.inputs[i].get();
+            TensorImpl* in = node.inputs[i].tensor.get();
             if (!in_grads[i] || !in->requires_grad) continue;
             Array& g = *in_grads[i];
+            if (g_anomaly) check_finite(g, node.name, fmt::format("its backward's gradient for input {}", i).c_str());
             check(g.shape() == in->data.shape(), "backward",
                   "op '{}' produced a gradient of shape {} for input {} of shape {}", node.name,
                   lazy_shape(g.shape()), i, lazy_shape(in->data.shape()));

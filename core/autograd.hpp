@@ -50,9 +50,27 @@ Grads make_grads(G&&... grads) {
 }
 using BackwardFn = std::function<Grads(const Array& grad_out, const Array& out)>;
 
+// An input of a recorded op, with its version and shape when the op ran. Before a backward
+// runs, the engine checks that every input still has both: a backward reads its inputs' arrays
+// through these handles, so an array replaced or modified in between (through Tensor::data(),
+// or by an optimizer step) would give wrong gradients, or run gemm on shapes it never checked.
+// This is PyTorch's version counter ("one of the variables needed for gradient computation has
+// been modified by an inplace operation"), with two differences:
+//   * it is stricter: every input is checked, not only those an op saved (xgrad's ops keep
+//     input handles, not saved copies), so changing b after y = a + b is an error too;
+//   * an op's own output is checked only as the input of the ops that consumed it: reading an
+//     output through a non-const handle (y.data()(0) in a test) counts as a change, and checking
+//     outputs themselves made that common read an error. A change to y made before any op
+//     consumed it is therefore not seen by the backward of the op that made y.
+struct NodeInput {
+    std::shared_ptr<TensorImpl> tensor;
+    std::uint64_t version = 0;
+    Array::shape_type shape;  // inline storage up to 4 dims: recording it allocates nothing
+};
+
 struct Node {
     std::string name;                                  // the op: "mul", "matmul", ...
-    std::vector<std::shared_ptr<TensorImpl>> inputs;   // the tensors this op read
+    std::vector<NodeInput> inputs;                     // the tensors this op read
     BackwardFn backward;                               // null once released
     bool released = false;                             // saved arrays freed after a backward
 
@@ -76,6 +94,25 @@ public:
     ~NoGradGuard();
     NoGradGuard(const NoGradGuard&) = delete;
     NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+private:
+    bool prev_;
+};
+
+// ---- anomaly mode -----------------------------------------------------------------------------
+// While a DetectAnomalyGuard lives (RAII, per thread, like NoGradGuard), every op's forward
+// output and every gradient a backward returns is checked for NaN and ±inf, and the first one
+// found throws ValueError naming the op ("anomaly: op 'log' produced NaN in its forward output
+// of shape (2,) at flat index 0"). Off, it costs one branch per op. As torch.autograd's
+// detect_anomaly / set_detect_anomaly; DetectAnomalyGuard(false) turns it off for a scope.
+bool anomaly_enabled();
+void set_detect_anomaly(bool on);
+class DetectAnomalyGuard {
+public:
+    explicit DetectAnomalyGuard(bool on = true);
+    ~DetectAnomalyGuard();
+    DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+    DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
 
 private:
     bool prev_;

@@ -34,6 +34,7 @@ static Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape(
 
 Array sum_to(Array grad, const Shape& shape) {
     if (shape_of(grad) == shape) return grad;  // moved out: no copy when nothing was broadcast
+    if (grad.size() == 0) return xt::zeros<real>(shape);  // an empty sum (xt::sum of nothing reads null)
     const std::size_t lead = grad.dimension() - shape.size();
     std::vector<std::size_t> axes;
     for (std::size_t i = 0; i < grad.dimension(); ++i) {
@@ -68,11 +69,15 @@ static void check_broadcastable(const Tensor& a, const Tensor& b, const char* op
     const auto& sa = a.data().shape();
     const auto& sb = b.data().shape();
     const std::size_t n = std::max(sa.size(), sb.size());
+    std::size_t numel = 1;  // of the result's non-zero sizes, bounded as in checked_numel
     for (std::size_t i = 0; i < n; ++i) {
         const std::size_t da = i < n - sa.size() ? 1 : sa[i - (n - sa.size())];
         const std::size_t db = i < n - sb.size() ? 1 : sb[i - (n - sb.size())];
-        check(da == db || da == 1 || db == 1, op, "shapes {} and {} cannot be broadcast together",
+        const std::size_t dy = std::max<std::size_t>(da == 1 ? db : da, 1);
+        check((da == db || da == 1 || db == 1) && numel <= kMaxNumel / dy, op,
+              "shapes {} and {} cannot be broadcast together (or their result exceeds 2^60 elements)",
               lazy_shape(sa), lazy_shape(sb));
+        numel *= dy;
     }
 }
 
@@ -256,11 +261,12 @@ Tensor tanh(const Tensor& x) {
 }
 
 // ---- relu ----------------------------------------------------------------------------------------
-// forward : y = max(x, 0)   backward: dL/dx = g · [y > 0]    (0 at x = 0, as in PyTorch)
+// forward : y = x <= 0 ? 0 : x   backward: dL/dx = y <= 0 ? 0 : g   (0 at x = 0; NaN stays NaN
+//           and passes g, as PyTorch's relu and threshold_backward; tests/reference/reliability_nan.py)
 Tensor relu(const Tensor& x) {
-    Array y = xt::maximum(x.data(), real(0));
+    Array y = xt::where(x.data() <= real(0), real(0), x.data());
     return make_result(std::move(y), "relu", {x}, [](const Array& g, const Array& y) {
-        return make_grads(Array(xt::where(y > 0, g, real(0))));
+        return make_grads(Array(xt::where(y <= real(0), real(0), g)));
     });
 }
 
@@ -343,11 +349,15 @@ Tensor mean(const Tensor& x, int dim, bool keepdim) {
 
 // ---- max (all) -----------------------------------------------------------------------------------
 // forward : y = max_i x_i                   backward: dL/dx_k = g at the first maximal k, else 0
-// (PyTorch's max(dim) also routes the gradient to the one index it returns.)
+// (PyTorch's max(dim) also routes the gradient to the one index it returns.) NaN is larger than
+// every number, and the first NaN wins: max([1, NaN, 3]) = NaN, as in PyTorch.
+static bool beats(real v, real best) { return !std::isnan(best) && (v > best || std::isnan(v)); }
+
 Tensor max(const Tensor& x) {
     check(x.numel() > 0, "max", "max of an empty tensor of shape {}", shape_str(x.shape()));
     const real* px = x.data().data();
-    const std::size_t k = static_cast<std::size_t>(std::max_element(px, px + x.numel()) - px);
+    std::size_t k = 0;
+    for (std::size_t i = 1; i < x.numel(); ++i) k = beats(px[i], px[k]) ? i : k;
     Array y = xt::zeros<real>(Shape{});
     y() = px[k];
     return make_result(std::move(y), "max", {x}, [shape = x.shape(), k](const Array& g, const Array&) {
@@ -367,7 +377,7 @@ static IndexArray argmax_flat(const Array& x, std::size_t d, const DimSplit& s, 
         for (std::size_t j = 0; j < s.inner; ++j) {
             std::size_t best = 0;
             for (std::size_t i = 1; i < s.n; ++i)
-                if (px[(o * s.n + i) * s.inner + j] > px[(o * s.n + best) * s.inner + j]) best = i;
+                if (beats(px[(o * s.n + i) * s.inner + j], px[(o * s.n + best) * s.inner + j])) best = i;
             arg.data()[o * s.inner + j] = static_cast<std::int64_t>(best);
         }
     return arg;
@@ -548,7 +558,7 @@ MatmulPlan plan_matmul(const Shape& sa, const Shape& sb) {
         const std::size_t x = dim_of(ba, i), y = dim_of(bb, i);
         check(x == y || x == 1 || y == 1, "matmul", "batch dims of {} and {} cannot be broadcast",
               lazy_shape(sa), lazy_shape(sb));
-        p.batch[i] = std::max(x, y);
+        p.batch[i] = x == 1 ? y : x;  // (not max: a 0-size batch broadcast with 1 is 0, as in PyTorch)
     }
     const std::size_t nb = std::accumulate(p.batch.begin(), p.batch.end(), std::size_t{1}, std::multiplies<>());
     p.a_off.resize(nb);
@@ -578,6 +588,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape ys = p.batch;
     ys.push_back(p.n);
     ys.push_back(p.m);
+    checked_numel(ys, "matmul");
     Array y(ys);
     const std::size_t nb = p.a_off.size();
     const bool b_shared = sb.size() == 2;  // fold A's batches into rows: one gemm
@@ -726,6 +737,7 @@ Tensor one_hot(const IndexTensor& ids, std::size_t num_classes) {
     check_ids(ids, static_cast<std::int64_t>(num_classes), "one_hot");
     Shape ys = ids.shape();
     ys.push_back(num_classes);
+    checked_numel(ys, "one_hot");
     Array y = xt::zeros<real>(ys);
     for (std::size_t p = 0; p < ids.numel(); ++p)
         y.data()[p * num_classes + static_cast<std::size_t>(ids.data().data()[p])] = 1;

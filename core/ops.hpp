@@ -1,6 +1,7 @@
 // core/ops.hpp — every differentiable op of the core, as free functions.
 //
-// Each op is defined in core/ops.cpp with its forward and its backward side by side, the
+// Each op is defined in core/ops.cpp, or in the topic file its section names (core/slicing.cpp,
+// core/masking.cpp, core/math_ops.cpp), with its forward and its backward side by side, the
 // formula and the shapes in a comment above it. Conventions:
 //   * dims may be negative and count from the end, as in PyTorch;
 //   * binary elementwise ops broadcast with NumPy/PyTorch rules, and each operand's

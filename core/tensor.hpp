@@ -22,6 +22,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -47,9 +48,13 @@ using real = float;
 using Array = xt::xarray<real, xt::layout_type::row_major, MallocAllocator<real>>;
 using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, MallocAllocator<std::int64_t>>;
 using Shape = std::vector<std::size_t>;
+// The most elements a shape may describe: 2^60, so that byte offsets of 8-byte elements fit in
+// the signed 64-bit integers that xtensor computes strides and offsets with.
+constexpr std::size_t kMaxNumel = std::size_t{1} << 60;
 // The number of elements of `shape` (1 for a 0-d shape, 0 if any size is 0). Throws ValueError
-// naming `op` and the shape when the product of the sizes does not fit in 64 bits, which would
-// otherwise wrap around to a small count and leave a huge shape over a tiny buffer.
+// naming `op` and the shape when the product of its non-zero sizes exceeds kMaxNumel. Every size
+// is bounded, even beside a 0: zeros({0, 2^62, 4}) holds nothing, but its strides (2^62 · 4)
+// would overflow; and a count that wrapped around would leave a huge shape over a tiny buffer.
 std::size_t checked_numel(const Shape& shape, const char* op);
 // Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
 using Dims = std::vector<std::int64_t>;
@@ -57,10 +62,17 @@ using Dims = std::vector<std::int64_t>;
 struct Node;  // core/autograd.hpp: one recorded op, the `grad_fn` of its output
 
 // ---- random numbers ------------------------------------------------------------------
-// One process-wide generator. manual_seed(s) makes every later randn/rand/randint and
-// every module initialisation reproducible bit for bit.
+// One process-wide generator, shared by all threads and guarded by a mutex, as PyTorch's
+// default CPU generator is. manual_seed(s) makes every later randn/rand/randint and every
+// module initialisation of a single thread reproducible bit for bit. randn/rand/randint and
+// manual_seed may be called from several threads at once: each call holds the lock while it
+// draws all its values, so each gets a contiguous block of the sequence, but which thread gets
+// which block depends on scheduling.
 void manual_seed(std::uint64_t seed);
+// The generator itself, for code that draws from it directly. Not synchronised: from several
+// threads, hold `std::lock_guard<std::mutex> lock(generator_mutex());` while drawing.
 std::mt19937_64& generator();
+std::mutex& generator_mutex();
 
 // ---- NestedList: brace-initialised values -------------------------------------------------
 // A scalar, or a brace list of NestedLists, so that Tensor({{1, 2}, {3, 4}}) is (2, 2) and
@@ -167,6 +179,9 @@ struct TensorImpl {
         : data(std::move(data)), requires_grad(requires_grad) {}
 
     Array data;
+    // Counts in-place changes: bumped by the non-const Tensor::data() and at(), and by
+    // optimizers' steps. backward checks it against the version each op recorded (core/autograd.hpp).
+    std::uint64_t version = 0;
     bool requires_grad = false;
     std::shared_ptr<TensorImpl> grad;          // dense gradient, same shape as data; or null
     std::unique_ptr<SparseGrad> sparse_grad;   // row-sparse gradient; or null
@@ -198,8 +213,12 @@ public:
     std::size_t dim() const;
     real item() const;                // only for a one-element tensor
     const Array& data() const;
-    Array& data();                    // mutable access: changes are not recorded by autograd
-    // Element access by multi-index, bounds-checked: t.at({1, 2}).
+    // Mutable access. Counts as an in-place change (bumps the version): a backward that needs
+    // this tensor's values from before the call then throws ValueError, as PyTorch does after an
+    // in-place op. To only read, call data() through a const Tensor& (std::as_const(t).data()).
+    Array& data();
+    // Element access by multi-index, bounds-checked: t.at({1, 2}). The non-const one bumps the
+    // version, as data() does.
     real& at(std::initializer_list<std::size_t> index);
     real at(std::initializer_list<std::size_t> index) const;
 

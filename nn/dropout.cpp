@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <utility>
 
 #include "core/autograd.hpp"
@@ -39,6 +40,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
     const std::uint64_t threshold = static_cast<std::uint64_t>(std::ldexp(p, 32));  // p·2³², ≤ 2³²
     Array mask(xd.shape());
     real* pm = mask.data();
+    std::lock_guard<std::mutex> lock(generator_mutex());  // the generator is shared by all threads
     auto& gen = generator();
     for (std::size_t i = 0; i < n; i += 2) {
         const std::uint64_t bits = gen();

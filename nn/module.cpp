@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 #include "nn/serialize.hpp"
 
@@ -46,9 +47,13 @@ void Module::check_free(const std::string& name, const char* op, const char* kin
         if (holder == kind) throw ValueError(fmt::format("{}: {} '{}' is already registered", op, kind, name));
         throw ValueError(fmt::format("{}: '{}' is already a {}'s name", op, name, holder));
     };
-    for (const auto& [n, _] : params_) if (n == name) refuse("parameter");
-    for (const auto& [n, _] : buffers_) if (n == name) refuse("buffer");
-    for (const auto& [n, _] : children_) if (n == name) refuse(std::string(kind) == "module" ? "module" : "submodule");
+    for (const auto& [n, _] : params_)
+        if (n == name) refuse("parameter");
+    for (const auto& [n, _] : buffers_)
+        if (n == name) refuse("buffer");
+    const char* child = std::string(kind) == "module" ? "module" : "submodule";  // as the message reads
+    for (const auto& [n, _] : children_)
+        if (n == name) refuse(child);
 }
 
 const Tensor& Module::registered_parameter(const std::string& name) const {
@@ -68,13 +73,38 @@ void Module::replace_parameter(const std::string& name, Tensor tensor) {
     throw ValueError(fmt::format("replace_parameter: this module has no parameter '{}'", name));
 }
 
-// True if `target` is this module or one of its descendants. The tree is acyclic (add_child
-// keeps it so), so the recursion ends; its depth is the tree's depth.
+// The walks over the tree below are loops over an explicit stack, never recursion: a tree
+// 100,000 modules deep would need 100,000 stack frames and overflow the thread's stack, as
+// it did in an earlier, recursive version (backward() walks the graph the same way).
+
+// True if `target` is this module or one of its descendants. Depth first; a node is taken
+// off the stack before its children go on, so the stack holds pending siblings, not a path.
 bool Module::contains(const Module* target) const {
-    if (this == target) return true;
-    for (const auto& [_, child] : children_)
-        if (child->contains(target)) return true;
+    std::vector<const Module*> pending{this};
+    while (!pending.empty()) {
+        const Module* m = pending.back();
+        pending.pop_back();
+        if (m == target) return true;
+        for (const auto& [_, child] : m->children_) pending.push_back(child.get());
+    }
     return false;
+}
+
+// Detaches the subtree before it is freed: a child this module alone owns would otherwise
+// destroy its children inside its own destructor, one nested call per level. Here each such
+// child hands its children over to the loop first, so every destructor finds no children.
+Module::~Module() {
+    std::vector<std::shared_ptr<Module>> pending;
+    for (auto& [_, child] : children_) pending.push_back(std::move(child));
+    children_.clear();
+    while (!pending.empty()) {
+        std::shared_ptr<Module> m = std::move(pending.back());
+        pending.pop_back();
+        if (m.use_count() == 1) {  // the last owner: m dies at the end of this iteration
+            for (auto& [_, child] : m->children_) pending.push_back(std::move(child));
+            m->children_.clear();
+        }
+    }
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
@@ -88,12 +118,37 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     children_.emplace_back(name, std::move(module));
 }
 
+// Pre-order, as the recursive definition reads: a module's own parameters (then buffers) in
+// registration order, then each child's subtree in registration order. One frame per module on
+// the current path (module, next child to visit, length of its prefix); the prefix "a.b." is one
+// string that grows on the way down and is cut back on the way up.
 void Module::collect(const std::string& prefix, bool with_params, bool with_buffers, NamedTensors& out) const {
-    if (with_params)
-        for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
-    if (with_buffers)
-        for (const auto& [name, t] : buffers_) out.emplace_back(prefix + name, t);
-    for (const auto& [name, child] : children_) child->collect(prefix + name + ".", with_params, with_buffers, out);
+    struct Frame {
+        const Module* module;
+        std::size_t next_child;
+        std::size_t prefix_size;
+    };
+    std::string path = prefix;
+    auto own = [&](const Module& m) {
+        if (with_params)
+            for (const auto& [name, t] : m.params_) out.emplace_back(path + name, t);
+        if (with_buffers)
+            for (const auto& [name, t] : m.buffers_) out.emplace_back(path + name, t);
+    };
+    own(*this);
+    std::vector<Frame> stack{{this, 0, path.size()}};
+    while (!stack.empty()) {
+        Frame& f = stack.back();
+        if (f.next_child == f.module->children_.size()) {
+            stack.pop_back();
+            continue;
+        }
+        const auto& [name, child] = f.module->children_[f.next_child++];
+        path.resize(f.prefix_size);
+        path += name + ".";
+        own(*child);
+        stack.push_back({child.get(), 0, path.size()});
+    }
 }
 
 namespace {
@@ -134,8 +189,13 @@ std::size_t Module::num_parameters() const {
 }
 
 void Module::train(bool on) {
-    training_ = on;
-    for (auto& [_, child] : children_) child->train(on);
+    std::vector<Module*> pending{this};  // iterative, as contains()
+    while (!pending.empty()) {
+        Module* m = pending.back();
+        pending.pop_back();
+        m->training_ = on;
+        for (auto& [_, child] : m->children_) pending.push_back(child.get());
+    }
 }
 
 void Module::zero_grad(bool set_to_none) {

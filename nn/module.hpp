@@ -34,7 +34,7 @@ namespace xgrad::nn {
 class Module {
 public:
     Module() = default;
-    virtual ~Module() = default;
+    virtual ~Module();  // frees a deep tree without recursion (nn/module.cpp)
     Module(const Module&) = delete;  // parameters are shared handles: copying would alias them
     Module& operator=(const Module&) = delete;
 

@@ -1,9 +1,10 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
-// Dropout, Sequential, the functional layers and losses, safetensors checkpoints, weight tying
-// and positional encodings.
+// Dropout, Sequential, the functional layers and losses, safetensors checkpoints, weight
+// tying and positional encodings.
 #pragma once
 
 #include "nn/activation.hpp"
+#include "nn/attention.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/functional.hpp"

@@ -1,19 +1,30 @@
 // nn/serialize.cpp — safetensors writer and validating reader (layout in nn/serialize.hpp).
 #include "nn/serialize.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+#include <system_error>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+
+#include "core/parse.hpp"
 
 namespace xgrad::nn {
 
@@ -36,13 +47,92 @@ constexpr const char* kDtype = "F32";
 
 constexpr std::uint64_t kMaxHeader = 100'000'000;  // readers refuse headers over 100 MB
 
+// ---- the checksum ----------------------------------------------------------------------------
+// CRC-32 of the data section (zlib's crc32: the checksum of gzip and PNG, polynomial
+// 0x04C11DB7, reflected). It detects every change of up to 32 consecutive bits and any other
+// change with probability 1 − 2^-32. Stored as 8 lowercase hex digits under this key.
+constexpr const char* kChecksumKey = "xgrad.data_crc32";
+
+std::uint32_t crc32_update(std::uint32_t crc, const void* bytes, std::size_t n) {
+    return static_cast<std::uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(bytes), n));
+}
+
+// The CRC written as "%08x", or nullopt if `text` is not exactly 8 lowercase hex digits.
+std::optional<std::uint32_t> parse_crc(const std::string& text) {
+    std::uint32_t v = 0;
+    if (text.size() != 8) return std::nullopt;
+    for (char c : text) {
+        if (c >= '0' && c <= '9') v = v * 16 + static_cast<std::uint32_t>(c - '0');
+        else if (c >= 'a' && c <= 'f') v = v * 16 + static_cast<std::uint32_t>(c - 'a' + 10);
+        else return std::nullopt;
+    }
+    return v;
+}
+
+// ---- temporary files -------------------------------------------------------------------------
+// A save writes "<path>.tmp-<pid>-<n>", n counting this process's saves: unique per save even
+// when several threads save to one path at once (they used to share "<path>.tmp-<pid>", and
+// two models' bytes ended up mixed in one file). O_EXCL refuses an existing name.
+std::atomic<std::uint64_t> g_save_count{0};
+
+// The directory of `path` ("." for a bare file name).
+std::filesystem::path directory_of(const std::string& path) {
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    return dir.empty() ? std::filesystem::path(".") : dir;
+}
+
+// Removes the temporary files of saves to `path` whose process has died (killed mid-save):
+// "<path>.tmp-<pid>" (the old naming) and "<path>.tmp-<pid>-<n>" where no process <pid>
+// exists (kill(pid, 0) fails with ESRCH). A live writer's temp is never touched: this
+// process's own (another thread may be saving) and those of live pids (even if the pid was
+// reused by an unrelated process, the file then waits for a later save). The pid test assumes
+// the writers share this machine's pid namespace; a directory shared between machines or
+// containers should not receive concurrent saves to one path. Errors are ignored: cleaning
+// is a courtesy, never a reason for a save to fail.
+void remove_stale_temps(const std::string& path) {
+    namespace fs = std::filesystem;
+    const std::string prefix = fs::path(path).filename().string() + ".tmp-";
+    std::vector<fs::path> stale;
+    std::error_code ec;
+    for (fs::directory_iterator it(directory_of(path), ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        const std::string_view rest = std::string_view(name).substr(prefix.size());
+        const std::size_t dash = rest.find('-');
+        const auto pid = try_parse_int64(rest.substr(0, dash));
+        if (!pid || *pid <= 0 || *pid > INT_MAX || rest[0] == '-') continue;
+        if (dash != std::string_view::npos) {
+            const auto n = try_parse_int64(rest.substr(dash + 1));
+            if (!n || *n < 0 || rest[dash + 1] == '-') continue;
+        }
+        if (*pid == ::getpid()) continue;
+        if (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) continue;  // alive, or EPERM
+        stale.push_back(it->path());
+    }
+    for (const auto& p : stale) fs::remove(p, ec);
+}
+
+// After rename() the new directory entry must reach the disk too, or a power cut can leave
+// the old file (or none) under `path` although the save returned. True on success, and on
+// file systems that cannot sync a directory (EINVAL).
+bool fsync_directory(const std::filesystem::path& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = ::fsync(fd) == 0 || errno == EINVAL;
+    ::close(fd);
+    return ok;
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
     check(host_is_little_endian(), "save_safetensors", "big-endian hosts are not supported");
+    check(metadata.count(kChecksumKey) == 0, "save_safetensors",
+          "the metadata key '{}' is reserved: xgrad writes the data's checksum there", kChecksumKey);
     nlohmann::json header = nlohmann::json::object();
     std::set<std::string> names;
     std::size_t offset = 0;
+    std::uint32_t crc = crc32_update(0, nullptr, 0);
     for (const auto& [name, t] : tensors) {
         check(!name.empty() && name != "__metadata__", "save_safetensors", "invalid tensor name '{}'", name);
         check(names.insert(name).second, "save_safetensors", "duplicate tensor name '{}'", name);
@@ -50,8 +140,10 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
         const std::size_t bytes = t.numel() * sizeof(real);
         header[name] = {{"dtype", kDtype}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
+        if (bytes > 0) crc = crc32_update(crc, t.data().data(), bytes);  // the data section, in order
     }
-    if (!metadata.empty()) header["__metadata__"] = metadata;
+    header["__metadata__"] = metadata;
+    header["__metadata__"][kChecksumKey] = fmt::format("{:08x}", crc);
     std::string text;
     try {
         text = header.dump();  // throws on a name or metadata string that is not valid UTF-8
@@ -62,12 +154,26 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
     const std::uint64_t n = text.size();
 
+    remove_stale_temps(path);
     // Write to a temporary file in the same directory, flush it to disk (fsync), then rename:
     // rename() replaces `path` atomically, so readers see the old file or the new one, never
-    // a half-written mix.
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    std::FILE* out = std::fopen(tmp.c_str(), "wb");
-    if (!out) throw std::runtime_error("save_safetensors: cannot open '" + tmp + "' for writing");
+    // a half-written mix. Then sync the directory, so that the rename itself is durable.
+    std::string tmp;
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {  // a name left by a dead pid's save
+        tmp = fmt::format("{}.tmp-{}-{}", path, ::getpid(), g_save_count.fetch_add(1));
+        fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // 0666 & ~umask
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0)
+        throw std::runtime_error(fmt::format("save_safetensors: cannot create '{}' for writing: {}", tmp,
+                                             std::strerror(errno)));
+    std::FILE* out = ::fdopen(fd, "wb");
+    if (!out) {
+        ::close(fd);
+        std::remove(tmp.c_str());
+        throw std::runtime_error("save_safetensors: cannot write '" + tmp + "'");
+    }
     bool ok = std::fwrite(&n, 8, 1, out) == 1 && std::fwrite(text.data(), 1, text.size(), out) == text.size();
     for (const auto& [_, t] : tensors) {
         if (!ok) break;
@@ -77,9 +183,15 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
     ok = (std::fclose(out) == 0) && ok;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
         std::remove(tmp.c_str());
-        throw std::runtime_error("save_safetensors: writing '" + path + "' failed (via '" + tmp + "')");
+        throw std::runtime_error(fmt::format("save_safetensors: writing '{}' failed (via '{}'): {}", path, tmp,
+                                             std::strerror(err)));
     }
+    if (!fsync_directory(directory_of(path)))
+        throw std::runtime_error(fmt::format("save_safetensors: '{}' was written, but syncing its directory "
+                                             "failed ({}): the new file may not survive a power cut",
+                                             path, std::strerror(errno)));
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
@@ -112,14 +224,26 @@ SafetensorsFile load_safetensors(const std::string& path) {
                                          parsed.get<std::string>()));
         return true;
     };
+    // The header is one JSON object and nothing else: it starts with '{', and after its
+    // closing '}' come spaces only (the format's padding). A JSON parser alone would also take
+    // leading or trailing newlines and tabs, and stop quietly at a NUL byte, ignoring what
+    // follows it.
+    const std::string_view text(bytes.data() + 8, n);
+    const std::size_t nul = text.find('\0');
+    check(nul == std::string_view::npos, op, "'{}' has a NUL byte in its header, at byte {} of {}", path,
+          8 + nul, 8 + n);
+    const std::size_t json_end = text.find_last_not_of(' ') + 1;  // 0 if all spaces
     nlohmann::json header;
     try {
-        header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n),
+        header = nlohmann::json::parse(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(json_end),
                                        no_duplicates);
     } catch (const nlohmann::json::exception& e) {
         throw ValueError(fmt::format("{}: '{}' has a header that is not valid JSON ({})", op, path, e.what()));
     }
     check(header.is_object(), op, "'{}' header is not a JSON object", path);
+    check(text.front() == '{' && text[json_end - 1] == '}', op,
+          "'{}' has a header with bytes other than spaces before or after its JSON object (it must start "
+          "with '{{' and end with '}}' followed only by spaces)", path);
     const std::size_t data_begin = 8 + n, data_size = bytes.size() - data_begin;
 
     SafetensorsFile file;
@@ -168,6 +292,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
               "'{}': tensor '{}' of shape {} {} needs {} bytes but data_offsets give {}", path, name,
               shape_str(shape), dtype, numel * elem, end - begin);
 
+        checked_numel(shape, op);  // bounds every size, even beside a 0 (issue 14)
         Array a(shape);
         const char* src = bytes.data() + data_begin + begin;
         for (std::size_t i = 0; i < numel; ++i) {
@@ -205,6 +330,19 @@ SafetensorsFile load_safetensors(const std::string& path) {
     }
     check(expected == data_size, op, "'{}': {} trailing byte(s) after the last tensor (the data section has {} bytes)",
           path, data_size - expected, data_size);
+    // The checksum, when the writer recorded one (xgrad does; other tools do not). It is
+    // consumed here: the returned metadata holds the caller's keys only.
+    auto crc_entry = file.metadata.find(kChecksumKey);
+    if (crc_entry != file.metadata.end()) {
+        const std::optional<std::uint32_t> recorded = parse_crc(crc_entry->second);
+        check(recorded.has_value(), op, "'{}': metadata '{}' = {} is not a CRC-32 (8 lowercase hex digits)",
+              path, kChecksumKey, quoted_text(crc_entry->second));
+        const std::uint32_t actual = crc32_update(crc32_update(0, nullptr, 0), bytes.data() + data_begin, data_size);
+        check(actual == *recorded, op,
+              "'{}': the tensor data is corrupted: its CRC-32 is {:08x}, but the header records {:08x}", path,
+              actual, *recorded);
+        file.metadata.erase(crc_entry);
+    }
     NamedTensors sorted;
     for (std::size_t i : idx) sorted.push_back(std::move(file.tensors[i]));
     file.tensors = std::move(sorted);

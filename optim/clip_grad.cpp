@@ -22,7 +22,8 @@ std::pair<real*, std::size_t> grad_values(const Tensor& p) {
 
 }  // namespace
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
     check(max_norm >= 0, "clip_grad_norm_", "max_norm must be >= 0; got {}", max_norm);
     check(norm_type > 0, "clip_grad_norm_", "norm_type must be > 0 or infinity; got {}", norm_type);
     const bool inf_norm = std::isinf(norm_type);
@@ -41,6 +42,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
         }
     }
     const double total = inf_norm ? acc : (norm_type == 2.0 ? std::sqrt(acc) : std::pow(acc, 1 / norm_type));
+    check(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_",
+          "the total norm of order {} of the gradients is {}, so they cannot be clipped; to scale "
+          "them by the non-finite norm anyway (making them NaN or 0), set error_if_nonfinite=false",
+          norm_type, total);
     const double coef = max_norm / (total + 1e-6);   // clip coefficient
     if (!(coef >= 1.0)) {                              // coef < 1, or NaN (propagates, as PyTorch)
         const real c = static_cast<real>(coef);
@@ -52,11 +57,12 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     return total;
 }
 
-double clip_grad_norm_(const NamedTensors& params, double max_norm, double norm_type) {
+double clip_grad_norm_(const NamedTensors& params, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
     std::vector<Tensor> tensors;
     tensors.reserve(params.size());
     for (const auto& np : params) tensors.push_back(np.second);
-    return clip_grad_norm_(tensors, max_norm, norm_type);
+    return clip_grad_norm_(tensors, max_norm, norm_type, error_if_nonfinite);
 }
 
 }  // namespace xgrad::optim

@@ -9,12 +9,12 @@
 #include "optim/optimizer.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
+#include "core/parse.hpp"
 
 namespace xgrad::optim {
 
@@ -22,35 +22,20 @@ namespace {
 
 Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
 
+// The largest step count a state dict may hold: 2^53, the last integer up to which every
+// integer is exactly a double.
+constexpr std::int64_t kMaxStep = std::int64_t(1) << 53;
+
 // Shortest decimal form that reads back to the same double (fmt uses Dragonbox), so
 // "0.001" and "1e-08" round-trip exactly through a state dict.
 std::string to_decimal(double v) { return fmt::format("{}", v); }
 
-double parse_double(const std::string& text, const std::string& op, const std::string& key) {
-    errno = 0;
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    check(!text.empty() && *end == '\0' && errno == 0, op.c_str(),
-          "metadata '{}' = '{}' is not a decimal number", key, text);
-    return v;
-}
-
-std::int64_t parse_int(const std::string& text, const std::string& op, const std::string& key) {
-    errno = 0;
-    char* end = nullptr;
-    const long long v = std::strtoll(text.c_str(), &end, 10);
-    check(!text.empty() && *end == '\0' && errno == 0, op.c_str(),
-          "metadata '{}' = '{}' is not an integer", key, text);
-    return static_cast<std::int64_t>(v);
-}
-
 // Two option strings agree if they are equal, or both numbers with the same value
-// ("0.9" and "0.90").
+// ("0.9" and "0.90"), each spelled strictly (core/parse.hpp).
 bool same_option(const std::string& a, const std::string& b) {
     if (a == b) return true;
-    char *ea = nullptr, *eb = nullptr;
-    const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
-    return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;
+    const std::optional<double> x = try_parse_double(a), y = try_parse_double(b);
+    return x && y && *x == *y;
 }
 
 }  // namespace
@@ -164,6 +149,7 @@ void Optimizer::step() {
                 continue;
             }
             ParamState& st = state_[name];
+            ++t.version;  // an in-place change: a graph recorded before this step can no longer backward
             if (t.sparse_grad) {
                 update_sparse(group, t.data, *t.sparse_grad, st);
                 st.last_update = LastUpdate::sparse;
@@ -239,7 +225,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
               "option '{}' is {} in the state but {} in this optimizer; construct the optimizer "
               "with the saved options", key, saved, mine);
     }
-    const std::int64_t n_groups = parse_int(get("param_groups"), op, "param_groups");
+    const std::int64_t n_groups = parse_int64(get("param_groups"), op.c_str(), "param_groups");
     check(n_groups == static_cast<std::int64_t>(groups_.size()), op.c_str(),
           "the state has {} param groups, this optimizer has {}", n_groups, groups_.size());
 
@@ -256,8 +242,8 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         const std::string lr_key = fmt::format("group.{}.lr", g);
         const std::string wd_key = fmt::format("group.{}.weight_decay", g);
-        const double lr = parse_double(get(lr_key), op, lr_key);
-        const double wd = parse_double(get(wd_key), op, wd_key);
+        const double lr = parse_double(get(lr_key), op.c_str(), lr_key);
+        const double wd = parse_double(get(wd_key), op.c_str(), wd_key);
         check(std::isfinite(lr) && lr >= 0 && std::isfinite(wd) && wd >= 0, op.c_str(),
               "group {} has lr {} and weight_decay {}; both must be finite and >= 0", g, lr, wd);
         new_hyper.emplace_back(lr, wd);
@@ -265,7 +251,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
         for (const auto& [name, p] : groups_[g].params) {
             check(md.count(name + ".group") > 0, op.c_str(),
                   "parameter '{}' (param group {}) is not in the state", name, g);
-            const std::int64_t saved_group = parse_int(get(name + ".group"), op, name + ".group");
+            const std::int64_t saved_group = parse_int64(get(name + ".group"), op.c_str(), name + ".group");
             check(saved_group == static_cast<std::int64_t>(g), op.c_str(),
                   "parameter '{}' is in param group {} in the state but in group {} here", name,
                   saved_group, g);
@@ -297,9 +283,17 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
                       has_step ? "a step count" : "no step count",
                       st.initialized ? "has buffers" : "no buffers");
                 if (has_step) {
-                    st.step = parse_int(get(step_key), op, step_key);
-                    check(st.step >= 1, op.c_str(), "'{}' is {}; a stepped parameter has t >= 1",
-                          step_key, st.step);
+                    // t is bounded where it is read: 1 <= t <= 2^53. Every such t is exact
+                    // as the double that Adam's bias corrections 1 − β^t use, and t + 1 cannot
+                    // overflow int64 for another 2^63 − 2^53 steps (at 10^9 steps a second,
+                    // 290 years). An unbounded t (9223372036854775807) overflowed at the next
+                    // step().
+                    const std::string& text = get(step_key);
+                    st.step = parse_int64(text, op.c_str(), step_key);
+                    check(st.step >= 1 && st.step <= kMaxStep, op.c_str(),
+                          "'{}' = {} is outside [1, 2^53 = {}]: a stepped parameter has t >= 1, and "
+                          "larger counts would lose exactness in Adam's bias correction and "
+                          "overflow", step_key, text, kMaxStep);
                 }
             }
             if (st.initialized) new_state.emplace(name, std::move(st));

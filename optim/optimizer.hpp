@@ -53,7 +53,8 @@ struct ParamGroup {
 //              "param_groups"               number of groups
 //              "group.<g>.lr", "group.<g>.weight_decay"
 //              "<param>.group"              the group index of every parameter
-//              "<param>.step"               t, for optimizers that count steps (Adam, AdamW)
+//              "<param>.step"               t, for optimizers that count steps (Adam, AdamW);
+//                                           1 <= t <= 2^53 on load (see load_state_dict)
 // Doubles are written in the shortest form that reads back to the same double, so lr and the
 // options survive the round trip exactly.
 struct OptimizerState {
@@ -151,7 +152,9 @@ public:
     // weight_decay. The options (betas, momentum, ...) are checked, not restored: they must
     // equal this optimizer's. Throws ValueError naming the first difference (optimizer kind,
     // option, group count, a parameter's group, a missing or unexpected tensor or key, a
-    // shape) and then leaves the optimizer exactly as it was.
+    // shape, a step count outside [1, 2^53]) and then leaves the optimizer exactly as it was.
+    // Every number is parsed strictly (core/parse.hpp): "0x10", "+1", " 1" or "5abc" are
+    // refused, naming the key and the text.
     void load_state_dict(const OptimizerState& state);
 
     // Bytes of each parameter, its gradient and its optimizer state, as they are now.

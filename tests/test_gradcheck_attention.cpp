@@ -129,7 +129,7 @@ TEST_CASE("CausalSelfAttention: gradcheck with rope") {
 namespace {
 
 // x (B, T, d) → (B, T, d): multi-head causal self-attention from core ops
-Tensor readme_attention(const Tensor& x, const nn::Linear& c_attn, const nn::Linear& c_proj, std::int64_t H) {
+Tensor attention(const Tensor& x, const nn::Linear& c_attn, const nn::Linear& c_proj, std::int64_t H) {
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), d = std::int64_t(x.size(2));
     const std::int64_t hd = d / H;                                           // head width
     std::vector<Tensor> qkv = split(c_attn.forward(x), d, -1);               // q, k, v (B, T, d)
@@ -149,7 +149,7 @@ TEST_CASE("README multi-head causal attention equals CausalSelfAttention and gra
     manual_seed(10);
     nn::CausalSelfAttention m(/*d=*/6, /*n_head=*/3);
     const Tensor x = leaf({2, 4, 6});
-    require_values(readme_attention(x, *m.c_attn, *m.c_proj, 3), m.forward(x), 1e-12);
-    REQUIRE_GRADCHECK([&m](const std::vector<Tensor>& in) { return readme_attention(in[0], *m.c_attn, *m.c_proj, 3); },
+    require_values(attention(x, *m.c_attn, *m.c_proj, 3), m.forward(x), 1e-12);
+    REQUIRE_GRADCHECK([&m](const std::vector<Tensor>& in) { return attention(in[0], *m.c_attn, *m.c_proj, 3); },
                       x, m.c_attn->weight, m.c_proj->weight);
 }

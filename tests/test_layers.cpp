@@ -370,7 +370,7 @@ TEST_CASE("dropout: eval and p = 0 are the identity - p = 1 gives zeros", "[nn][
     REQUIRE(!bits_equal(net.drop->forward(big), big));
 }
 
-TEST_CASE("hostile: dropout with p outside [0 1] or NaN", "[nn][dropout][hostile]") {
+TEST_CASE("hostile: dropout with p outside 0 to 1 or NaN", "[nn][dropout][hostile]") {
     Tensor x = ones({4});
     for (double p : {-0.1, 1.5, std::nan(""), double(kInf)}) {
         INFO("p = " << p);

@@ -511,7 +511,16 @@ TEST_CASE("the file layout is the safetensors format", "[nn][serialize]") {
     REQUIRE(text[last] == '}');  // padding is spaces only, after the JSON
     const nlohmann::json h = nlohmann::json::parse(text);
     REQUIRE(h.size() == 4);  // three tensors and __metadata__
-    REQUIRE(h.at("__metadata__") == nlohmann::json{{"format", "pt"}});
+    // The caller's metadata, and the CRC-32 of the data section that xgrad adds (recomputed
+    // here bit by bit: reflected polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF).
+    std::uint32_t crc = 0xFFFFFFFFu;
+    for (std::size_t i = 8 + n; i < bytes.size(); ++i) {
+        crc ^= static_cast<unsigned char>(bytes[i]);
+        for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    crc ^= 0xFFFFFFFFu;
+    REQUIRE(h.at("__metadata__") ==
+            nlohmann::json{{"format", "pt"}, {"xgrad.data_crc32", fmt::format("{:08x}", crc)}});
     auto require_entry = [&](const std::string& name, std::vector<std::size_t> shape, std::size_t begin,
                              std::size_t end) {
         INFO(name);

@@ -164,3 +164,14 @@ TEST_CASE("skip-gram: two words with identical contexts become each other's near
     REQUIRE(cosine(unit, cat, dog) > cosine(unit, cat, cow));
     REQUIRE(cosine(unit, cat, cow) > cosine(unit, cat, car));
 }
+
+TEST_CASE("spearman: rank correlation with ties", "[word2vec][spearman]") {
+    // Any increasing function keeps the order: ρ = 1; reversing it gives ρ = −1.
+    CHECK(spearman({1, 2, 3, 4}, {1, 8, 27, 64}) == Approx(1.0));
+    CHECK(spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == Approx(-1.0));
+    // By hand: ranks of a are 1..5; b = (5, 6, 7, 8, 7) has ranks (1, 2, 3.5, 5, 3.5) (the two
+    // 7s share ranks 3 and 4). Centred at 3: Σ ra·rb = 8, Σ ra² = 10, Σ rb² = 9.5, so
+    // ρ = 8 / √95 = 0.8207827 (scipy.stats.spearmanr gives 0.8207826816681233).
+    CHECK(spearman({1, 2, 3, 4, 5}, {5, 6, 7, 8, 7}) == Approx(0.8207826816681233).epsilon(1e-12));
+    CHECK_THROWS_AS(spearman({1, 2}, {1, 2, 3}), std::invalid_argument);
+}

@@ -1,10 +1,14 @@
 // examples/char_mlp/checkpoint.cpp — save and restore model + optimizer + sampler state.
 #include "checkpoint.hpp"
 
+#include <climits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "core/parse.hpp"
 
 namespace char_mlp {
 
@@ -59,16 +63,23 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
     }
     for (const auto& [key, value] : file.metadata)
         if (strip(key, kOptim, rest)) optim_state.metadata[rest] = value;
+    // The rng state is 312 numbers; operator>> would skip spaces, take a '+' and ignore what
+    // follows, so the text must be exactly what operator<< writes for the state it reads.
+    const std::string rng_saved = meta("train.rng");
     std::mt19937_64 restored;
-    std::istringstream rng_text(meta("train.rng"));
-    if (!(rng_text >> restored))
-        throw std::runtime_error(fmt::format("{}: 'train.rng' is not a std::mt19937_64 state", path));
-    int step = -1;
-    try {
-        step = std::stoi(meta("train.step"));
-    } catch (const std::logic_error&) {  // stoi: invalid_argument or out_of_range
-    }
-    if (step < 0) throw std::runtime_error(fmt::format("{}: 'train.step' = '{}' is not a step count", path, meta("train.step")));
+    std::istringstream rng_text(rng_saved);
+    std::ostringstream rng_again;
+    if (rng_text >> restored) rng_again << restored;
+    if (!rng_text || rng_again.str() != rng_saved)
+        throw std::runtime_error(fmt::format("{}: 'train.rng' = {} is not a std::mt19937_64 state as "
+                                             "operator<< writes it", path, quoted_text(rng_saved)));
+    // Strictly one decimal integer in [0, INT_MAX] (core/parse.hpp): std::stoi read "5abc" as 5
+    // and "1e3" as 1.
+    const std::string step_saved = meta("train.step");
+    const std::optional<std::int64_t> step = try_parse_int64(step_saved);
+    if (!step || *step < 0 || *step > INT_MAX)
+        throw std::runtime_error(fmt::format("{}: 'train.step' = {} is not a step count (a decimal integer "
+                                             "in [0, {}])", path, quoted_text(step_saved), INT_MAX));
 
     // Both loads validate before they change anything; if the optimizer's fails, put the
     // model back so that a failed resume leaves no trace.
@@ -82,7 +93,7 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
         throw;
     }
     rng = restored;
-    return step;
+    return static_cast<int>(*step);
 }
 
 }  // namespace char_mlp

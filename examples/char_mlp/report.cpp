@@ -9,9 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <xtensor/xadapt.hpp>
+
+#include "common/gnuplot.hpp"
 
 namespace char_mlp {
 
@@ -100,10 +103,7 @@ void LossLog::write(int step, double train_loss, double val_loss, double lr) {
 }
 
 std::string plot_losses(const std::string& dir, const std::string& title, const std::string& yrange) {
-    if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
-        return "loss.png skipped: gnuplot is not installed (apt-get install gnuplot-nox)";
-    const std::string script = dir + "/loss.gp";
-    std::ofstream gp(script);
+    std::ostringstream gp;
     gp << "set terminal pngcairo size 900,540 noenhanced\n"
        << "set output '" << dir << "/loss.png'\n"
        << "set datafile separator ','\n"
@@ -113,10 +113,7 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
        << "plot '" << dir << "/loss.csv' using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
        << "     '' using 1:2 every ::1 smooth bezier lw 2 lc rgb '#2c5d9f' title 'train (smoothed)', \\\n"
        << "     '' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' title 'validation'\n";
-    gp.close();
-    if (std::system(("gnuplot '" + script + "' 2> /dev/null").c_str()) != 0)
-        return "loss.png skipped: gnuplot failed (see " + script + ")";
-    return "loss curve: " + dir + "/loss.png";
+    return examples::run_gnuplot(dir + "/loss.gp", gp.str(), dir + "/loss.png", "loss curve");
 }
 
 Progress::Progress(int first, int total) : first_(first), total_(total), tty_(::isatty(STDOUT_FILENO)), start_(now_seconds()) {}

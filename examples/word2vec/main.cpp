@@ -10,7 +10,8 @@
 //       build/examples/word2vec --help          (every flag, with units and defaults)
 //       build/examples/word2vec --corpus FILE   (any plain-text file instead)
 // Writes to --out: embeddings.safetensors (the input vectors, (V, d) F32) and vocab.txt
-// (line i: the word with ID i and its count).
+// (line i: the word with ID i and its count), and three pictures (pictures.hpp, needs gnuplot):
+// similarity_heatmap.png, pca.png, rare_tokens.png.
 //
 // Legend: N corpus tokens, V vocabulary size, d vector width, B pairs per batch, k negatives.
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "corpus.hpp"
 #include "model.hpp"
 #include "optim/optim.hpp"
+#include "pictures.hpp"
 #include "similarity.hpp"
 
 using namespace xgrad;
@@ -110,6 +112,10 @@ static std::vector<std::int64_t> ids_of(const Vocab& vocab, const std::vector<st
     return ids;
 }
 
+// The two groups of the seed lessons' check, used by print_results and the pictures.
+static const std::vector<std::string> kAnimals = {"sheep", "lamb", "goat", "ox", "horse", "camel"};
+static const std::vector<std::string> kNumbers = {"two", "three", "four", "five", "seven", "ten"};
+
 static void print_results(const Vocab& vocab, const Array& E) {
     const Array unit = unit_rows(E);
     fmt::print("\nnearest neighbours by cosine similarity of the input vectors v:\n");
@@ -125,8 +131,8 @@ static void print_results(const Vocab& vocab, const Array& E) {
     }
 
     // The seed lessons' check: are words of one kind closer to each other than to the other kind?
-    const auto animals = ids_of(vocab, {"sheep", "lamb", "goat", "ox", "horse", "camel"});
-    const auto numbers = ids_of(vocab, {"two", "three", "four", "five", "seven", "ten"});
+    const auto animals = ids_of(vocab, kAnimals);
+    const auto numbers = ids_of(vocab, kNumbers);
     const Array centred = unit_rows(centred_rows(E));  // the mean vector removed (similarity.hpp)
     std::mt19937_64 rng(12345);
     std::vector<std::int64_t> random_a, random_b;     // 10,000 random pairs: the baseline
@@ -148,6 +154,19 @@ static void print_results(const Vocab& vocab, const Array& E) {
                mean_across(unit, animals, numbers), mean_across(centred, animals, numbers));
     fmt::print("  random pairs of words (10,000)                   {:6.3f}   {:6.3f}\n", random_pairs(unit),
                random_pairs(centred));
+}
+
+// The three pictures of pictures.hpp, into cfg.out. E0: the input table before training.
+static void draw_pictures(const Config& cfg, const Vocab& vocab, const Array& E0, const Array& E) {
+    std::filesystem::create_directories(cfg.out);
+    const auto animals = ids_of(vocab, kAnimals);
+    const auto numbers = ids_of(vocab, kNumbers);
+    std::vector<std::int64_t> both = animals;
+    both.insert(both.end(), numbers.begin(), numbers.end());
+    fmt::print("\npictures:\n");
+    fmt::print("  {}\n", plot_group_heatmap(cfg.out, vocab, E, both, animals.size()));
+    fmt::print("  {}\n", plot_pca(cfg.out, vocab, E, {animals, numbers}, {"animals", "numbers"}, 2));
+    fmt::print("  {}\n", plot_rare_tokens(cfg.out, vocab, E0, E));
 }
 
 static void save_outputs(const Config& cfg, const Vocab& vocab, const Tensor& E) {
@@ -191,6 +210,7 @@ static int run(const Config& cfg) {
 
     // ---- model and optimizer --------------------------------------------------------------------
     SkipGram model(vocab.size(), cfg.dim, /*sparse=*/true, rng);
+    const Array initial_in = model.in_embed->weight.data();  // (V, d) a copy: how far rows move (pictures)
     optim::Adam opt(model.named_parameters(), optim::AdamOptions(cfg.lr));
     fmt::print("model   in_embed ({0}, {1}) + out_embed ({0}, {1}): {2} parameters\n", vocab.size(), cfg.dim,
                model.num_parameters());
@@ -255,6 +275,7 @@ static int run(const Config& cfg) {
 
     // ---- results ----------------------------------------------------------------------------------
     print_results(vocab, model.in_embed->weight.data());
+    draw_pictures(cfg, vocab, initial_in, model.in_embed->weight.data());
     save_outputs(cfg, vocab, model.in_embed->weight);
     fmt::print("wall time {:.1f} s\n", now_seconds() - start);
     return 0;
@@ -275,7 +296,7 @@ int main(int argc, char** argv) {
     app.add_option("--seed", cfg.seed, "seed of initialisation, subsampling, windows, shuffles and negatives")->capture_default_str();
     app.add_option("--threads", cfg.threads, "OpenBLAS threads")->capture_default_str()->check(CLI::Range(1, 256));
     app.add_option("--compare-dense", cfg.compare_dense, "after training, time this many steps with lazy and with dense Adam updates (0: skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    app.add_option("--out", cfg.out, "directory for embeddings.safetensors and vocab.txt")->capture_default_str();
+    app.add_option("--out", cfg.out, "directory for embeddings.safetensors, vocab.txt and the pictures (*.png, with their .dat and .gp)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     try {
         return run(cfg);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <stdexcept>
 
 namespace word2vec {
 
@@ -70,6 +72,37 @@ double mean_across(const Array& unit, const std::vector<std::int64_t>& ids_a, co
         for (const auto b : ids_b) sum += cosine(unit, a, b);
     const std::size_t pairs = ids_a.size() * ids_b.size();
     return pairs ? sum / double(pairs) : 0.0;
+}
+
+// Ranks 1..n of x, ties given the mean of the ranks they span.
+static std::vector<double> ranks(const std::vector<double>& x) {
+    std::vector<std::size_t> order(x.size());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    std::sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) { return x[i] < x[j]; });
+    std::vector<double> r(x.size());
+    for (std::size_t i = 0; i < order.size();) {
+        std::size_t j = i;
+        while (j + 1 < order.size() && x[order[j + 1]] == x[order[i]]) ++j;
+        const double mean_rank = 0.5 * double(i + j) + 1;  // ranks i+1 .. j+1 share their mean
+        for (std::size_t k = i; k <= j; ++k) r[order[k]] = mean_rank;
+        i = j + 1;
+    }
+    return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size() || a.size() < 2)
+        throw std::invalid_argument("spearman: needs two samples of the same size >= 2, got " +
+                                    std::to_string(a.size()) + " and " + std::to_string(b.size()));
+    const std::vector<double> ra = ranks(a), rb = ranks(b);
+    const double mean = 0.5 * double(a.size() + 1);  // the mean rank, with or without ties
+    double sab = 0, saa = 0, sbb = 0;                 // ρ = Σ(ra−m)(rb−m) / √(Σ(ra−m)² Σ(rb−m)²)
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        sab += (ra[i] - mean) * (rb[i] - mean);
+        saa += (ra[i] - mean) * (ra[i] - mean);
+        sbb += (rb[i] - mean) * (rb[i] - mean);
+    }
+    return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
 }
 
 }  // namespace word2vec

@@ -39,4 +39,11 @@ double mean_within(const xgrad::Array& unit, const std::vector<std::int64_t>& id
 double mean_across(const xgrad::Array& unit, const std::vector<std::int64_t>& ids_a,
                    const std::vector<std::int64_t>& ids_b);
 
+// Spearman's rank correlation ρ ∈ [−1, 1] of two equally long samples: the Pearson correlation
+// of their ranks, tied values sharing the mean of their ranks (as scipy.stats.spearmanr does).
+// +1 when b grows with a, −1 when it shrinks, near 0 when the order of a says nothing about b.
+// Used for "rare words barely move" (pictures.hpp). Throws std::invalid_argument if the sizes
+// differ or are below 2. ref: Spearman (1904); scipy.stats.spearmanr documentation.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
 }  // namespace word2vec

@@ -1,0 +1,27 @@
+// examples/common/gnuplot.hpp — drawing a PNG with gnuplot, shared by the examples.
+//
+// The examples write their numbers to a data file, then a small gnuplot script that reads it
+// and draws a PNG (terminal pngcairo). gnuplot is an optional run-time dependency (Debian's
+// gnuplot-nox): when it is missing, nothing is drawn and the note says so. The script stays
+// beside the PNG, so a reader can restyle the picture and run `gnuplot name.gp` again.
+#pragma once
+
+#include <string>
+
+namespace examples {
+
+// True when a `gnuplot` program is on the PATH.
+bool gnuplot_available();
+
+// Writes `script` to `script_path` and runs gnuplot on it; the script is expected to set its
+// own terminal and `set output` to `png_path`. Returns the one-line note to print:
+//   "<what>: <png_path>"                                          drawn
+//   "<png_path> skipped: gnuplot is not installed (...)"          no gnuplot
+//   "<png_path> skipped: gnuplot failed (see <script_path>)"      gnuplot exited non-zero
+std::string run_gnuplot(const std::string& script_path, const std::string& script, const std::string& png_path,
+                        const std::string& what);
+
+// `text` as a single-quoted gnuplot string (a ' inside is doubled, gnuplot's escape).
+std::string gnuplot_quote(const std::string& text);
+
+}  // namespace examples
