@@ -278,7 +278,7 @@ void visit_graph(const Tensor& root, const std::function<void(const TensorImpl& 
         visit(*t);
         if (!t->grad_fn) continue;
         for (const auto& in : t->grad_fn->inputs)
-            if (seen.insert(in.get()).second) stack.push_back(in.get());
+            if (seen.insert(in.tensor.get()).second) stack.push_back(in.tensor.get());
     }
 }
 
