@@ -57,6 +57,6 @@ if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
   set(CPACK_DEBIAN_PACKAGE_SECTION devel)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "xtl-dev, libxsimd-dev, libxtensor-dev, libopenblas-dev, nlohmann-json3-dev, libfmt-dev, cmake")
+      "xtl-dev, libxsimd-dev, libxtensor-dev, libopenblas-dev, nlohmann-json3-dev, libfmt-dev, zlib1g-dev, cmake")
   include(CPack)
 endif()

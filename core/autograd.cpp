@@ -12,6 +12,7 @@
 //      freed right after it runs; a second backward through it throws.
 #include "core/autograd.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -65,11 +66,26 @@ DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
 
 // ---- recording an op --------------------------------------------------------------------------
 namespace {
-// Throws if `a` holds a NaN or ±inf, naming the op and where (anomaly mode only).
-void check_finite(const Array& a, const std::string& op, const char* what) {
+// Throws if `a` holds a NaN or ±inf, naming the op and where (anomaly mode only). With
+// `inputs`, a ±inf is let through when an input already held one: the op passed it on (x - max
+// inside softmax after a -inf attention mask) and did not produce it; the op that made it was
+// checked when it ran. A NaN is always an anomaly.
+void check_finite(const Array& a, const std::string& op, const char* what, const Tensor* inputs = nullptr,
+                  std::size_t n = 0) {
     const real* p = a.data();
+    int input_inf = -1;  // unknown until the first ±inf in `a`
     for (std::size_t i = 0; i < a.size(); ++i) {
         if (std::isfinite(p[i])) continue;
+        if (!std::isnan(p[i]) && inputs) {
+            if (input_inf < 0) {
+                input_inf = 0;
+                for (std::size_t k = 0; k < n && !input_inf; ++k) {
+                    const Array& in = inputs[k].data();
+                    input_inf = std::any_of(in.begin(), in.end(), [](real v) { return std::isinf(v); });
+                }
+            }
+            if (input_inf) continue;
+        }
         throw ValueError(fmt::format("anomaly: op '{}' produced {} in {} of shape {} at flat index {} "
                                      "(detect_anomaly is on)",
                                      op, std::isnan(p[i]) ? "NaN" : p[i] > 0 ? "inf" : "-inf", what,
@@ -78,7 +94,7 @@ void check_finite(const Array& a, const std::string& op, const char* what) {
 }
 
 Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn backward) {
-    if (g_anomaly) check_finite(out, name, "its forward output");
+    if (g_anomaly) check_finite(out, name, "its forward output", inputs, n);
     bool any = false;
     for (std::size_t i = 0; i < n; ++i) any = any || inputs[i].requires_grad();
     auto impl = std::make_shared<TensorImpl>(std::move(out));
@@ -90,6 +106,7 @@ Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_
             const auto& in = inputs[i].impl_ptr();
             node->inputs.push_back({in, in->version, in->data.shape()});
         }
+        node->out_shape = impl->data.shape();
         node->backward = std::move(backward);
         impl->requires_grad = true;
         impl->grad_fn = std::move(node);
@@ -180,7 +197,8 @@ void check_unmodified(const Node& node) {
             "inplace operation: input {} of op '{}', of shape {} when the op ran, is now of shape {} "
             "at version {} (expected version {}). It was changed (through Tensor::data() or at(), or "
             "by an optimizer step) between the forward and this backward; run the forward again "
-            "after changing it.",
+            "after changing it. Only reading? Non-const data() counts as a write: read through a "
+            "const handle, std::as_const(t).data().",
             i, node.name, shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
     }
 }
@@ -240,6 +258,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         const Array& grad_out = t == r ? root_grad : *summed;
 
         Node& node = *t->grad_fn;
+        check(t->data.shape() == node.out_shape, "backward",
+              "the output of op '{}', of shape {} when the op ran, was replaced by an array of shape {} "
+              "(through Tensor::data()) before this backward; run the forward again after changing it",
+              node.name, lazy_shape(node.out_shape), lazy_shape(t->data.shape()));
         check_unmodified(node);
         Grads in_grads = node.backward(grad_out, t->data);
         check(in_grads.size() == node.inputs.size(), "backward",

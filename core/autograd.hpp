@@ -61,7 +61,9 @@ using BackwardFn = std::function<Grads(const Array& grad_out, const Array& out)>
 //   * an op's own output is checked only as the input of the ops that consumed it: reading an
 //     output through a non-const handle (y.data()(0) in a test) counts as a change, and checking
 //     outputs themselves made that common read an error. A change to y made before any op
-//     consumed it is therefore not seen by the backward of the op that made y.
+//     consumed it is therefore not seen by the backward of the op that made y. Its SHAPE is
+//     checked (Node::out_shape): every backward assumes grad_out has the output's shape, and an
+//     output array replaced by a smaller one made gelu, narrow or dropout read past grad_out.
 struct NodeInput {
     std::shared_ptr<TensorImpl> tensor;
     std::uint64_t version = 0;
@@ -71,6 +73,7 @@ struct NodeInput {
 struct Node {
     std::string name;                                  // the op: "mul", "matmul", ...
     std::vector<NodeInput> inputs;                     // the tensors this op read
+    Array::shape_type out_shape;                       // the output's shape when the op ran
     BackwardFn backward;                               // null once released
     bool released = false;                             // saved arrays freed after a backward
 
@@ -103,7 +106,10 @@ private:
 // While a DetectAnomalyGuard lives (RAII, per thread, like NoGradGuard), every op's forward
 // output and every gradient a backward returns is checked for NaN and ±inf, and the first one
 // found throws ValueError naming the op ("anomaly: op 'log' produced NaN in its forward output
-// of shape (2,) at flat index 0"). Off, it costs one branch per op. As torch.autograd's
+// of shape (2,) at flat index 0"). A forward output's ±inf counts only if the op produced it: an
+// inf an input already held and the op passed on is not flagged again (a -inf attention mask
+// flows through softmax's x - max), and masked_fill's ±inf fill is intended. Off, it costs one
+// branch per op. As torch.autograd's
 // detect_anomaly / set_detect_anomaly; DetectAnomalyGuard(false) turns it off for a scope.
 bool anomaly_enabled();
 void set_detect_anomaly(bool on);

@@ -10,6 +10,7 @@
 // tensor; xgrad has one scalar type, so 1/0 stands for True/False). Masks carry no gradient.
 // Shape legend: x input, y output, g = dL/dy ("grad_out"); (R, C) the last two dims of tril/triu.
 #include <cmath>
+#include <optional>
 
 #include <xtensor/xoperation.hpp>
 
@@ -38,11 +39,26 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     // xt::not_equal compares element by element and gives an expression of bools; xt::where
     // broadcasts mask, value and x together (to x's shape, checked above).
     Array y = xt::where(xt::not_equal(mask.data(), real(0)), value, x.data());
-    return make_result(std::move(y), "masked_fill", {x}, [mask](const Array& g, const Array&) {
+    // Anomaly mode (core/autograd.hpp) refuses a ±inf that an op makes from finite inputs, but a
+    // fill with -inf is how attention hides a key: intended. So with an infinite fill the central
+    // check is off for this output, and only what it would still refuse is checked: a NaN (one x
+    // held, as the fill is not NaN).
+    std::optional<DetectAnomalyGuard> intended_inf;
+    if (anomaly_enabled() && std::isinf(value)) {
+        for (std::size_t i = 0; i < y.size(); ++i)
+            check(!std::isnan(y.data()[i]), "masked_fill",
+                  "anomaly: op 'masked_fill' produced NaN in its forward output of shape {} at flat index {} "
+                  "(detect_anomaly is on)", lazy_shape(xs), i);
+        intended_inf.emplace(false);
+    }
+    // The mask is an input too, with no gradient: the backward reads it, so its version is
+    // checked as PyTorch checks the mask it saves (a mask buffer refilled in place before the
+    // backward is refused, never read as the new mask).
+    return make_result(std::move(y), "masked_fill", {x, mask}, [mask](const Array& g, const Array&) {
         // in the forward pass this was: y = mask ? value : x
         // so dy/dx = 0 where the mask is set, and 1 elsewhere.
         Array gx = xt::where(xt::not_equal(mask.data(), real(0)), real(0), g);
-        return make_grads(std::move(gx));
+        return make_grads(std::move(gx), std::nullopt);
     });
 }
 

@@ -342,6 +342,9 @@ Tensor arange(real start, real end, real step) {
     check(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), "arange",
           "need finite start, end and a non-zero step; got ({}, {}, {})", start, end, step);
     const double n = std::ceil((static_cast<double>(end) - start) / step);
+    // Bounded before the cast: a double past SIZE_MAX (arange(1e30)) does not convert (UB).
+    check(n <= static_cast<double>(kMaxNumel), "arange", "arange({}, {}, {}) would hold {} values, more than {}",
+          start, end, step, n, kMaxNumel);
     const std::size_t count = n > 0 ? static_cast<std::size_t>(n) : 0;
     Array a = xt::zeros<real>({count});
     for (std::size_t i = 0; i < count; ++i) a(i) = static_cast<real>(start + step * static_cast<double>(i));

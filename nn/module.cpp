@@ -33,7 +33,10 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
     check(tensor.defined(), "register_buffer", "buffer '{}' is an undefined tensor", name);
     check(tensor.is_leaf(), "register_buffer", "buffer '{}' must be a leaf tensor (detach() it first)", name);
     check_free(name, "register_buffer", "buffer");
-    tensor.requires_grad_(false);  // state, not a learned value: backward never reaches it
+    // State, not a learned value: backward never reaches it. A tensor that requires grad may be
+    // a parameter elsewhere (another module's weight): turning its requires_grad off would stop
+    // that parameter's training without a word, so the buffer is a detached copy instead.
+    if (tensor.requires_grad()) tensor = tensor.detach();
     buffers_.emplace_back(name, tensor);
     return tensor;
 }

@@ -43,8 +43,10 @@ public:
     Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
 
     // Registers `tensor` as a buffer called `name` (no dots, unique among this module's
-    // parameters, buffers and submodules) and turns its requires_grad off. Returns the same
-    // handle. Throws ValueError on a bad name, an undefined tensor or a non-leaf tensor.
+    // parameters, buffers and submodules). A buffer never requires grad: a tensor that does is
+    // stored as a copy (detach()), and the caller's tensor is left as it was (it may be a
+    // parameter elsewhere). Returns the handle stored: the same one, or that copy. Throws
+    // ValueError on a bad name, an undefined tensor or a non-leaf tensor.
     // ref: PyTorch docs, torch.nn.Module.register_buffer (persistent buffers only)
     Tensor register_buffer(const std::string& name, Tensor tensor);
 

@@ -158,7 +158,8 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
 }  // namespace functional
 
 // ---- LayerNorm -------------------------------------------------------------------------------------
-LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool with_bias) : d_(d), eps_(eps) {
+LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool with_bias)
+    : d_(d), eps_(eps), affine_(elementwise_affine), has_bias_(elementwise_affine && with_bias) {
     check(d >= 1, "LayerNorm", "d must be positive; got {}", d);
     check(eps >= 0, "LayerNorm", "eps must be >= 0; got {}", eps);
     if (elementwise_affine) {
@@ -168,6 +169,16 @@ LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool w
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
+    // As Linear: a reassigned member would be read here while the optimizer and state_dict()
+    // hold the registered tensor, which would then never be trained (nor saved as trained).
+    check(affine_ ? weight.impl() == registered_parameter("weight").impl() : !weight.defined(), "LayerNorm",
+          "the member 'weight' is no longer the registered parameter (was it reassigned?); the optimizer "
+          "and state_dict() hold the registered one, so it would never be trained; to set values, assign "
+          "to weight.data()");
+    check(has_bias_ ? bias.impl() == registered_parameter("bias").impl() : !bias.defined(), "LayerNorm",
+          "the member 'bias' is no longer the registered parameter (was it reassigned?); the optimizer "
+          "and state_dict() hold the registered one, so it would never be trained; to set values, assign "
+          "to bias.data()");
     return functional::layer_norm(x, {std::size_t(d_)}, weight, bias, eps_);
 }
 

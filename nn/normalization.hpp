@@ -54,6 +54,8 @@ public:
 private:
     std::int64_t d_;
     double eps_;
+    bool affine_;    // weight registered (elementwise_affine)
+    bool has_bias_;  // bias registered too
 };
 
 }  // namespace xgrad::nn
