@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include <xtensor/xnoalias.hpp>
 
@@ -286,6 +287,20 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
             node.backward = nullptr;  // frees every array the closure saved
             node.released = true;
         }
+    }
+}
+
+void visit_graph(const Tensor& root, const std::function<void(const TensorImpl& t)>& visit) {
+    if (!root.defined()) return;
+    std::unordered_set<const TensorImpl*> seen{root.impl()};
+    std::vector<const TensorImpl*> stack{root.impl()};
+    while (!stack.empty()) {
+        const TensorImpl* t = stack.back();
+        stack.pop_back();
+        visit(*t);
+        if (!t->grad_fn) continue;
+        for (const auto& in : t->grad_fn->inputs)
+            if (seen.insert(in.tensor.get()).second) stack.push_back(in.tensor.get());
     }
 }
 

@@ -141,4 +141,13 @@ void accumulate_grad(TensorImpl& leaf, Array g);
 // Runs reverse-mode autodiff from `root` (what Tensor::backward calls).
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
+// ---- inspecting a graph -----------------------------------------------------------------------
+// Calls visit(t) once for every tensor the graph below `root` keeps alive: root itself, then
+// every input of every Node reachable from it (leaves included), depth first, with an explicit
+// stack (deep graphs are fine). t.grad_fn is the op that made t, null for a leaf; t.data.size()
+// · sizeof(real) its bytes. Changes nothing. Arrays a backward closure saved beyond its inputs
+// (a softmax's probabilities, say) are not tensors and are not visited. Used for reports of
+// the memory a graph holds for backward (examples/gpt).
+void visit_graph(const Tensor& root, const std::function<void(const TensorImpl& t)>& visit);
+
 }  // namespace xgrad

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include <exception>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -339,4 +340,23 @@ TEST_CASE("accumulating a dense gradient of the wrong shape throws with both sha
     REQUIRE_THROWS_AS(accumulate_grad(*x.impl(), xt::ones<real>({4})), ValueError);
     REQUIRE_THROWS_WITH(accumulate_grad(*x.impl(), xt::ones<real>({4})),
                         Contains("accumulate_grad") && Contains("(4)") && Contains("(3)"));
+}
+
+TEST_CASE("visit_graph visits every tensor the graph holds once", "[autograd][visit_graph]") {
+    // loss = sum(x·w + x): x (2, 3) and w (3) are leaves; mul, add, sum make three tensors.
+    // x feeds two ops but is visited once; so five tensors in all.
+    Tensor x = randn({2, 3}, /*requires_grad=*/false);
+    Tensor w = randn({3}, /*requires_grad=*/true);
+    Tensor loss = sum(add(mul(x, w), x));
+    std::map<std::string, int> seen;
+    std::size_t bytes = 0;
+    visit_graph(loss, [&](const TensorImpl& t) {
+        ++seen[t.grad_fn ? t.grad_fn->name : (t.requires_grad ? "param" : "input")];
+        bytes += t.data.size() * sizeof(real);
+    });
+    REQUIRE(seen == std::map<std::string, int>{{"add", 1}, {"input", 1}, {"mul", 1}, {"param", 1}, {"sum", 1}});
+    REQUIRE(bytes == (6 + 3 + 6 + 6 + 1) * sizeof(real));  // x, w, x·w, x·w + x, the loss
+    int leaves = 0;
+    visit_graph(x, [&](const TensorImpl&) { ++leaves; });  // a leaf: itself only
+    REQUIRE(leaves == 1);
 }

@@ -22,7 +22,7 @@ bool strip(const std::string& s, const std::string& prefix, std::string& rest) {
 }
 }  // namespace
 
-void save_checkpoint(const std::string& path, const CharMLP& model, const optim::Optimizer& opt, int step,
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
                      const std::mt19937_64& rng, const RunFlags& flags) {
     NamedTensors tensors;
     nn::Metadata meta;
@@ -38,13 +38,13 @@ void save_checkpoint(const std::string& path, const CharMLP& model, const optim:
     nn::save_safetensors(path, tensors, meta);
 }
 
-int load_checkpoint(const std::string& path, CharMLP& model, optim::Optimizer& opt, std::mt19937_64& rng,
+int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, std::mt19937_64& rng,
                     const RunFlags& flags) {
     const nn::SafetensorsFile file = nn::load_safetensors(path);
     auto meta = [&](const std::string& key) {
         auto it = file.metadata.find(key);
         if (it == file.metadata.end())
-            throw std::runtime_error(fmt::format("{}: not a char_mlp checkpoint (no '{}')", path, key));
+            throw std::runtime_error(fmt::format("{}: not a training checkpoint (no '{}')", path, key));
         return it->second;
     };
     for (const auto& [flag, value] : flags) {

@@ -1,4 +1,5 @@
-// examples/char_mlp/checkpoint.hpp — one safetensors file holding a whole training state.
+// examples/char_mlp/checkpoint.hpp — one safetensors file holding a whole training state
+// (of any nn::Module and optimizer: examples/gpt saves and resumes with it too).
 //
 //   tensors   "model.<param>"            the model's parameters (emb.weight, fc1.weight, ...)
 //             "optim.<param>.<buffer>"   AdamW's exp_avg / exp_avg_sq
@@ -22,13 +23,13 @@ namespace char_mlp {
 // Flag name → value as typed on the command line, e.g. {"--lr", "0.003"}.
 using RunFlags = std::map<std::string, std::string>;
 
-void save_checkpoint(const std::string& path, const CharMLP& model, const optim::Optimizer& opt, int step,
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
                      const std::mt19937_64& rng, const RunFlags& flags);
 
 // Restores model, optimizer and rng; returns the step to continue from. Throws
 // std::runtime_error (leaving the model and optimizer untouched) if the file is unreadable,
 // is not a char_mlp checkpoint, or was saved with other flags (naming the flag and both values).
-int load_checkpoint(const std::string& path, CharMLP& model, optim::Optimizer& opt, std::mt19937_64& rng,
+int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, std::mt19937_64& rng,
                     const RunFlags& flags);
 
 }  // namespace char_mlp

@@ -102,14 +102,14 @@ void LossLog::write(int step, double train_loss, double val_loss, double lr) {
     out_.flush();
 }
 
-std::string plot_losses(const std::string& dir) {
+std::string plot_losses(const std::string& dir, const std::string& title, const std::string& yrange) {
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,540 noenhanced\n"
        << "set output '" << dir << "/loss.png'\n"
        << "set datafile separator ','\n"
-       << "set title 'char_mlp: cross-entropy loss (nats)'\n"
+       << "set title '" << title << "'\n"
        << "set xlabel 'step'\nset ylabel 'loss (nats)'\nset grid\nset key top right\n"
-       << "set yrange [1.5:3.5]\n"
+       << "set yrange " << yrange << "\n"
        << "plot '" << dir << "/loss.csv' using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
        << "     '' using 1:2 every ::1 smooth bezier lw 2 lc rgb '#2c5d9f' title 'train (smoothed)', \\\n"
        << "     '' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' title 'validation'\n";
@@ -127,8 +127,8 @@ void Progress::update(int step, double loss, double lr, double val_loss) {
     // lines of an evaluation show one.
     const bool show_val = tty_ ? last_val_ >= 0 : !std::isnan(val_loss);
     const std::string val = show_val ? fmt::format("  val {:.4f}", last_val_) : "";
-    const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.0f} steps/s  ETA {:>4.0f} s{}",
-                                         step, total_, loss, lr, rate, eta, val);
+    const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.{}f} steps/s  ETA {:>4.0f} s{}",
+                                         step, total_, loss, lr, rate, rate < 100 ? 2 : 0, eta, val);  // slow runs: 2 decimals
     if (tty_) fmt::print("\r{:<100}", line), std::fflush(stdout);
     else fmt::print("{}\n", line);
 }

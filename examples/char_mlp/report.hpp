@@ -34,7 +34,9 @@ private:
 };
 
 // Draws loss.csv into loss.png with gnuplot when it is installed; returns the note to print.
-std::string plot_losses(const std::string& out_dir);
+// `title` and the y range (gnuplot syntax, in nats) default to char_mlp's.
+std::string plot_losses(const std::string& out_dir, const std::string& title = "char_mlp: cross-entropy loss (nats)",
+                        const std::string& yrange = "[1.5:3.5]");
 
 // One status line: in place ('\r') on a terminal, plain lines otherwise.
 class Progress {

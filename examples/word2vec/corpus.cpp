@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -56,35 +57,39 @@ std::vector<std::string> tokenize(const std::string& line) {
     return words;
 }
 
-std::vector<std::string> read_corpus(const std::string& path) {
-    std::vector<std::string> tokens;
-    auto add_line = [&tokens](const std::string& line) {
-        for (auto& w : tokenize(line)) tokens.push_back(std::move(w));
-    };
+std::string read_text(const std::string& path) {
+    std::string text;
     std::string source = path;
     if (path.empty()) {
         // The whole KJV, Genesis 1:1 to Revelation 22:21: one verse per line.
         source = "bible -f \"gen1:1-rev22:21\"";
         std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(source.c_str(), "r"), pclose);
-        if (!pipe) throw std::runtime_error("read_corpus: cannot run `" + source + "`");
-        std::string line;
-        for (int c; (c = std::fgetc(pipe.get())) != EOF;) {
-            if (c == '\n') {
-                add_line(line);
-                line.clear();
-            } else {
-                line += static_cast<char>(c);
-            }
-        }
-        add_line(line);
+        if (!pipe) throw std::runtime_error("read_text: cannot run `" + source + "`");
+        char buf[1 << 16];
+        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) text.append(buf, n);
     } else {
-        std::ifstream in(path);
-        if (!in) throw std::runtime_error("read_corpus: cannot open corpus file '" + path + "'");
-        for (std::string line; std::getline(in, line);) add_line(line);
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw std::runtime_error("read_text: cannot open text file '" + path + "' (missing file?)");
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    if (text.empty())
+        throw std::runtime_error("read_text: no text read from " + (path.empty() ? "`" + source + "`" : "'" + path + "'") +
+                                 (path.empty() ? " (is the bible-kjv package installed? see .ci/install-deps)" : " (empty file)"));
+    return text;
+}
+
+std::vector<std::string> read_corpus(const std::string& path) {
+    const std::string text = read_text(path);
+    std::vector<std::string> tokens;
+    std::size_t begin = 0;
+    while (begin < text.size()) {
+        std::size_t end = text.find('\n', begin);
+        if (end == std::string::npos) end = text.size();
+        for (auto& w : tokenize(text.substr(begin, end - begin))) tokens.push_back(std::move(w));
+        begin = end + 1;
     }
     if (tokens.empty())
-        throw std::runtime_error("read_corpus: no words read from " + (path.empty() ? "`" + source + "`" : "'" + path + "'") +
-                                 (path.empty() ? " (is the bible-kjv package installed? see .ci/install-deps)" : ""));
+        throw std::runtime_error("read_corpus: no words read from " + (path.empty() ? std::string("the KJV") : "'" + path + "'"));
     return tokens;
 }
 

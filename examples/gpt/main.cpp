@@ -1,0 +1,258 @@
+// examples/gpt/main.cpp — train a character-level GPT on the King James Bible.
+//
+// nanoGPT's shakespeare_char CPU run, on the KJV: characters are tokens (V = 73), the first 90%
+// of the text trains, the last 10% validates. The model (model.hpp) is L 4 pre-LayerNorm blocks
+// of 4-head causal self-attention and a 4x MLP at width d 128, reading 64 characters, with the
+// head tied to the token table; AdamW (lr 1e-3, betas 0.9/0.99, weight decay 0.1 on the 2-D
+// weights only) with 100 warmup steps and a cosine decay to 1e-4, gradients clipped at norm 1,
+// 2,000 steps of 12 windows. Then it reports the losses against a bigram baseline, samples text,
+// and draws the loss curve and one head's attention.
+//
+// Run:  build/examples/gpt                 (the defaults; minutes on one core)
+//       build/examples/gpt --help          (every flag, with units and defaults)
+// Writes to --out: loss.csv, loss.png, attention.csv, attention.png, checkpoint.safetensors
+// (model and optimizer, for --resume) and model.safetensors (the weights alone, nanoGPT's names,
+// for bench/gpt_to_torch.py).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "../char_mlp/checkpoint.hpp"  // save/load of model + optimizer + sampler state
+#include "../char_mlp/report.hpp"      // LossLog, Progress, plot_losses, now_seconds
+#include "../word2vec/corpus.hpp"      // read_text: the KJV through `bible`, or a file
+#include "core/blas.hpp"
+#include "data.hpp"
+#include "model.hpp"
+#include "report.hpp"
+
+using namespace xgrad;
+using namespace gpt;
+using char_mlp::LossLog;
+using char_mlp::Progress;
+using char_mlp::RunFlags;
+
+struct Config {
+    GPTConfig model;              // L 4, H 4, d 128, block 64, pos learned, tied, biases, dropout 0
+    int steps = 2000;             // optimizer steps (iterations) in the whole run
+    int batch_size = 12;          // windows of block+1 characters per step
+    double lr = 1e-3;             // peak learning rate, reached after the warmup
+    double min_lr = 1e-4;         // the cosine decay's floor, reached at the last step
+    int warmup = 100;             // steps of linear warmup from 0
+    double beta1 = 0.9, beta2 = 0.99;
+    double weight_decay = 0.1;    // AdamW's decoupled λ, on the ≥2-D weights only
+    double grad_clip = 1.0;       // max global gradient norm (0: no clipping)
+    std::uint64_t seed = 1337;    // initialisation, batches, samples
+    int threads = 1;              // OpenBLAS threads
+    std::string data;             // empty: the KJV from `bible`
+    std::string out = "out/gpt";
+    std::string resume;
+    int stop_after = 0;
+    bool eval_only = false;       // with --resume: print the fixed-set validation loss and exit
+    int eval_every = 250;         // steps between validation losses
+    int eval_batches = 50;        // batches in the fixed validation set
+    int sample = 500;             // characters to sample at the end
+    double temperature = 0.8;
+    int top_k = 0;
+    std::string prompt = "And God said";
+    std::string heatmap_text = "Ge1:1 In the beginning God created the heaven and the earth.";
+    int heatmap_layer = -1;       // -1: the last block
+    int heatmap_head = 0;
+};
+
+static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
+
+// The flags that shape the trajectory; a checkpoint records them and --resume must repeat them.
+static RunFlags trajectory_flags(const Config& c) {
+    const GPTConfig& m = c.model;
+    return {{"--steps", std::to_string(c.steps)},          {"--batch-size", std::to_string(c.batch_size)},
+            {"--lr", fmt::format("{}", c.lr)},              {"--min-lr", fmt::format("{}", c.min_lr)},
+            {"--warmup", std::to_string(c.warmup)},         {"--beta1", fmt::format("{}", c.beta1)},
+            {"--beta2", fmt::format("{}", c.beta2)},        {"--weight-decay", fmt::format("{}", c.weight_decay)},
+            {"--grad-clip", fmt::format("{}", c.grad_clip)}, {"--seed", std::to_string(c.seed)},
+            {"--data", c.data},                             {"--n-layer", std::to_string(m.n_layer)},
+            {"--n-head", std::to_string(m.n_head)},         {"--d", std::to_string(m.d)},
+            {"--block-size", std::to_string(m.block)},      {"--pos", m.pos},
+            {"--no-tie", m.tie ? "false" : "true"},         {"--no-bias", m.bias ? "false" : "true"},
+            {"--dropout", fmt::format("{}", m.dropout)},    {"--eval-batches", std::to_string(c.eval_batches)}};
+}
+
+static int run(Config cfg, bool prompt_given) {
+    const double t0 = char_mlp::now_seconds();
+    set_num_threads(cfg.threads);
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.out, ec);
+    if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
+
+    // ---- data ------------------------------------------------------------------------------
+    const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
+    const std::string text = word2vec::read_text(cfg.data);
+    const Vocab vocab = build_vocab(text);
+    const Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
+    cfg.model.vocab = vocab.size();
+    fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
+               split.train.size(), split.val.size());
+
+    // ---- model, optimizer, schedule ----------------------------------------------------------
+    manual_seed(cfg.seed);
+    GPT model(cfg.model);
+    auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
+    optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
+    std::mt19937_64 batch_rng(cfg.seed);
+    const RunFlags flags = trajectory_flags(cfg);
+    int start = 0;
+    if (!cfg.resume.empty()) {
+        start = char_mlp::load_checkpoint(cfg.resume, model, *opt, batch_rng, flags);
+        schedule.set_step(start);
+        fmt::print("resume {} at step {}\n", cfg.resume, start);
+    }
+    const GPTConfig& m = model.config();
+    fmt::print("model  GPT: L {}, H {}, d {}, block {}, pos {}, head {}: {} parameters{}\n", m.n_layer, m.n_head, m.d,
+               m.block, m.pos, m.tie ? "tied to wte" : "untied", model.num_parameters(),
+               m.tie ? " (the tied table counted once)" : "");
+    // The heatmap's line: Genesis 1:1, or (another text without those characters) the start of val.
+    auto heatmap = [&] {
+        std::string line = cfg.heatmap_text;
+        if (std::any_of(line.begin(), line.end(), [&](char ch) { return vocab.id[static_cast<unsigned char>(ch)] < 0; }))
+            line = vocab.decode(Ids(split.val.begin(), split.val.begin() + std::min<std::ptrdiff_t>(m.block, 60)));
+        const std::int64_t layer = cfg.heatmap_layer < 0 ? m.n_layer - 1 : cfg.heatmap_layer;
+        return plot_attention(model, vocab, line, layer, cfg.heatmap_head, cfg.out);
+    };
+    if (cfg.eval_only) {  // bench/gpt_to_torch.py compares this line with PyTorch's figure
+        check(!cfg.resume.empty(), "gpt", "--eval-only needs --resume CHECKPOINT");
+        fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
+                   evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
+        fmt::print("{}\n", heatmap());
+        return 0;
+    }
+    std::cout << opt->memory_report() << "\n";
+
+    // ---- the graph's memory, once, on the first fixed validation batch (no rng drawn) ---------
+    {
+        const std::vector<std::size_t> first(fixed_offsets(split.val.size(), int(m.block), std::size_t(cfg.batch_size)));
+        const Batch w = windows(split.val, first, int(m.block));
+        const std::size_t before = malloc_in_use();
+        Tensor loss = nn::functional::cross_entropy(model.forward(w.x), w.y);
+        print_graph_memory(loss, model, cfg.batch_size, malloc_in_use() - before);
+    }
+
+    // ---- the training loop ------------------------------------------------------------------------
+    LossLog log(cfg.out + "/loss.csv", /*append=*/start > 0);
+    Progress progress(start, cfg.steps);
+    const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
+    for (int step = start; step < end; ++step) {
+        const double lr = opt->param_groups()[0].lr;
+        auto [x, y] = sample_batch(split.train, cfg.batch_size, int(m.block), batch_rng);  // (B, T), (B, T)
+        const StepResult r = train_step(model, *opt, x, y, cfg.grad_clip);
+        schedule.step();
+
+        const bool eval = (step + 1) % cfg.eval_every == 0 || step + 1 == cfg.steps;
+        const double val_loss = eval ? evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches) : nan();
+        if ((step + 1) % 10 == 0 || eval) log.write(step + 1, r.loss, val_loss, lr);
+        if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, r.loss, lr, val_loss);
+    }
+    progress.finish();
+    char_mlp::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags);
+    model.save(cfg.out + "/model.safetensors");
+    if (end < cfg.steps) {
+        fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
+                   cfg.out);
+        return 0;
+    }
+
+    // ---- results -------------------------------------------------------------------------------------
+    std::mt19937_64 eval_rng(cfg.seed + 1);
+    const double val_fixed = evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches);
+    const double val_random = evaluate_random(model, split.val, cfg.batch_size, cfg.eval_batches, eval_rng);
+    const double train_random = evaluate_random(model, split.train, cfg.batch_size, cfg.eval_batches, eval_rng);
+    fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
+               "val over {} random batches {:.4f})\n",
+               train_random, val_fixed, cfg.eval_batches, cfg.batch_size, cfg.eval_batches, val_random);
+    fmt::print("bigram baseline  train {:.4f}   val {:.4f}   (add-one smoothed counts from train)\n",
+               bigram_nll(split.train, split.train, vocab.size()), bigram_nll(split.train, split.val, vocab.size()));
+    fmt::print("wall time        {:.1f} s{}\n", char_mlp::now_seconds() - t0,
+               start > 0 ? " (this process, since the resume)" : "");
+
+    std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
+              << opt->memory_report() << "\n";
+
+    if (cfg.sample > 0 && !prompt_given) {  // the default prompt, in a text that lacks its characters
+        const bool ok = std::all_of(cfg.prompt.begin(), cfg.prompt.end(),
+                                    [&](char ch) { return vocab.id[static_cast<unsigned char>(ch)] >= 0; });
+        if (!ok) cfg.prompt = vocab.decode(Ids(split.val.begin(), split.val.begin() + 1));
+    }
+    if (cfg.sample > 0) {
+        std::mt19937_64 sample_rng(cfg.seed);
+        fmt::print("\n{} sampled characters (temperature {}, top-k {}) after the prompt:\n{}{}\n", cfg.sample,
+                   cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k), cfg.prompt,
+                   sample_text(model, vocab, cfg.prompt, cfg.sample, cfg.temperature, cfg.top_k, sample_rng));
+    }
+    fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
+    fmt::print("{}\n", char_mlp::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]"));
+    fmt::print("{}\n", heatmap());
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    Config cfg;
+    GPTConfig& m = cfg.model;
+    CLI::App app{"Train a character-level GPT (nanoGPT's shape) on the King James Bible."};
+    const auto positive = CLI::Range(1, INT_MAX);
+    const auto non_negative = CLI::Range(0, INT_MAX);
+    const auto positive_real = CLI::Range(1e-300, 1e300);
+    const auto non_negative_real = CLI::Range(0.0, 1e300);
+    bool no_tie = false, no_bias = false;
+    app.add_option("--n-layer", m.n_layer, "L, transformer blocks")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--n-head", m.n_head, "H, attention heads per block (must divide --d)")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--d", m.d, "d, the model width (n_embd)")->capture_default_str()->check(CLI::Range(1, 65536));
+    app.add_option("--block-size", m.block, "T, characters of context")->capture_default_str()->check(CLI::Range(1, 65536));
+    app.add_option("--pos", m.pos, "positions: learned (table wpe), sinusoidal (fixed), rope (rotary, in attention), none")
+        ->capture_default_str()->check(CLI::IsMember({"learned", "sinusoidal", "rope", "none"}));
+    app.add_flag("--no-tie", no_tie, "give the head its own (V, d) weight instead of the token table (default: tied)");
+    app.add_flag("--no-bias", no_bias, "no biases in the Linear and LayerNorm layers (default: biases on)");
+    app.add_option("--dropout", m.dropout, "dropout probability after the embeddings, in attention and after each residual branch")->capture_default_str()->check(CLI::Range(0.0, 0.99));
+    app.add_option("--steps", cfg.steps, "optimizer steps (iterations) in the whole run")->capture_default_str()->check(positive);
+    app.add_option("--batch-size", cfg.batch_size, "B, windows of block-size + 1 characters per step")->capture_default_str()->check(positive);
+    app.add_option("--lr", cfg.lr, "peak learning rate of AdamW, reached after the warmup")->capture_default_str()->check(positive_real);
+    app.add_option("--min-lr", cfg.min_lr, "learning rate at the end of the cosine decay (at most --lr)")->capture_default_str()->check(non_negative_real);
+    app.add_option("--warmup", cfg.warmup, "steps of linear warmup from 0 to --lr")->capture_default_str()->check(non_negative);
+    app.add_option("--beta1", cfg.beta1, "AdamW β1")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
+    app.add_option("--beta2", cfg.beta2, "AdamW β2")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
+    app.add_option("--weight-decay", cfg.weight_decay, "AdamW decoupled weight decay λ on the ≥2-D weights (biases and LayerNorm: none)")->capture_default_str()->check(non_negative_real);
+    app.add_option("--grad-clip", cfg.grad_clip, "clip the global gradient L2 norm to this before each step (0: off)")->capture_default_str()->check(non_negative_real);
+    app.add_option("--seed", cfg.seed, "seed of the initialisation, the batches and the samples")->capture_default_str();
+    app.add_option("--threads", cfg.threads, "OpenBLAS threads for matrix products")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
+    app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors")->capture_default_str();
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; every flag but --threads, --out, --sample, --temperature, --top-k, --prompt, --eval-every and --stop-after must match the saved run");
+    app.add_option("--stop-after", cfg.stop_after, "stop after this many steps of this run and save a checkpoint (0: run to the end)")->capture_default_str()->check(non_negative);
+    app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");
+    app.add_option("--eval-every", cfg.eval_every, "steps between validation losses")->capture_default_str()->check(positive);
+    app.add_option("--eval-batches", cfg.eval_batches, "batches of --batch-size windows in the fixed validation set (evenly spaced over the split)")->capture_default_str()->check(positive);
+    app.add_option("--sample", cfg.sample, "characters to sample after training (0: none)")->capture_default_str()->check(non_negative);
+    app.add_option("--temperature", cfg.temperature, "sampling temperature: logits are divided by it")->capture_default_str()->check(positive_real);
+    app.add_option("--top-k", cfg.top_k, "sample only among the k likeliest characters (0: all)")->capture_default_str()->check(non_negative);
+    app.add_option("--heatmap-layer", cfg.heatmap_layer, "block whose attention attention.png shows (-1: the last)")->capture_default_str()->check(CLI::Range(-1, 255));
+    app.add_option("--heatmap-head", cfg.heatmap_head, "head whose attention attention.png shows")->capture_default_str()->check(CLI::Range(0, 255));
+    auto* prompt = app.add_option("--prompt", cfg.prompt, "text the samples continue (characters must be in the vocabulary)")->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+    m.tie = !no_tie;
+    m.bias = !no_bias;
+    if (cfg.warmup > cfg.steps || cfg.min_lr > cfg.lr) {
+        fmt::print(stderr, "gpt: error: need --warmup ≤ --steps and --min-lr ≤ --lr (got {} > {} or {} > {})\n",
+                   cfg.warmup, cfg.steps, cfg.min_lr, cfg.lr);
+        return 1;
+    }
+    try {
+        return run(cfg, prompt->count() > 0);
+    } catch (const std::exception& e) {
+        std::fflush(stdout);
+        fmt::print(stderr, "gpt: error: {}\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,134 @@
+// examples/gpt/model.cpp — the GPT's modules, its initialisation, and one training step.
+// The shapes and the math are in model.hpp; each forward below names the shapes it makes.
+#include "model.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace gpt {
+
+namespace F = nn::functional;
+
+MLP::MLP(const GPTConfig& c) : dropout_(c.dropout) {
+    c_fc = register_module("c_fc", std::make_shared<nn::Linear>(c.d, 4 * c.d, c.bias));
+    c_proj = register_module("c_proj", std::make_shared<nn::Linear>(4 * c.d, c.d, c.bias));
+}
+
+Tensor MLP::forward(const Tensor& x) const {
+    Tensor h = F::gelu(c_fc->forward(x));                     // (B, T, 4d)  exact erf GELU
+    return F::dropout(c_proj->forward(h), dropout_, is_training());  // (B, T, d)
+}
+
+Block::Block(const GPTConfig& c) {
+    nn::CausalSelfAttentionOptions opts;
+    opts.dropout = c.dropout;
+    opts.bias = c.bias;
+    opts.rope = c.pos == "rope";
+    ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
+    attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(c.d, c.n_head, opts));
+    ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
+    mlp = register_module("mlp", std::make_shared<MLP>(c));
+}
+
+Tensor Block::forward(const Tensor& x) const {
+    Tensor a = add(x, attn->forward(ln_1->forward(x)));   // (B, T, d)  x + attn(ln_1(x))
+    return add(a, mlp->forward(ln_2->forward(a)));        // (B, T, d)  a + mlp(ln_2(a))
+}
+
+Transformer::Transformer(const GPTConfig& c) {
+    wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab, c.d));
+    if (c.pos == "learned") wpe = register_module("wpe", std::make_shared<nn::Embedding>(c.block, c.d));
+    h = register_module("h", std::make_shared<nn::Sequential>());
+    for (std::int64_t i = 0; i < c.n_layer; ++i) {
+        blocks.push_back(std::make_shared<Block>(c));
+        h->push_back(blocks.back());  // named "0", "1", ...
+    }
+    ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
+}
+
+static GPTConfig checked(const GPTConfig& c) {
+    check(c.vocab > 0 && c.block > 0 && c.n_layer > 0 && c.n_head > 0 && c.d > 0, "GPT",
+          "sizes must be positive: vocab {}, block {}, n_layer {}, n_head {}, d {}", c.vocab, c.block, c.n_layer,
+          c.n_head, c.d);
+    check(c.d % c.n_head == 0, "GPT", "width d = {} is not divisible by n_head = {}", c.d, c.n_head);
+    check(c.pos == "learned" || c.pos == "sinusoidal" || c.pos == "rope" || c.pos == "none", "GPT",
+          "pos '{}' is not one of learned, sinusoidal, rope, none", c.pos);
+    check(c.pos != "rope" || (c.d / c.n_head) % 2 == 0, "GPT", "rope needs an even head width; d/H = {}/{} = {}",
+          c.d, c.n_head, c.d / c.n_head);
+    check(c.pos != "sinusoidal" || c.d % 2 == 0, "GPT", "sinusoidal positions need an even d, got {}", c.d);
+    check(c.dropout >= 0 && c.dropout < 1, "GPT", "dropout {} is outside [0, 1)", c.dropout);
+    return c;
+}
+
+GPT::GPT(const GPTConfig& config) : config_(checked(config)) {
+    transformer = register_module("transformer", std::make_shared<Transformer>(config_));
+    lm_head = register_module("lm_head", std::make_shared<nn::Linear>(config_.d, config_.vocab, /*bias=*/false));
+    if (config_.tie) nn::tie_weights(*lm_head, *transformer->wte);  // one (V, d) parameter
+
+    // GPT-2's initialisation (nanoGPT _init_weights): N(0, 0.02) for every weight, 0 for biases,
+    // and N(0, 0.02/√(2L)) for the two projections that write into the residual stream in each
+    // block, so that the stream's variance does not grow with depth. LayerNorm keeps (1, 0).
+    NoGradGuard no_grad;
+    const double residual_std = 0.02 / std::sqrt(2.0 * double(config_.n_layer));
+    for (auto& [name, p] : named_parameters()) {
+        auto ends_with = [&n = name](const std::string& s) {
+            return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+        };
+        if (name.find("ln_") != std::string::npos) continue;
+        if (ends_with(".bias")) p.data().fill(0);
+        else p.data() = randn(p.shape()).data() * real(ends_with("c_proj.weight") ? residual_std : 0.02);
+    }
+}
+
+Tensor GPT::embed(const IndexTensor& idx) const {
+    check(idx.dim() == 2, "GPT", "idx must be (B, T), got {} dims", idx.dim());
+    const std::int64_t T = std::int64_t(idx.shape()[1]);
+    check(T <= config_.block, "GPT", "sequence length T = {} exceeds the block size {}", T, config_.block);
+    Tensor x = transformer->wte->forward(idx);  // (B, T, d)
+    if (config_.pos == "learned")
+        x = add(x, transformer->wpe->forward(IndexTensor::arange(T)));  // + (T, d), broadcast over B
+    else if (config_.pos == "sinusoidal")
+        x = add(x, nn::sinusoidal_positions(T, config_.d));            // + (T, d), fixed
+    return F::dropout(x, config_.dropout, is_training());            // rope / none: positions elsewhere
+}
+
+Tensor GPT::forward(const IndexTensor& idx) const {
+    Tensor x = embed(idx);                           // (B, T, d)
+    for (const auto& block : transformer->blocks) x = block->forward(x);
+    return lm_head->forward(transformer->ln_f->forward(x));  // (B, T, V)
+}
+
+Tensor GPT::attention_weights(const IndexTensor& idx, std::int64_t layer) const {
+    check(layer >= 0 && layer < config_.n_layer, "GPT", "layer {} is outside [0, {})", layer, config_.n_layer);
+    NoGradGuard no_grad;
+    Tensor x = embed(idx);
+    for (std::int64_t i = 0; i < layer; ++i) x = transformer->blocks[std::size_t(i)]->forward(x);
+    const Block& b = *transformer->blocks[std::size_t(layer)];
+    return b.attn->attention_weights(b.ln_1->forward(x));  // (B, H, T, T)
+}
+
+std::unique_ptr<optim::AdamW> make_adamw(const GPT& model, double lr, double beta1, double beta2,
+                                         double weight_decay, double eps) {
+    optim::ParamGroup decay, no_decay;
+    decay.weight_decay = weight_decay;
+    no_decay.weight_decay = 0.0;
+    for (const auto& [name, p] : model.named_parameters())  // the tied table appears once
+        (p.dim() >= 2 ? decay : no_decay).params.emplace_back(name, p);
+    return std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup>{decay, no_decay},
+                                          optim::AdamWOptions(lr).betas({beta1, beta2}).eps(eps));
+}
+
+StepResult train_step(GPT& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
+                      double max_norm) {
+    opt.zero_grad();
+    Tensor logits = model.forward(x);            // (B, T, V)
+    Tensor loss = F::cross_entropy(logits, y);   // () nats, mean over B·T positions
+    loss.backward();
+    const NamedTensors params = model.named_parameters();
+    const double norm = max_norm > 0 ? optim::clip_grad_norm_(params, max_norm)
+                                     : optim::clip_grad_norm_(params, std::numeric_limits<double>::infinity());
+    opt.step();
+    return {loss.item(), norm};
+}
+
+}  // namespace gpt

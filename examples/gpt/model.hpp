@@ -1,0 +1,127 @@
+// examples/gpt/model.hpp — a GPT in nanoGPT's shape: token table, positions, L pre-LayerNorm
+// blocks of causal self-attention and an MLP, a final LayerNorm, and a head tied to the table.
+//
+// Legend: B batch, T time (≤ block), V vocabulary, d width, H heads, hd = d/H, L blocks.
+//
+//   idx (B, T) int64
+//   x = wte[idx] + wpe[0..T)                  (B, T, d)   token vectors plus position vectors
+//   for each of the L blocks (pre-LayerNorm residual blocks, GPT-2):
+//       x = x + attn(ln_1(x))                 (B, T, d)   tokens look at earlier tokens
+//       x = x + mlp(ln_2(x))                  (B, T, d)   each token thinks alone: d → 4d → GELU → d
+//   logits = ln_f(x) · wteᵀ                   (B, T, V)   the head reuses the token table (tied)
+//
+// Positions (--pos): learned (the table wpe (block, d), GPT-2), sinusoidal (fixed sin/cos
+// added like wpe, Vaswani et al. 2017), rope (no added vector: q and k are rotated by the
+// position inside attention, Su et al. 2021), none (the causal mask alone tells positions apart).
+//
+// Parameter names are nanoGPT's state_dict names (transformer.wte.weight, transformer.h.0.ln_1.
+// weight, transformer.h.0.attn.c_attn.weight, ...), so a checkpoint loads into nanoGPT's
+// model.py; Linear weights are (out, in) as in PyTorch. With the tied head the table is one
+// parameter, listed, stepped and stored once, as transformer.wte.weight.
+//
+// ref: Radford et al. 2019 (GPT-2); Karpathy, nanoGPT model.py.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/attention.hpp"
+#include "nn/nn.hpp"
+#include "optim/optim.hpp"
+
+namespace gpt {
+
+using namespace xgrad;
+
+struct GPTConfig {
+    std::int64_t vocab = 0;        // V
+    std::int64_t block = 64;       // T max, characters of context
+    std::int64_t n_layer = 4;      // L
+    std::int64_t n_head = 4;       // H
+    std::int64_t d = 128;          // width
+    std::string pos = "learned";   // learned | sinusoidal | rope | none
+    bool tie = true;               // head weight = wte.weight
+    bool bias = true;              // biases in every Linear and LayerNorm (not the head)
+    double dropout = 0.0;          // after the embeddings, in attention, after each residual branch
+};
+
+// The feed-forward half of a block: d → 4d → GELU (exact erf form) → d.
+class MLP : public nn::Module {
+public:
+    MLP(const GPTConfig& c);
+    Tensor forward(const Tensor& x) const;  // (B, T, d) → (B, T, d)
+
+    std::shared_ptr<nn::Linear> c_fc, c_proj;
+
+private:
+    double dropout_;
+};
+
+// One pre-LayerNorm block: x + attn(ln_1(x)), then + mlp(ln_2(x)).
+class Block : public nn::Module {
+public:
+    Block(const GPTConfig& c);
+    Tensor forward(const Tensor& x) const;  // (B, T, d) → (B, T, d)
+
+    std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
+    std::shared_ptr<nn::CausalSelfAttention> attn;
+    std::shared_ptr<MLP> mlp;
+};
+
+// The trunk, registered as "transformer": wte, wpe (learned positions only), h.<i>, ln_f.
+class Transformer : public nn::Module {
+public:
+    Transformer(const GPTConfig& c);
+
+    std::shared_ptr<nn::Embedding> wte, wpe;  // wpe null unless pos = learned
+    std::shared_ptr<nn::Sequential> h;        // the blocks, named "0", "1", ...
+    std::vector<std::shared_ptr<Block>> blocks;
+    std::shared_ptr<nn::LayerNorm> ln_f;
+};
+
+class GPT : public nn::Module {
+public:
+    // Builds and initialises the model from the global generator (manual_seed): weights
+    // N(0, 0.02), biases 0, LayerNorm weight 1, and the residual output projections
+    // (attn.c_proj, mlp.c_proj) N(0, 0.02/√(2L)), as GPT-2 and nanoGPT. Throws ValueError for
+    // a non-positive size, d not divisible by H, an odd head width with rope, or an unknown pos.
+    explicit GPT(const GPTConfig& config);
+
+    // idx (B, T) int64 with T ≤ block and ids in [0, V) → logits (B, T, V).
+    // Throws ValueError for T > block, IndexError for an id outside [0, V).
+    Tensor forward(const IndexTensor& idx) const;
+
+    // The attention weights of one layer (B, H, T, T) for idx, without building a graph.
+    Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const;
+
+    const GPTConfig& config() const { return config_; }
+
+    std::shared_ptr<Transformer> transformer;
+    std::shared_ptr<nn::Linear> lm_head;  // (V, d), no bias; its weight IS wte.weight when tied
+
+private:
+    Tensor embed(const IndexTensor& idx) const;  // (B, T) → (B, T, d): tokens + positions
+    GPTConfig config_;
+};
+
+// ---- training -------------------------------------------------------------------------------------
+// AdamW with nanoGPT's two parameter groups: group 0 every parameter with 2 or more dims (the
+// embedding tables and Linear weights) with weight decay λ, group 1 the rest (biases,
+// LayerNorm weights) with none. The tied table is one parameter, in group 0.
+std::unique_ptr<optim::AdamW> make_adamw(const GPT& model, double lr, double beta1, double beta2,
+                                         double weight_decay, double eps = 1e-8);
+
+struct StepResult {
+    double loss;       // the batch's mean cross-entropy before the update, nats
+    double grad_norm;  // ‖∇‖₂ over all parameters before clipping
+};
+// One training step, exactly as examples/gpt runs it (and as tests/reference/
+// make_gpt_reference.py does in PyTorch):
+//     zero_grad; loss = CE(model(x), y); backward; clip_grad_norm_(max_norm); opt.step()
+// x, y (B, T) int64. max_norm ≤ 0 skips clipping. The learning rate is whatever the groups hold.
+StepResult train_step(GPT& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
+                      double max_norm);
+
+}  // namespace gpt

@@ -1,0 +1,154 @@
+// examples/gpt/report.cpp — evaluation, the graph-memory report, sampling, the attention heatmap.
+#include "report.hpp"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "optim/optimizer.hpp"
+
+namespace gpt {
+
+namespace F = nn::functional;
+
+double evaluate_fixed(const GPT& model, const Ids& data, int batch, int n_batches) {
+    NoGradGuard no_grad;
+    const int T = int(model.config().block);
+    const std::vector<std::size_t> offsets = fixed_offsets(data.size(), T, std::size_t(batch) * std::size_t(n_batches));
+    double total = 0;
+    for (int b = 0; b < n_batches; ++b) {
+        const std::vector<std::size_t> rows(offsets.begin() + b * batch, offsets.begin() + (b + 1) * batch);
+        Batch w = windows(data, rows, T);
+        total += F::cross_entropy(model.forward(w.x), w.y).item();
+    }
+    return total / n_batches;
+}
+
+double evaluate_random(const GPT& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng) {
+    NoGradGuard no_grad;
+    double total = 0;
+    for (int b = 0; b < n_batches; ++b) {
+        Batch w = sample_batch(data, batch, int(model.config().block), rng);
+        total += F::cross_entropy(model.forward(w.x), w.y).item();
+    }
+    return total / n_batches;
+}
+
+std::size_t malloc_in_use() { return mallinfo2().uordblks; }
+
+void print_graph_memory(const Tensor& loss, const GPT& model, int batch, std::size_t malloc_delta) {
+    struct Kind {
+        std::size_t tensors = 0, bytes = 0;
+    };
+    std::map<std::string, Kind> kinds;
+    std::size_t total = 0;
+    visit_graph(loss, [&](const TensorImpl& t) {
+        if (!t.grad_fn && t.requires_grad) return;  // a parameter: counted below as a parameter
+        const std::size_t bytes = t.data.size() * sizeof(real);
+        Kind& k = kinds[t.grad_fn ? t.grad_fn->name : std::string("(inputs without grad)")];
+        ++k.tensors, k.bytes += bytes, total += bytes;
+    });
+    std::vector<std::pair<std::string, Kind>> rows(kinds.begin(), kinds.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
+
+    const auto& c = model.config();
+    fmt::print("graph memory after the first forward (B {}, T {}: what the graph keeps alive for backward)\n",
+               batch, c.block);
+    fmt::print("  {:<24} {:>8} {:>12} {:>11}\n", "tensor made by op", "tensors", "bytes", "");
+    for (const auto& [name, k] : rows)
+        fmt::print("  {:<24} {:>8} {:>12} {:>11}\n", name, k.tensors, k.bytes, optim::human_bytes(k.bytes));
+    const std::size_t hidden = malloc_delta > total ? malloc_delta - total : 0;
+    fmt::print("  {:<24} {:>8} {:>12} {:>11}\n", "total (tensors)", "", total, optim::human_bytes(total));
+    fmt::print("  {:<24} {:>8} {:>12} {:>11}   (malloc in use after forward − before: {})\n",
+               "+ inside closures, nodes", "", hidden, optim::human_bytes(hidden), optim::human_bytes(malloc_delta));
+    const std::size_t params = model.num_parameters() * sizeof(real);
+    fmt::print("  beside: parameters {}, gradients {}, AdamW state {} (exp_avg + exp_avg_sq); the graph is {:.1f}x "
+               "the parameters\n",
+               optim::human_bytes(params), optim::human_bytes(params), optim::human_bytes(2 * params),
+               double(std::max(malloc_delta, total)) / double(params));
+}
+
+std::string sample_text(const GPT& model, const Vocab& vocab, const std::string& prompt, int n, double temperature,
+                        int top_k, std::mt19937_64& rng) {
+    NoGradGuard no_grad;
+    Ids ids = vocab.encode(prompt);
+    if (ids.empty()) ids.push_back(0);
+    const std::size_t T = std::size_t(model.config().block), V = std::size_t(vocab.size());
+    std::string out;
+    for (int i = 0; i < n; ++i) {
+        const std::size_t len = std::min(T, ids.size());
+        IndexArray ctx(Shape{1, len});
+        std::copy(ids.end() - std::ptrdiff_t(len), ids.end(), ctx.data());
+        const Tensor logits = model.forward(IndexTensor(std::move(ctx)));  // (1, len, V)
+        const real* last = logits.data().data() + (len - 1) * V;           // the last position's row
+        std::vector<double> z(last, last + V);
+        for (double& v : z) v /= temperature;
+        if (top_k > 0 && std::size_t(top_k) < V) {  // keep the k largest logits
+            std::vector<double> sorted = z;
+            std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<double>());
+            const double kth = sorted[std::size_t(top_k - 1)];
+            for (double& v : z)
+                if (v < kth) v = -INFINITY;
+        }
+        const double zmax = *std::max_element(z.begin(), z.end());
+        for (double& v : z) v = std::exp(v - zmax);  // softmax (unnormalised; the distribution divides)
+        std::discrete_distribution<std::int64_t> next(z.begin(), z.end());
+        const std::int64_t id = next(rng);
+        ids.push_back(id);
+        out.push_back(vocab.chars[std::size_t(id)]);
+    }
+    return out;
+}
+
+// A character as a gnuplot tic label in a double-quoted string.
+static std::string tic_label(char c) {
+    if (c == ' ') return "·";
+    if (c == '\n') return "\\\\n";
+    if (c == '"' || c == '\\') return std::string("\\") + c;
+    return std::string(1, c);
+}
+
+std::string plot_attention(const GPT& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
+                           std::int64_t head, const std::string& dir) {
+    check(head >= 0 && head < model.config().n_head, "plot_attention", "head {} is outside [0, {})", head,
+          model.config().n_head);
+    const std::string line = text.substr(0, std::size_t(model.config().block));
+    const Ids ids = vocab.encode(line);
+    IndexArray x(Shape{1, ids.size()});
+    std::copy(ids.begin(), ids.end(), x.data());
+    const Tensor w = model.attention_weights(IndexTensor(std::move(x)), layer);  // (1, H, T, T)
+    const std::size_t T = ids.size();
+    const real* a = w.data().data() + std::size_t(head) * T * T;                 // head `head`, (T, T)
+    std::ofstream csv(dir + "/attention.csv");
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j < T; ++j) csv << a[i * T + j] << (j + 1 < T ? "," : "\n");
+    csv.close();
+    if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
+        return "attention.png skipped: gnuplot is not installed (apt-get install gnuplot-nox)";
+    std::string tics;
+    for (std::size_t i = 0; i < T; ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", tic_label(line[i]), i);
+    const std::string script = dir + "/attention.gp";
+    std::ofstream gp(script);
+    gp << "set terminal pngcairo size 900,860 noenhanced font ',9'\n"
+       << "set output '" << dir << "/attention.png'\n"
+       << "set datafile separator ','\n"
+       << fmt::format("set title 'attention weights, layer {} head {}: row = query position, column = key it reads'\n",
+                      layer, head)
+       << "set xtics (" << tics << ") font ',8'\nset ytics (" << tics << ") font ',8'\n"
+       << fmt::format("set xrange [-0.5:{0}]\nset yrange [{0}:-0.5]\n", double(T) - 0.5)
+       << "set palette defined (0 'white', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nset size square\n"
+       << "plot '" << dir << "/attention.csv' matrix with image notitle\n";
+    gp.close();
+    if (std::system(("gnuplot '" + script + "' 2> /dev/null").c_str()) != 0)
+        return "attention.png skipped: gnuplot failed (see " + script + ")";
+    return "attention heatmap: " + dir + "/attention.png";
+}
+
+}  // namespace gpt
