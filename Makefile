@@ -76,7 +76,7 @@ tsan: deps
 bench:
 	@bash .ci/install-deps --bench
 	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DXGRAD_BUILD_BENCH=ON
-	cmake --build $(BENCH_BUILD) -j $(JOBS) --target xgrad_bench memory_accounting char_mlp
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target xgrad_bench memory_accounting char_mlp gpt
 	/usr/bin/python3 bench/compare.py --build $(BENCH_BUILD) $(ARGS)
 
 clean:

@@ -5,13 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "common/gnuplot.hpp"
 #include "optim/optimizer.hpp"
 
 namespace gpt {
@@ -130,12 +131,9 @@ std::string plot_attention(const GPT& model, const Vocab& vocab, const std::stri
     for (std::size_t i = 0; i < T; ++i)
         for (std::size_t j = 0; j < T; ++j) csv << a[i * T + j] << (j + 1 < T ? "," : "\n");
     csv.close();
-    if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
-        return "attention.png skipped: gnuplot is not installed (apt-get install gnuplot-nox)";
     std::string tics;
     for (std::size_t i = 0; i < T; ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", tic_label(line[i]), i);
-    const std::string script = dir + "/attention.gp";
-    std::ofstream gp(script);
+    std::ostringstream gp;
     gp << "set terminal pngcairo size 900,860 noenhanced font ',9'\n"
        << "set output '" << dir << "/attention.png'\n"
        << "set datafile separator ','\n"
@@ -145,10 +143,7 @@ std::string plot_attention(const GPT& model, const Vocab& vocab, const std::stri
        << fmt::format("set xrange [-0.5:{0}]\nset yrange [{0}:-0.5]\n", double(T) - 0.5)
        << "set palette defined (0 'white', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nset size square\n"
        << "plot '" << dir << "/attention.csv' matrix with image notitle\n";
-    gp.close();
-    if (std::system(("gnuplot '" + script + "' 2> /dev/null").c_str()) != 0)
-        return "attention.png skipped: gnuplot failed (see " + script + ")";
-    return "attention heatmap: " + dir + "/attention.png";
+    return examples::run_gnuplot(dir + "/attention.gp", gp.str(), dir + "/attention.png", "attention heatmap");
 }
 
 }  // namespace gpt
