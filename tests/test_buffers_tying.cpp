@@ -24,38 +24,13 @@
 #include "test_helpers.hpp"
 
 using namespace xgrad;
+using xgrad::testing::message_of;
+using xgrad::testing::TempDir;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 namespace F = xgrad::nn::functional;
 
 namespace {
-
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-    try {
-        fn();
-    } catch (const E& e) {
-        return e.what();
-    }
-    FAIL("expected an exception, none was thrown");
-    return {};
-}
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("xgrad_test_buffers_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 bool bits_equal(const Tensor& a, const Tensor& b) {
     return a.shape() == b.shape() && std::memcmp(a.data().data(), b.data().data(), a.numel() * sizeof(real)) == 0;

@@ -30,6 +30,7 @@
 #include "test_helpers.hpp"
 
 using namespace xgrad;
+using xgrad::testing::message_of;
 using xgrad::testing::require_values;
 using Catch::Matchers::Contains;
 namespace F = xgrad::nn::functional;
@@ -38,17 +39,6 @@ namespace {
 
 constexpr real kInf = std::numeric_limits<real>::infinity();
 constexpr real kNaN = std::numeric_limits<real>::quiet_NaN();
-
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-    try {
-        fn();
-    } catch (const E& e) {
-        return e.what();
-    }
-    FAIL("expected an exception, none was thrown");
-    return {};
-}
 
 Tensor tensor_of(const std::vector<double>& v, const Shape& shape, bool requires_grad = false) {
     Array a(shape);

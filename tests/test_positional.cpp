@@ -25,22 +25,12 @@
 #include "test_helpers.hpp"
 
 using namespace xgrad;
+using xgrad::testing::message_of;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 using xgrad::testing::require_values;
 
 namespace {
-
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-    try {
-        fn();
-    } catch (const E& e) {
-        return e.what();
-    }
-    FAIL("expected an exception, none was thrown");
-    return {};
-}
 
 const json& reference() {
     static const json ref = [] {

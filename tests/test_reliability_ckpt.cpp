@@ -36,57 +36,17 @@
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
+#include "test_helpers.hpp"
+
 using namespace xgrad;
+using xgrad::testing::message_of;
+using xgrad::testing::TempDir;
+using xgrad::testing::read_bytes;
+using xgrad::testing::write_bytes;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Runs fn, requires that it throws exactly E, and returns the message.
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-    try {
-        fn();
-    } catch (const E& e) {
-        return e.what();
-    }
-    FAIL("expected an exception, none was thrown");
-    return {};
-}
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("xgrad_test_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    std::vector<std::string> listing() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-};
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(out.good());
-}
 
 // A safetensors file from a header text (used as is: no padding added) and data bytes.
 std::string st_file(const std::string& header, const std::string& data) {
