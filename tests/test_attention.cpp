@@ -152,7 +152,9 @@ TEST_CASE("scaled_dot_product_attention: causal leakage is zero, bit for bit") {
     REQUIRE(bit_identical(a[0], b[0]));
     for (std::size_t i = 1; i < 4; ++i) {
         REQUIRE(bit_identical(narrow(a[i], 2, 0, std::int64_t(t)), narrow(b[i], 2, 0, std::int64_t(t))));
-        for (real g : narrow(b[i], 2, std::int64_t(t), std::int64_t(T - t)).data()) REQUIRE(g == 0);
+        // Hold the narrowed tensor: a range-for over .data() of a temporary would read freed memory.
+        const Tensor after = narrow(b[i], 2, std::int64_t(t), std::int64_t(T - t));
+        for (real g : after.data()) REQUIRE(g == 0);
     }
 }
 
@@ -175,7 +177,8 @@ TEST_CASE("CausalSelfAttention: causal leakage is zero, bit for bit") {
     REQUIRE(!bit_identical(narrow(all_a, 1, t, 1), narrow(all_b, 1, t, 1)));  // position t did change
     REQUIRE(bit_identical(y_a, y_b));
     REQUIRE(bit_identical(narrow(g_a, 1, 0, t), narrow(g_b, 1, 0, t)));
-    for (real g : narrow(g_b, 1, t, T - t).data()) REQUIRE(g == 0);
+    const Tensor after = narrow(g_b, 1, t, T - t);  // held: .data() of a temporary would dangle
+    for (real g : after.data()) REQUIRE(g == 0);
 }
 
 TEST_CASE("CausalSelfAttention: attn_mask is honoured") {
