@@ -19,24 +19,10 @@
 #include "test_helpers.hpp"
 
 using namespace xgrad;
+using xgrad::testing::message_of;
 using xgrad::testing::require_values;
 using Catch::Matchers::Contains;
 namespace F = xgrad::nn::functional;
-
-namespace {
-// The message of the ValueError that f throws. Any other exception escapes and fails the test;
-// so does no exception at all.
-template <class Fn>
-std::string value_error_of(Fn&& f) {
-    try {
-        f();
-    } catch (const ValueError& e) {
-        return e.what();
-    }
-    FAIL("expected a ValueError");
-    return "";
-}
-}  // namespace
 
 // masked_fill's backward read the mask through its handle, but the mask was not among the
 // version-checked inputs: a mask changed in place between forward and backward (a padding mask
@@ -47,14 +33,14 @@ TEST_CASE("hostile: masked_fill refuses a mask changed in place before the backw
     Tensor mask({1, 0, 0});
     Tensor y = masked_fill(x, mask, 0);
     mask.data()(1) = 1;  // the next batch's mask, written into the same buffer
-    CHECK_THAT(value_error_of([&] { y.sum().backward(); }), Contains("masked_fill") && Contains("inplace"));
+    CHECK_THAT(message_of<ValueError>([&] { y.sum().backward(); }), Contains("masked_fill") && Contains("inplace"));
 
     // Replaced by an array of another shape: an xgrad error, not xt::broadcast_error.
     Tensor x2({1, 2, 3}, true);
     Tensor mask2({1, 0, 0});
     Tensor y2 = masked_fill(x2, mask2, 0);
     mask2.data() = Array(Shape{2}, real(1));
-    CHECK_THAT(value_error_of([&] { y2.sum().backward(); }), Contains("masked_fill"));
+    CHECK_THAT(message_of<ValueError>([&] { y2.sum().backward(); }), Contains("masked_fill"));
 
     // Unchanged, the gradient is grad_out with 0 where the mask is set; the mask gets none.
     Tensor x3({1, 2, 3}, true);
@@ -72,15 +58,15 @@ TEST_CASE("hostile: LayerNorm refuses a reassigned weight or bias", "[hostile]")
     nn::LayerNorm ln(3);
     const Tensor x({{1, 2, 4}});
     ln.weight = Tensor({2, 2, 2}, true);
-    CHECK_THAT(value_error_of([&] { ln.forward(x); }), Contains("LayerNorm") && Contains("weight"));
+    CHECK_THAT(message_of<ValueError>([&] { ln.forward(x); }), Contains("LayerNorm") && Contains("weight"));
     nn::LayerNorm ln2(3);
     ln2.bias = Tensor({1, 1, 1}, true);
-    CHECK_THAT(value_error_of([&] { ln2.forward(x); }), Contains("LayerNorm") && Contains("bias"));
+    CHECK_THAT(message_of<ValueError>([&] { ln2.forward(x); }), Contains("LayerNorm") && Contains("bias"));
     // Without affine parameters there is nothing to reassign; a defined member is refused too.
     nn::LayerNorm plain(3, 1e-5, /*elementwise_affine=*/false);
     require_values(plain.forward(Tensor({{1, 1, 1}})), Tensor({{0, 0, 0}}));
     plain.weight = Tensor({2, 2, 2}, true);
-    CHECK_THAT(value_error_of([&] { plain.forward(x); }), Contains("LayerNorm"));
+    CHECK_THAT(message_of<ValueError>([&] { plain.forward(x); }), Contains("LayerNorm"));
     // Values changed in place are fine: the registered tensor is still the one read.
     nn::LayerNorm ln3(3);
     ln3.weight.data().fill(2);
@@ -97,7 +83,7 @@ TEST_CASE("hostile: an output array replaced before the backward is an xgrad err
         Tensor x = randn({4, 16}, true);
         Tensor y = op(x);
         y.data() = Array(Shape{1}, real(1));  // one element where the op wrote 4 x 16 (or 4 x 8)
-        return value_error_of([&] { y.sum().backward(); });
+        return message_of<ValueError>([&] { y.sum().backward(); });
     };
     CHECK_THAT(replaced_then_backward([](const Tensor& x) { return F::gelu(x); }), Contains("'gelu'") && Contains("replaced"));
     CHECK_THAT(replaced_then_backward([](const Tensor& x) { return narrow(x, 1, 0, 8); }), Contains("'narrow'"));
@@ -108,7 +94,7 @@ TEST_CASE("hostile: an output array replaced before the backward is an xgrad err
     Tensor x = randn({4, 16}, true);
     Tensor y = F::layer_norm(x, {16});
     y.data() = Array(Shape{1}, real(1));
-    CHECK_THAT(value_error_of([&] { y.backward(); }), Contains("'layer_norm'"));
+    CHECK_THAT(message_of<ValueError>([&] { y.backward(); }), Contains("'layer_norm'"));
     // Reading an output through a non-const handle, or changing values in place, is still no error
     // (core/autograd.hpp: outputs are checked only as inputs of their consumers).
     Tensor a = Tensor({1, 2}, true);
@@ -122,9 +108,9 @@ TEST_CASE("hostile: an output array replaced before the backward is an xgrad err
 // unchecked: arange(1e30) (a double past SIZE_MAX, undefined behaviour) silently gave an EMPTY
 // tensor, and arange(4.6e18) asked malloc for 2^64 bytes (an ASan abort). Bounded before the cast.
 TEST_CASE("hostile: float arange refuses a count past the element limit", "[hostile]") {
-    CHECK_THAT(value_error_of([] { arange(real(1e30)); }), Contains("arange"));
-    CHECK_THAT(value_error_of([] { arange(real(4.6e18)); }), Contains("arange"));
-    CHECK_THAT(value_error_of([] { arange(0, 1, real(1e-30)); }), Contains("arange"));
+    CHECK_THAT(message_of<ValueError>([] { arange(real(1e30)); }), Contains("arange"));
+    CHECK_THAT(message_of<ValueError>([] { arange(real(4.6e18)); }), Contains("arange"));
+    CHECK_THAT(message_of<ValueError>([] { arange(0, 1, real(1e-30)); }), Contains("arange"));
     require_values(arange(real(3)), Tensor({0, 1, 2}));
     require_values(arange(1, 2, real(0.25)), Tensor({1, 1.25, 1.5, 1.75}));
     CHECK(arange(real(-3)).numel() == 0);  // an empty range, as before
@@ -165,15 +151,15 @@ TEST_CASE("hostile: anomaly mode accepts the -inf causal mask of attention", "[h
     // A NaN that x passes through is still an anomaly, whatever the fill.
     const real nan = std::numeric_limits<real>::quiet_NaN();
     Tensor bad({{1, nan}, {0, 0}});
-    CHECK_THAT(value_error_of([&] { masked_fill(bad, Tensor({1, 0}), -inf); }), Contains("masked_fill") && Contains("NaN"));
-    CHECK_THAT(value_error_of([&] { masked_fill(bad, Tensor({1, 0}), 0); }), Contains("masked_fill") && Contains("NaN"));
+    CHECK_THAT(message_of<ValueError>([&] { masked_fill(bad, Tensor({1, 0}), -inf); }), Contains("masked_fill") && Contains("NaN"));
+    CHECK_THAT(message_of<ValueError>([&] { masked_fill(bad, Tensor({1, 0}), 0); }), Contains("masked_fill") && Contains("NaN"));
     // An op downstream that passes the -inf on did not produce it (softmax's x - max above);
     // an op that makes an inf from finite inputs still did, and a NaN is always an anomaly: a
     // row with every key masked gives -inf - (-inf) = NaN in softmax's x - max (inside the fused
     // softmax op, core/softmax.cpp, which anomaly mode names).
     Tensor shifted = masked_fill(s, triu(ones({3, 3}), 1), -inf) + real(1);
     CHECK(std::isinf(shifted.data()(0, 2)));
-    CHECK_THAT(value_error_of([] { exp(Tensor({100})); }), Contains("'exp'") && Contains("inf"));
-    CHECK_THAT(value_error_of([&] { softmax(masked_fill(s, ones({3, 3}), -inf), -1); }),
+    CHECK_THAT(message_of<ValueError>([] { exp(Tensor({100})); }), Contains("'exp'") && Contains("inf"));
+    CHECK_THAT(message_of<ValueError>([&] { softmax(masked_fill(s, ones({3, 3}), -inf), -1); }),
                Contains("'softmax'") && Contains("NaN"));
 }
