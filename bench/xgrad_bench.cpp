@@ -317,21 +317,18 @@ BENCHMARK(T2_softmax)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_sdpa_causal)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_sdpa_causal_composed)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-// `--threads N` (default 1) sets OpenBLAS's thread count, `--pool-threads N` (default 1) xgrad's
-// own pool (core/parallel.hpp); every other flag goes to Google Benchmark.
+// `--threads N` (default 1) is set_num_threads(N), as the examples' flag: xgrad's pool of N
+// threads (core/parallel.hpp), OpenBLAS on 1; every other flag goes to Google Benchmark.
 int main(int argc, char** argv) {
-    int threads = 1, pool_threads = 1;
+    int threads = 1;
     std::vector<char*> rest{argv[0]};
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
-        else if (std::strcmp(argv[i], "--pool-threads") == 0 && i + 1 < argc) pool_threads = std::atoi(argv[++i]);
         else rest.push_back(argv[i]);
     }
     set_num_threads(threads);
-    set_pool_threads(pool_threads);
     benchmark::AddCustomContext("xgrad_threads", std::to_string(threads));
-    benchmark::AddCustomContext("xgrad_pool_threads", std::to_string(pool_threads));
     int n = int(rest.size());
     benchmark::Initialize(&n, rest.data());
     if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;

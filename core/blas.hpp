@@ -16,7 +16,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);
 
-// Sets OpenBLAS's thread count (the examples' --threads flag). n >= 1.
+// The examples' --threads flag: n threads for xgrad's parallel loops (set_pool_threads,
+// core/parallel.hpp), large products included (gemm splits C into bands, one per thread), and
+// OpenBLAS itself on 1 thread, so the two never compete for the cores. Throws ValueError for n < 1.
 void set_num_threads(int n);
 
 }  // namespace xgrad

@@ -36,6 +36,11 @@ namespace {
 // catches the next one without a kernel round trip; between steps it goes to sleep.
 constexpr int kSpinIterations = 20000;
 
+// True on a thread while it runs a parallel_for body (the workers always). A parallel_for
+// called from inside a body, such as gemm's inside attention's loop over heads, then runs on
+// its own thread: the pool is already busy with the outer loop.
+thread_local bool t_in_body = false;
+
 class Pool {
 public:
     explicit Pool(int threads) {
@@ -72,6 +77,7 @@ public:
 
 private:
     void work(int t) {
+        t_in_body = true;
         std::uint64_t seen = 0;
         for (;;) {
             std::uint64_t g = generation_.load(std::memory_order_acquire);
@@ -106,6 +112,10 @@ std::unique_ptr<Pool>& pool() {
 }
 int g_threads = 1;
 
+// Held by the thread whose parallel_for owns the pool. A second application thread that calls
+// parallel_for at the same time finds it taken and runs its loop alone.
+std::mutex g_pool_owner;
+
 }  // namespace
 
 int get_pool_threads() { return g_threads; }
@@ -120,15 +130,18 @@ void set_pool_threads(int n) {
 
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body) {
     const std::size_t T = std::size_t(g_threads);
-    if (T == 1 || n < 2 * std::max<std::size_t>(grain, 1)) {
+    std::unique_lock<std::mutex> owner(g_pool_owner, std::defer_lock);
+    if (T == 1 || n < 2 * std::max<std::size_t>(grain, 1) || t_in_body || !owner.try_lock()) {
         if (n > 0) body(0, n);
         return;
     }
     // T chunks of (nearly) equal size; chunk t = [t·n/T, (t+1)·n/T): a function of n and T only.
+    t_in_body = true;
     pool()->run([&](int t) {
         const std::size_t begin = std::size_t(t) * n / T, end = (std::size_t(t) + 1) * n / T;
         if (begin < end) body(begin, end);
     });
+    t_in_body = false;
 }
 
 }  // namespace xgrad

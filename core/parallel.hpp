@@ -3,12 +3,14 @@
 // Legend: n items (rows, heads, elements), T threads (set_pool_threads), chunk t = the items
 // [t·n/T, (t+1)·n/T).
 //
-// Off by default (T = 1: parallel_for calls its body once, on the caller's thread), and not
-// switched on by set_num_threads / --threads, because it did not pay where it was measured:
-// on the project's 2-vCPU machine under a load average of 17–19 (other builds), gelu,
-// softmax and layer_norm ran 0.66–0.75x, 0.18x and 0.13x as fast at T = 2 as at T = 1
-// (bench/ T2, `xgrad_bench --pool-threads 2`), and PyTorch's own 2-thread runs of the same
-// ops 0.02–0.41x. Measure again on a quiet machine before turning it on.
+// T = 1 by default: parallel_for then calls its body once, on the caller's thread. The
+// examples' --threads N (set_num_threads, core/blas.hpp) sets T = N and keeps OpenBLAS on one
+// thread: large products are split into bands over this pool instead (core/blas.cpp). Measured
+// on the project's quiet 2-vCPU machine (bench/thread_handoff): an empty task handed to the
+// spinning worker costs 1.3 µs, a std::thread per op 37 µs; the GPT example's products ran
+// 1.3-1.6x as fast on 2 OpenBLAS threads as on one, and 1.6-1.9x split into bands here. (An
+// earlier measurement under a load average of 17-19 found every form slower at 2 threads: a
+// spinning worker then waits for a time slice, not for work.)
 //
 // Why a persistent pool and not a thread per op: a std::thread started and joined per op pays a
 // clone and a join every time, and a parked thread woken through the kernel a futex round trip.
@@ -37,7 +39,8 @@ void set_pool_threads(int n);
 // Calls body(begin, end) on the chunks of [0, n), one per thread, and returns when all are done;
 // the calling thread runs chunk 0. Runs body(0, n) on the calling thread alone when T = 1 or
 // n < 2·grain (a chunk smaller than grain items would cost more to hand off than to compute).
-// A body must not call parallel_for (no nesting) and must not throw.
+// A parallel_for inside a body (nested), or one called while another application thread's
+// parallel_for holds the pool, runs body(0, n) on its own thread. A body must not throw.
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body);
 
 }  // namespace xgrad

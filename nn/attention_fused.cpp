@@ -32,6 +32,7 @@
 
 #include "core/autograd.hpp"
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
 #include "core/softmax.hpp"
 
 namespace xgrad::nn::functional {
@@ -48,20 +49,24 @@ Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, bool i
     const real* pq = q.data().data();
     const real* pk = k.data().data();
     const real* pv = v.data().data();
-    for (std::size_t n = 0; n < N; ++n) {
-        real* Pn = P.data() + n * Tq * Tk;
-        // S (Tq, Tk) = scale · q · kᵀ
-        gemm(false, true, Tq, Tk, hd, scale, pq + n * Tq * hd, hd, pk + n * Tk * hd, hd, 0, Pn, Tk);
-        for (std::size_t i = 0; i < Tq; ++i) {
-            // causal: query i sees keys 0..i; the others get weight exactly 0 (e^-inf)
-            const std::size_t seen = is_causal ? std::min(i + 1, Tk) : Tk;
-            real* row = Pn + i * Tk;
-            softmax_row(row, row, seen);
-            std::fill(row + seen, row + Tk, real(0));
+    // The N matrices are independent: they are shared out over the threads of core/parallel.hpp
+    // (each thread's gemm calls then run on that thread alone).
+    parallel_for(N, 1, [&](std::size_t n0, std::size_t n1) {
+        for (std::size_t n = n0; n < n1; ++n) {
+            real* Pn = P.data() + n * Tq * Tk;
+            // S (Tq, Tk) = scale · q · kᵀ
+            gemm(false, true, Tq, Tk, hd, scale, pq + n * Tq * hd, hd, pk + n * Tk * hd, hd, 0, Pn, Tk);
+            for (std::size_t i = 0; i < Tq; ++i) {
+                // causal: query i sees keys 0..i; the others get weight exactly 0 (e^-inf)
+                const std::size_t seen = is_causal ? std::min(i + 1, Tk) : Tk;
+                real* row = Pn + i * Tk;
+                softmax_row(row, row, seen);
+                std::fill(row + seen, row + Tk, real(0));
+            }
+            // out (Tq, hv) = P · v
+            gemm(false, false, Tq, hv, Tk, 1, Pn, Tk, pv + n * Tk * hv, hv, 0, out.data() + n * Tq * hv, hv);
         }
-        // out (Tq, hv) = P · v
-        gemm(false, false, Tq, hv, Tk, 1, Pn, Tk, pv + n * Tk * hv, hv, 0, out.data() + n * Tq * hv, hv);
-    }
+    });
     return make_result(
         std::move(out), "scaled_dot_product_attention", {q, k, v},
         [q, k, v, P = std::move(P), N, Tq, Tk, hd, hv, is_causal, scale](const Array& g, const Array&) {
@@ -69,24 +74,28 @@ Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, bool i
             const real* pk = k.data().data();
             const real* pv = v.data().data();
             Array dq(q.data().shape()), dk(k.data().shape()), dv(v.data().shape());
-            std::vector<real> dS(Tq * Tk);  // dL/dP, then dL/dS, of one matrix
-            for (std::size_t n = 0; n < N; ++n) {
-                const real* Pn = P.data() + n * Tq * Tk;
-                const real* gn = g.data() + n * Tq * hv;
-                // in the forward pass this was: out = P · v; so dP = g · vᵀ and dv = Pᵀ · g
-                gemm(false, true, Tq, Tk, hv, 1, gn, hv, pv + n * Tk * hv, hv, 0, dS.data(), Tk);
-                gemm(true, false, Tk, hv, Tq, 1, Pn, Tk, gn, hv, 0, dv.data() + n * Tk * hv, hv);
-                // in the forward pass this was: P = softmax(S) per row; so dS = P ⊙ (dP − Σ dP⊙P)
-                for (std::size_t i = 0; i < Tq; ++i) {
-                    const std::size_t seen = is_causal ? std::min(i + 1, Tk) : Tk;
-                    real* row = dS.data() + i * Tk;
-                    softmax_backward_row(Pn + i * Tk, row, row, seen);
-                    std::fill(row + seen, row + Tk, real(0));
+            parallel_for(N, 1, [&](std::size_t n0, std::size_t n1) {
+                std::vector<real> dS(Tq * Tk);  // dL/dP, then dL/dS, of one matrix
+                for (std::size_t n = n0; n < n1; ++n) {
+                    const real* Pn = P.data() + n * Tq * Tk;
+                    const real* gn = g.data() + n * Tq * hv;
+                    // in the forward pass this was: out = P · v; so dP = g · vᵀ and dv = Pᵀ · g
+                    gemm(false, true, Tq, Tk, hv, 1, gn, hv, pv + n * Tk * hv, hv, 0, dS.data(), Tk);
+                    gemm(true, false, Tk, hv, Tq, 1, Pn, Tk, gn, hv, 0, dv.data() + n * Tk * hv, hv);
+                    // in the forward pass this was: P = softmax(S) per row; so dS = P ⊙ (dP − Σ dP⊙P)
+                    for (std::size_t i = 0; i < Tq; ++i) {
+                        const std::size_t seen = is_causal ? std::min(i + 1, Tk) : Tk;
+                        real* row = dS.data() + i * Tk;
+                        softmax_backward_row(Pn + i * Tk, row, row, seen);
+                        std::fill(row + seen, row + Tk, real(0));
+                    }
+                    // in the forward pass this was: S = scale · q · kᵀ; so dq = scale · dS · k, dk = scale · dSᵀ · q
+                    gemm(false, false, Tq, hd, Tk, scale, dS.data(), Tk, pk + n * Tk * hd, hd, 0,
+                         dq.data() + n * Tq * hd, hd);
+                    gemm(true, false, Tk, hd, Tq, scale, dS.data(), Tk, pq + n * Tq * hd, hd, 0,
+                         dk.data() + n * Tk * hd, hd);
                 }
-                // in the forward pass this was: S = scale · q · kᵀ; so dq = scale · dS · k, dk = scale · dSᵀ · q
-                gemm(false, false, Tq, hd, Tk, scale, dS.data(), Tk, pk + n * Tk * hd, hd, 0, dq.data() + n * Tq * hd, hd);
-                gemm(true, false, Tk, hd, Tq, scale, dS.data(), Tk, pq + n * Tq * hd, hd, 0, dk.data() + n * Tk * hd, hd);
-            }
+            });
             return make_grads(std::move(dq), std::move(dk), std::move(dv));
         });
 }

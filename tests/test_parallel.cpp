@@ -4,7 +4,9 @@
 // depend only on n and the thread count, for 1, 2 and 3 threads and sizes below and above the
 // grain; the pool resized back and forth; set_pool_threads(0) refused; and gelu (both forms),
 // softmax and layer_norm giving bit-identical values and gradients at 1 and 2 threads (each
-// value, and each column sum of layer_norm's dL/dw, is computed by one thread in a fixed order).
+// value, and each column sum of layer_norm's dL/dw, is computed by one thread in a fixed order);
+// a nested parallel_for running whole on its caller's thread; gemm's bands, causal attention
+// and Linear bit-identical at 1 and 2 threads.
 // Tagged [threads]: the ThreadSanitizer build runs these.
 #include <catch2/catch.hpp>
 
@@ -15,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/blas.hpp"
 #include "core/parallel.hpp"
 #include "nn/nn.hpp"
 #include "test_helpers.hpp"
@@ -111,5 +114,78 @@ TEST_CASE("gelu softmax and layer_norm are bit-identical at 1 and 2 threads", "[
         INFO("array " << i << " (gelu none y, dx; gelu tanh y, dx; softmax y, dx; layer_norm y, dx, dw, db)");
         REQUIRE(same_bits(one[i], two[i]));
         REQUIRE(same_bits(two[i], two_again[i]));
+    }
+}
+
+TEST_CASE("a parallel_for inside a body runs on that body's thread", "[threads][parallel]") {
+    ThreadsGuard guard;
+    set_pool_threads(2);
+    std::mutex m;
+    std::vector<std::pair<std::size_t, std::size_t>> inner;  // the inner loops' chunks
+    parallel_for(4, 1, [&](std::size_t, std::size_t) {
+        parallel_for(100, 1, [&](std::size_t b, std::size_t e) {
+            std::lock_guard<std::mutex> lock(m);
+            inner.emplace_back(b, e);
+        });
+    });
+    // Two outer chunks, each running its inner loop whole: (0, 100) twice, never split.
+    REQUIRE(inner.size() == 2);
+    for (const auto& c : inner) REQUIRE(c == std::make_pair(std::size_t(0), std::size_t(100)));
+}
+
+TEST_CASE("gemm split into bands over 2 threads equals the one-thread product bit for bit", "[threads][parallel]") {
+    ThreadsGuard guard;
+    // (M, N, K) above the split size (2^20 multiply-adds), cut by rows (M ≥ N) and by columns
+    // (M < N), with every transpose flag, and beta = 1 accumulating into a non-zero C.
+    // These are the same dot products over K either way; only the thread computing them differs.
+    const std::size_t shapes[][3] = {{768, 384, 128}, {128, 512, 768}, {77, 1000, 33}};
+    for (const auto& s : shapes) {
+        const std::size_t M = s[0], N = s[1], K = s[2];
+        manual_seed(9);
+        const Array A = randn({M * K}).data(), B = randn({K * N}).data(), C0 = randn({M * N}).data();
+        for (int ta = 0; ta < 2; ++ta)
+            for (int tb = 0; tb < 2; ++tb)
+                for (real beta : {real(0), real(1)}) {
+                    auto product = [&](int T) {
+                        set_pool_threads(T);
+                        Array C = C0;
+                        gemm(ta, tb, M, N, K, real(0.5), A.data(), ta ? M : K, B.data(), tb ? K : N, beta,
+                             C.data(), N);
+                        return C;
+                    };
+                    INFO("M " << M << " N " << N << " K " << K << " trans_a " << ta << " trans_b " << tb << " beta " << beta);
+                    const Array one = product(1), two = product(2);
+                    REQUIRE(same_bits(one, two));
+                    // and it is the product: one element checked against a plain sum in double
+                    double ref = beta * C0[N + 2];
+                    for (std::size_t k = 0; k < K; ++k)
+                        ref += 0.5 * double(ta ? A[k * M + 1] : A[1 * K + k]) * double(tb ? B[2 * K + k] : B[k * N + 2]);
+                    REQUIRE(one[N + 2] == Approx(ref).margin(1e-4));
+                }
+    }
+}
+
+TEST_CASE("causal attention and Linear are bit-identical at 1 and 2 threads", "[threads][parallel]") {
+    ThreadsGuard guard;
+    namespace F = nn::functional;
+    manual_seed(11);
+    const Tensor q = randn({3, 4, 64, 32}), k = randn({3, 4, 64, 32}), v = randn({3, 4, 64, 32});
+    const Tensor x = randn({3, 256, 128}), w = randn({384, 128}) * 0.1, b = randn({384});
+    const Tensor Gq = randn({3, 4, 64, 32}), Gx = randn({3, 256, 384});
+    auto run = [&](int T) {
+        set_pool_threads(T);
+        Tensor qi = q.detach().requires_grad_(), ki = k.detach().requires_grad_(), vi = v.detach().requires_grad_();
+        Tensor o = F::scaled_dot_product_attention(qi, ki, vi, Tensor(), /*is_causal=*/true);
+        o.backward(Gq);
+        Tensor xi = x.detach().requires_grad_(), wi = w.detach().requires_grad_(), bi = b.detach().requires_grad_();
+        Tensor y = F::linear(xi, wi, bi);  // (768 × 128)·(128 × 384): split into bands at T = 2
+        y.backward(Gx);
+        return std::vector<Array>{o.data(), qi.grad().data(), ki.grad().data(), vi.grad().data(),
+                                  y.data(), xi.grad().data(), wi.grad().data(), bi.grad().data()};
+    };
+    const std::vector<Array> one = run(1), two = run(2);
+    for (std::size_t i = 0; i < one.size(); ++i) {
+        INFO("array " << i << " (attention out, dq, dk, dv; linear y, dx, dw, db)");
+        REQUIRE(same_bits(one[i], two[i]));
     }
 }

@@ -50,7 +50,7 @@ struct Config {
     int batch_size = 1024;        // B pairs per step
     double lr = 5e-3;             // Adam's γ at the start; decays linearly to γ·1e-4
     std::uint64_t seed = 1;       // initialisation, subsampling, windows, shuffles, negatives
-    int threads = 1;              // OpenBLAS threads
+    int threads = 1;              // xgrad threads (set_num_threads, core/blas.hpp)
     int compare_dense = 200;      // steps timed with lazy and with dense updates (0: skip)
     std::string out = "out/word2vec";
 };
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
     app.add_option("--batch-size", cfg.batch_size, "B, (centre, context) pairs per optimizer step")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     app.add_option("--lr", cfg.lr, "Adam learning rate at the start; decays linearly to lr·1e-4")->capture_default_str()->check(CLI::PositiveNumber);
     app.add_option("--seed", cfg.seed, "seed of initialisation, subsampling, windows, shuffles and negatives")->capture_default_str();
-    app.add_option("--threads", cfg.threads, "OpenBLAS threads")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1)")->capture_default_str()->check(CLI::Range(1, 256));
     app.add_option("--compare-dense", cfg.compare_dense, "after training, time this many steps with lazy and with dense Adam updates (0: skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
     app.add_option("--out", cfg.out, "directory for embeddings.safetensors, vocab.txt and the pictures (*.png, with their .dat and .gp)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
