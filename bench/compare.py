@@ -3,6 +3,7 @@
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
+    make bench ARGS="--scaling 2"           # xgrad alone at 1 and 2 threads: its own speed-up
     /usr/bin/python3 bench/compare.py --build build-bench --repeats 3 --only W1,W5
 
 Each repeat runs, workload by workload, xgrad's Google Benchmark binary (bench/xgrad_bench.cpp)
@@ -139,8 +140,12 @@ def main():
     ap.add_argument("--w6-steps", type=int, default=0,
                     help="W6: stop both char_mlp runs after this many steps (default 0: the whole default run)")
     ap.add_argument("--json", help="also write every raw measurement to this file")
+    ap.add_argument("--scaling", type=int, default=0, metavar="N",
+                    help="instead: xgrad alone at 1 and at N threads, side by side (see scaling())")
     args = ap.parse_args()
     only = [w.strip() for w in args.only.split(",") if w.strip()]
+    if args.scaling:
+        return scaling(args, only)
 
     load_start = os.getloadavg()
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
@@ -257,6 +262,55 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs,
+                       "load": [load_start, load_end]}, f, indent=1)
+
+
+# Issue 12's targets for xgrad's own speed-up at 2 threads: T1 and W2 at least 1.5x their
+# 1-thread steps/s, and no workload slower than at 1 thread.
+SCALING_TARGETS = {"T1_gpt_step": 1.5, "W2_char_mlp_medium": 1.5}
+
+
+def scaling(args, only):
+    """xgrad at 1 thread and at N threads (`--threads`, i.e. set_num_threads: xgrad's pool, with
+    OpenBLAS on one thread), every group of xgrad_bench in --only (W6 and T3, whole runs, are
+    left out), the two runs of a group one right after the other in each repeat. Prints
+    steps/s at each count and the speed-up with its target."""
+    groups = [w for w in only if w in GROUPS]
+    runs = {1: [dict() for _ in range(args.repeats)], args.scaling: [dict() for _ in range(args.repeats)]}
+    load_start = os.getloadavg()
+    for rep in range(args.repeats):
+        for w in groups:
+            print(f"[repeat {rep + 1}/{args.repeats}] {w} at 1 and {args.scaling} threads (load {os.getloadavg()[0]:.1f})",
+                  file=sys.stderr, flush=True)
+            for t in runs:
+                runs[t][rep].update(xgrad_group(argparse.Namespace(**{**vars(args), "threads": t}), GROUPS[w][0]))
+    load_end = os.getloadavg()
+    one, many = runs[1], runs[args.scaling]
+    names = [n for n in one[0] if all(n in r for r in one + many)]
+    rows = []
+    for name in names:
+        s1 = [1 / r[name] for r in one]
+        sn = [1 / r[name] for r in many]
+        ratios = [b / a for a, b in zip(s1, sn)]
+        target = SCALING_TARGETS.get(name, 1.0)
+        met = "yes" if min(ratios) >= target else "no" if max(ratios) < target else "mixed"
+        rows.append((name, fmt_range(s1, lambda v: f"{v:,.1f}"), fmt_range(sn, lambda v: f"{v:,.1f}"),
+                     fmt_range(ratios, lambda v: f"{v:.2f}x"), f">= {target}x", met))
+    header = ("xgrad_bench benchmark", "steps/s, 1 thread", f"steps/s, {args.scaling} threads",
+              f"{args.scaling} threads / 1", "target", "met")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    print(f"xgrad at 1 and {args.scaling} threads, {args.repeats} repeat(s), {args.min_time:g} s of timed steps per "
+          f"benchmark; median [min – max] over the repeats")
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load_start[0]:.2f} at start, "
+          f"{load_end[0]:.2f} at end")
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"scaling": args.scaling, "runs": {str(t): r for t, r in runs.items()},
                        "load": [load_start, load_end]}, f, indent=1)
 
 
