@@ -39,11 +39,13 @@ test: deps
 	$(CTEST) $(BUILD)
 
 # Debug keeps assert() on; -O1 instead of -O0 keeps the numeric gradcheck loops fast under ASan.
+# -g1 (line tables, enough for the sanitizers' stack traces) and a unity build of the libraries
+# (XGRAD_UNITY_BUILD, CMakeLists.txt) keep this clean build short: CI builds it from scratch.
 # Any finding fails the run: UBSan is built with -fno-sanitize-recover, ASan and LSan halt.
 sanitize: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0
 sanitize: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 sanitize: deps
-	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
+	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(CTEST) $(ASAN_BUILD)
 
@@ -56,7 +58,7 @@ FUZZ_SEED  ?= 1
 fuzz: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0
 fuzz: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 fuzz: deps
-	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
+	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzz_checkpoint
 	$(ASAN_BUILD)/tests/fuzz_checkpoint --iterations $(FUZZ_LOADS) --seed $(FUZZ_SEED)
 
@@ -66,7 +68,7 @@ fuzz: deps
 # and the thread pool of core/parallel.hpp. Any report fails the run.
 tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1
 tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON \
 	      -DXGRAD_BUILD_EXAMPLES=OFF -DXGRAD_BUILD_BENCH=OFF
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target xgrad_reliability_core_tests
 	$(TSAN_BUILD)/tests/xgrad_reliability_core_tests "[threads]"
