@@ -50,19 +50,27 @@ const Batch kZero(real(0)), kHalf(real(0.5)), kOne(real(1));
 //   Φ(x) = ½ erfc(-x/√2)                 the standard normal CDF
 //   φ(x) = e^(-x²/2) / √(2π)              its density, Φ'(x)
 // Φ and φ are computed together, with one exp: the backward needs both, and the same e^(-x²/2)
-// is the factor that gives erfc its tail. With z = |x|/√2 (so z² = x²/2):
-//   z < 2/3 : erf(z)/z = P(z²), a polynomial;  Φ(x) = ½ + ½ (x/√2) P(z²)   (Φ ∈ [0.25, 0.75])
-//   z ≥ 2/3 : erfc(z) e^(z²) = R(z/(1+z) - 0.4);  Φ(-|x|) = ½ e^(-z²) R(…),  Φ(|x|) = 1 - Φ(-|x|)
-// (in float; xgrad_f64 calls xsimd's double erfc whole). P and R are xsimd's own float polynomials, the ones its erfc and erf evaluate
-// (xsimd::kernel::detail::erf_kernel, from Boost.SIMD), called here directly so that the
-// e^(-z²) of the tail is shared with φ. Φ never forms 1 + erf(x/√2), which rounds to 0 for
-// x < -8: far in the left tail y keeps its relative accuracy (gelu(-10) = -7.62e-23).
+// is the factor that gives erfc its tail. With z = |x|/√2 (so z² = x²/2) and e = e^(-z²):
+//   erfc(z) = e · R(z),   R(z) = erfc(z) e^(z²)      (a Mills ratio: R(0) = 1, R(z) ~ 1/(√π z))
+//   Φ(-|x|) = ½ e R(z),   Φ(x) = ½ e R(z) for x < 0,  1 - ½ e R(z) for x ≥ 0
+// R is smooth and bounded on all of [0, ∞), so ONE approximation serves every x, no branches:
+//   t = 1 / (1 + p z),  p = 0.5        t ∈ (0, 1]: 1 at x = 0, → 0 as |x| → ∞
+//   R(z) ≈ t · P(t)                     P of degree 10; the factor t gives the 1/z decay
+// P is fitted for relative error over all z ≥ 0 by tests/reference/fit_gelu_mills_ratio.py
+// (max relative error 4e-8 with these float coefficients; about 3e-7 once t and the Horner
+// steps round to float). Φ never forms 1 + erf(x/√2), which rounds to 0 for x < -8: far in the
+// left tail y keeps its relative accuracy (gelu(-10) = -7.62e-23). At x = ±∞, t = 0 and e = 0,
+// so the tail is 0 and Φ is 0 or 1 with no special case. (xgrad_f64 calls xsimd's double erfc
+// whole: this P is fitted for float.)
 //
 // Why fused (measured on T2's (12, 64, 512) in a standalone loop, 1 thread, quiet machine):
 // ½ erfc(-x/√2) plus a separate exp for φ cost 0.71-0.81 ms for the backward alone; sharing the
 // exp, 0.50 ms.
-using ErfKernel = xsimd::kernel::detail::erf_kernel<Batch>;
-static_assert(XSIMD_VERSION_MAJOR == 8, "erf_kernel is xsimd 8's internal polynomial; check it on upgrade");
+constexpr float kMillsP[11] = {  // P(t) = Σ kMillsP[k] tᵏ, from fit_gelu_mills_ratio.py 10 0.5
+    2.820948064e-01f,  2.820938528e-01f, 2.468805760e-01f, 1.753769666e-01f,
+    9.299967438e-02f,  -5.722896382e-02f, 1.270810813e-01f, -4.469649792e-01f,
+    4.861676097e-01f,  -2.308520228e-01f, 4.235140234e-02f};
+constexpr double kMillsPOverSqrt2 = 0.5 * 0.70710678118654752440;  // p/√2: p z = (p/√2) |x|
 
 struct CdfPdf {
     Batch cdf;  // Φ(x)
@@ -70,20 +78,18 @@ struct CdfPdf {
 };
 
 [[gnu::always_inline]] inline CdfPdf normal_cdf_pdf(const Batch& x) {
-    const Batch inv_sqrt2(real(0.70710678118654752440));    // 1/√2
     const Batch inv_sqrt_2pi(real(0.39894228040143267794));  // 1/√(2π)
-    const Batch z = xsimd::abs(x) * inv_sqrt2, z2 = z * z;
-    const Batch e = xsimd::exp(-z2);  // e^(-x²/2); 0 at ±∞
+    const Batch e = xsimd::exp(-(kHalf * x * x));  // e^(-z²) = e^(-x²/2); 0 at ±∞
     if constexpr (!std::is_same_v<real, float>) {
         // xgrad_f64: xsimd's double erfc has other ranges and rational kernels; call it whole.
+        const Batch inv_sqrt2(real(0.70710678118654752440));  // 1/√2
         return {kHalf * xsimd::erfc(-x * inv_sqrt2), e * inv_sqrt_2pi};
     } else {
-        const Batch central = kHalf + kHalf * (x * inv_sqrt2) * ErfKernel::erf1(z2);
-        // z/(1+z) is ∞/∞ = nan at z = ∞; there the tail term is 0 (Φ is 0 or 1).
-        const Batch tail_raw = kHalf * e * ErfKernel::erfc2(z / (kOne + z) - Batch(real(0.4)));
-        const Batch tail = xsimd::select(xsimd::isinf(x), kZero, tail_raw);  // Φ(-|x|)
-        const Batch far = xsimd::select(x < kZero, tail, kOne - tail);
-        return {xsimd::select(z < Batch(real(2.0 / 3.0)), central, far), e * inv_sqrt_2pi};
+        const Batch t = kOne / xsimd::fma(Batch(real(kMillsPOverSqrt2)), xsimd::abs(x), kOne);  // 1/(1 + p z)
+        Batch poly(kMillsP[10]);  // P(t), Horner: (((c10 t + c9) t + c8) t + ...) t + c0
+        for (int k = 9; k >= 0; --k) poly = xsimd::fma(poly, t, Batch(kMillsP[k]));
+        const Batch tail = kHalf * e * (t * poly);  // Φ(-|x|) = ½ e R(z)
+        return {xsimd::select(x < kZero, tail, kOne - tail), e * inv_sqrt_2pi};
     }
 }
 
