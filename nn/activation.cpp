@@ -50,19 +50,39 @@ const Batch kZero(real(0)), kHalf(real(0.5)), kOne(real(1));
 //   Φ(x) = ½ erfc(-x/√2)                 the standard normal CDF
 //   φ(x) = e^(-x²/2) / √(2π)              its density, Φ'(x)
 // Φ and φ are computed together, with one exp: the backward needs both, and the same e^(-x²/2)
-// is the factor that gives erfc its tail. With z = |x|/√2 (so z² = x²/2):
-//   z < 2/3 : erf(z)/z = P(z²), a polynomial;  Φ(x) = ½ + ½ (x/√2) P(z²)   (Φ ∈ [0.25, 0.75])
-//   z ≥ 2/3 : erfc(z) e^(z²) = R(z/(1+z) - 0.4);  Φ(-|x|) = ½ e^(-z²) R(…),  Φ(|x|) = 1 - Φ(-|x|)
-// (in float; xgrad_f64 calls xsimd's double erfc whole). P and R are xsimd's own float polynomials, the ones its erfc and erf evaluate
-// (xsimd::kernel::detail::erf_kernel, from Boost.SIMD), called here directly so that the
-// e^(-z²) of the tail is shared with φ. Φ never forms 1 + erf(x/√2), which rounds to 0 for
-// x < -8: far in the left tail y keeps its relative accuracy (gelu(-10) = -7.62e-23).
+// is the factor that gives erfc its tail. With z = |x|/√2 (so z² = x²/2) and e = e^(-z²):
+//   erfc(z) = e · R(z),   R(z) = erfc(z) e^(z²)      (a Mills ratio: R(0) = 1, R(z) ~ 1/(√π z))
+//   Φ(-|x|) = ½ e R(z);   Φ(x) = ½ e R(z) for x < 0,  1 - ½ e R(z) for x ≥ 0
+// R is smooth and bounded on all of [0, ∞), so ONE approximation serves every x:
+//   t = 1 / (1 + p z),  p = 0.5         t ∈ (0, 1]: 1 at x = 0, → 0 as |x| → ∞
+//   R(z) ≈ t · P(t)                      P of degree 10; the factor t carries the 1/z decay
+// P is fitted for relative error over all z ≥ 0 by tests/reference/fit_gelu_mills_ratio.py: with
+// its float coefficients the max relative error is 4.3e-8; about 3e-7 once t and the Horner steps
+// round to float (near x = 0, R moves 2.3 times as fast as t, so t's rounding dominates). This
+// is the float path; xgrad_f64 calls xsimd's double erfc whole, for P is fitted for float only.
+// Φ never forms 1 + erf(x/√2), which rounds to 0 for x < -8: far in the left tail y keeps its
+// relative accuracy (gelu(-10) = -7.62e-23). There e's own error dominates: exp(-a) magnifies a's
+// rounding a times, so a = ½ x² is formed with one rounding (x·x; the ½ is exact), not as
+// (|x|/√2)², which has three. At x = ±∞, t = 0 and e = 0: the tail is 0, Φ is 0 or 1.
 //
 // Why fused (measured on T2's (12, 64, 512) in a standalone loop, 1 thread, quiet machine):
 // ½ erfc(-x/√2) plus a separate exp for φ cost 0.71-0.81 ms for the backward alone; sharing the
 // exp, 0.50 ms.
-using ErfKernel = xsimd::kernel::detail::erf_kernel<Batch>;
-static_assert(XSIMD_VERSION_MAJOR == 8, "erf_kernel is xsimd 8's internal polynomial; check it on upgrade");
+// Why one polynomial: before it, Φ used xsimd's two float polynomials, erf(z)/z for z < 2/3
+// (degree 5 in z²) and R(z/(1+z) - 0.4) beyond (degree 10), and a register's 8 lanes mix both
+// ranges, so every register evaluated both and picked per lane: 123 instructions per register
+// in the backward's loop (GCC 12, AVX2), 92 with one. Measured (same (12, 64, 512), 1 thread,
+// interleaved runs on a busy 2-core machine): forward alone 0.67-0.71 ms -> 0.48-0.53 ms; T2's
+// fwd+bwd (bench/xgrad_bench) median 1.75 ms (1.66-1.78) -> 1.29 ms (1.19-1.46). Accuracy over
+// the grid of tests/test_layers.cpp: y 3.8e-7 both ways, dy/dx 1.4e-7 -> 1.8e-7 (t's rounding,
+// above), left-tail relative error 1.35e-5 -> 3.9e-6 (½ x²).
+// The coefficients are whole registers (Batch), so each fma of the Horner loop reads its
+// constant straight from memory instead of broadcasting it into a register first.
+const Batch kMillsP[11] = {  // P(t) = Σ kMillsP[k] tᵏ, from fit_gelu_mills_ratio.py 10 0.5
+    Batch(2.820948064e-01f), Batch(2.820938528e-01f),  Batch(2.468805760e-01f), Batch(1.753769666e-01f),
+    Batch(9.299967438e-02f), Batch(-5.722896382e-02f), Batch(1.270810813e-01f), Batch(-4.469649792e-01f),
+    Batch(4.861676097e-01f), Batch(-2.308520228e-01f), Batch(4.235140234e-02f)};
+constexpr double kMillsPOverSqrt2 = 0.5 * 0.70710678118654752440;  // p/√2
 
 struct CdfPdf {
     Batch cdf;  // Φ(x)
@@ -70,20 +90,19 @@ struct CdfPdf {
 };
 
 [[gnu::always_inline]] inline CdfPdf normal_cdf_pdf(const Batch& x) {
-    const Batch inv_sqrt2(real(0.70710678118654752440));    // 1/√2
     const Batch inv_sqrt_2pi(real(0.39894228040143267794));  // 1/√(2π)
-    const Batch z = xsimd::abs(x) * inv_sqrt2, z2 = z * z;
-    const Batch e = xsimd::exp(-z2);  // e^(-x²/2); 0 at ±∞
+    const Batch e = xsimd::exp(-(kHalf * x * x));  // e^(-z²) = e^(-x²/2); 0 at ±∞
     if constexpr (!std::is_same_v<real, float>) {
         // xgrad_f64: xsimd's double erfc has other ranges and rational kernels; call it whole.
+        const Batch inv_sqrt2(real(0.70710678118654752440));  // 1/√2
         return {kHalf * xsimd::erfc(-x * inv_sqrt2), e * inv_sqrt_2pi};
     } else {
-        const Batch central = kHalf + kHalf * (x * inv_sqrt2) * ErfKernel::erf1(z2);
-        // z/(1+z) is ∞/∞ = nan at z = ∞; there the tail term is 0 (Φ is 0 or 1).
-        const Batch tail_raw = kHalf * e * ErfKernel::erfc2(z / (kOne + z) - Batch(real(0.4)));
-        const Batch tail = xsimd::select(xsimd::isinf(x), kZero, tail_raw);  // Φ(-|x|)
-        const Batch far = xsimd::select(x < kZero, tail, kOne - tail);
-        return {xsimd::select(z < Batch(real(2.0 / 3.0)), central, far), e * inv_sqrt_2pi};
+        // t = 1/(1 + p z), with p z = (p/√2) |x| and 1 + p z rounded once (fma)
+        const Batch t = kOne / xsimd::fma(Batch(real(kMillsPOverSqrt2)), xsimd::abs(x), kOne);
+        Batch poly = kMillsP[10];  // P(t), Horner: (((c10 t + c9) t + c8) t + ...) t + c0
+        for (int k = 9; k >= 0; --k) poly = xsimd::fma(poly, t, kMillsP[k]);
+        const Batch tail = kHalf * e * (t * poly);  // Φ(-|x|) = ½ e R(z)
+        return {xsimd::select(x < kZero, tail, kOne - tail), e * inv_sqrt_2pi};
     }
 }
 
@@ -136,8 +155,8 @@ struct TanhForm {
 // Registers of W values covering n values, the last one possibly partial.
 std::size_t registers(std::size_t n) { return (n + W - 1) / W; }
 // The least work, in registers, handed to a second thread of the pool: 1024 registers = 8192
-// floats, about 20 µs of the exact form. A guess, to be set by a measurement on a quiet machine
-// (core/parallel.hpp says why the pool is off by default).
+// floats, about 10 µs of the exact form's forward. A guess, to be set by a measurement on a quiet
+// machine (core/parallel.hpp says why the pool is off by default).
 constexpr std::size_t kGrain = 1024;
 
 // y = f(x), value by value, W at a time, over the threads of core/parallel.hpp in whole
@@ -146,7 +165,8 @@ constexpr std::size_t kGrain = 1024;
 // always_inline value() and grad() inline into one loop. Measured (T2, 1 thread, quiet machine):
 // with a call per register, the exact form's fwd+bwd took 2.3-2.9 ms; inlined, 1.7-2.0 ms.
 // Two registers per trip (more independent work in flight) measured no faster: the loop is
-// bound by the ~110 instructions per register of the exact form, not by their latency.
+// bound by the instructions per register of the exact form (~120 with the two polynomials it was
+// measured with; ~90 now, see "Why one polynomial"), not by their latency.
 template <class Form>
 void map_values(const real* x, real* y, std::size_t n) {
     parallel_for(registers(n), kGrain, [&](std::size_t b0, std::size_t b1) {
