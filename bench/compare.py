@@ -68,7 +68,7 @@ def run(cmd, env_extra, rusage=False):
 def xgrad_group(args, regex):
     out, _ = run([os.path.join(args.build, "bench", "xgrad_bench"), "--threads", str(args.threads),
                   f"--benchmark_filter={regex}", f"--benchmark_min_time={args.min_time}",
-                  "--benchmark_format=json"], {"OPENBLAS_NUM_THREADS": str(args.threads)})
+                  "--benchmark_format=json"], {"OPENBLAS_NUM_THREADS": "1"})  # set_num_threads keeps it at 1
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     res = {}
     for b in json.loads(out)["benchmarks"]:
@@ -145,6 +145,8 @@ def main():
     args = ap.parse_args()
     only = [w.strip() for w in args.only.split(",") if w.strip()]
     if args.scaling:
+        if args.scaling < 2:
+            sys.exit("compare.py: --scaling N needs N >= 2 (it compares N threads with 1)")
         return scaling(args, only)
 
     load_start = os.getloadavg()
@@ -282,7 +284,8 @@ def scaling(args, only):
         for w in groups:
             print(f"[repeat {rep + 1}/{args.repeats}] {w} at 1 and {args.scaling} threads (load {os.getloadavg()[0]:.1f})",
                   file=sys.stderr, flush=True)
-            for t in runs:
+            # alternate which count runs first, so that neither always gets the fresher machine
+            for t in (list(runs) if rep % 2 == 0 else list(runs)[::-1]):
                 runs[t][rep].update(xgrad_group(argparse.Namespace(**{**vars(args), "threads": t}), GROUPS[w][0]))
     load_end = os.getloadavg()
     one, many = runs[1], runs[args.scaling]

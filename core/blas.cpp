@@ -12,10 +12,12 @@ namespace xgrad {
 
 namespace {
 
-// One product on the calling thread (OpenBLAS itself runs with 1 thread; see set_num_threads).
+// One product, or one band of it, on the calling thread (OpenBLAS itself runs with 1 thread;
+// see set_num_threads). copy_bt: take the fast path below; decided by gemm for the whole product,
+// so that the bands of a split product all go through the same kind of call.
 void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                      const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
-                     std::size_t ldc) {
+                     std::size_t ldc, [[maybe_unused]] bool copy_bt) {
     if (M == 0 || N == 0) return;
     if (K == 0) {  // an empty sum: C = beta·C, so callers may pass an uninitialised C with beta = 0
         for (std::size_t r = 0; r < M; ++r)
@@ -36,7 +38,7 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
     // Larger products keep the single call: the copy would cost more than it saves. With
     // another BLAS, or another OpenBLAS kernel set, the path still gives the same C, at the cost
     // of one K × N copy.
-    if (!trans_a && trans_b && K < 32 && static_cast<double>(M) * N * K <= 1e6) {
+    if (copy_bt) {
         Array bt(Shape{K, N});  // Bᵀ (K, N), row-major
         cblas_somatcopy(CblasRowMajor, CblasTrans, i(N), i(K), 1.0f, B, i(ldb), bt.data(), i(N));
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i(M), i(N), i(K), alpha, A, i(lda), bt.data(),
@@ -51,19 +53,23 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
 #endif
 }
 
-// Products of at least this many multiply-adds are split over the pool's threads: about 10 µs
-// of one core's sgemm, against a handoff of 1.3 µs (bench/thread_handoff, quiet machine).
+// Products of at least this many multiply-adds (2.1 MFLOP) are split over the pool's threads:
+// about 20 µs of one core's sgemm at 100 GFLOP/s (bench/ W5), against a handoff of 1.3 µs
+// (bench/thread_handoff, quiet machine).
 constexpr double kSplitMacs = double(1 << 20);
-// The fewest rows (or columns) of C one thread gets: the kernels work in panels of 16.
+// The fewest rows (or columns) of C one thread gets: a thinner band runs the kernels on
+// narrow, inefficient panels.
 constexpr std::size_t kSplitGrain = 16;
 
 }  // namespace
 
 // With T = get_pool_threads() > 1 and a product large enough, C is cut into T bands, by rows
 // when M ≥ N, else by columns, and each thread computes its band with its own one-thread
-// sgemm: band [r0, r1) of C = op(A)[r0:r1, :] · op(B). Every element of C is still the same
-// dot product over K, computed by the same kernel whatever the band, so results do not depend on
-// the split (checked bit for bit in tests/test_parallel.cpp).
+// sgemm: band [r0, r1) of C = op(A)[r0:r1, :] · op(B). Each element of C is still one dot
+// product over K. The bands depend only on the sizes and T, so a fixed T gives the same C from
+// run to run. Against one thread, OpenBLAS may pick a different kernel for a band than for the
+// whole product (it chooses by size), and so round differently; on the shapes of
+// tests/test_parallel.cpp, OpenBLAS 0.3.21 gives the same bits.
 // Why not OpenBLAS's own threads: on the GPT example's products (bench/thread_handoff, quiet
 // 2-vCPU machine) 2 OpenBLAS threads ran them 1.3-1.6x as fast as one, these bands 1.6-1.9x.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
@@ -72,19 +78,25 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     check(M < INT_MAX && N < INT_MAX && K < INT_MAX && lda < INT_MAX && ldb < INT_MAX &&
               ldc < INT_MAX,
           "gemm", "sizes ({}, {}, {}) exceed BLAS's 32-bit int range", M, N, K);
-    if (get_pool_threads() == 1 || double(M) * double(N) * double(K) < kSplitMacs)
-        return gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    const double macs = double(M) * double(N) * double(K);
+#ifndef XGRAD_DOUBLE
+    const bool copy_bt = !trans_a && trans_b && K < 32 && macs <= 1e6;  // see gemm_one_thread
+#else
+    const bool copy_bt = false;
+#endif
+    if (get_pool_threads() == 1 || macs < kSplitMacs)
+        return gemm_one_thread(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, copy_bt);
     if (M >= N) {
         // rows r of op(A): A + r·lda untransposed, column r of the stored A (A + r) transposed
         parallel_for(M, kSplitGrain, [&](std::size_t r0, std::size_t r1) {
             gemm_one_thread(trans_a, trans_b, r1 - r0, N, K, alpha, A + (trans_a ? r0 : r0 * lda), lda, B, ldb,
-                            beta, C + r0 * ldc, ldc);
+                            beta, C + r0 * ldc, ldc, copy_bt);
         });
     } else {
         // columns c of op(B): B + c untransposed, row c of the stored B (B + c·ldb) transposed
         parallel_for(N, kSplitGrain, [&](std::size_t c0, std::size_t c1) {
             gemm_one_thread(trans_a, trans_b, M, c1 - c0, K, alpha, A, lda, B + (trans_b ? c0 * ldb : c0), ldb,
-                            beta, C + c0, ldc);
+                            beta, C + c0, ldc, copy_bt);
         });
     }
 }

@@ -12,13 +12,23 @@
 
 namespace xgrad {
 
+// Stored shapes: A is (M, K), or (K, M) when trans_a; B is (K, N), or (N, K) when trans_b; C is
+// (M, N); each lda/ldb/ldc is at least its matrix's stored row length. C must not overlap A or
+// B. K = 0 gives C = beta·C (with beta = 0, C may start uninitialised). Large products (at least
+// 2^20 multiply-adds) are split over the threads of core/parallel.hpp (core/blas.cpp says how);
+// gemm may be called inside a parallel_for body, and then runs on that thread alone.
+// Throws ValueError when a size or leading dimension does not fit BLAS's 32-bit int.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);
 
 // The examples' --threads flag: n threads for xgrad's parallel loops (set_pool_threads,
 // core/parallel.hpp), large products included (gemm splits C into bands, one per thread), and
-// OpenBLAS itself on 1 thread, so the two never compete for the cores. Throws ValueError for n < 1.
+// OpenBLAS itself on 1 thread, so the two never compete for the cores. Process-wide: OpenBLAS
+// stays on 1 thread for every other caller too. Never called, xgrad runs on 1 thread and
+// OpenBLAS on its default (OPENBLAS_NUM_THREADS, else one per core). More threads than cores
+// waste them (the pool's workers spin between tasks). Not to be called from inside a
+// parallel_for body, nor while another thread trains. Throws ValueError for n < 1.
 void set_num_threads(int n);
 
 }  // namespace xgrad

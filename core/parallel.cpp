@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -110,7 +111,7 @@ std::unique_ptr<Pool>& pool() {
     static std::unique_ptr<Pool> p;
     return p;
 }
-int g_threads = 1;
+std::atomic<int> g_threads{1};
 
 // Held by the thread whose parallel_for owns the pool. A second application thread that calls
 // parallel_for at the same time finds it taken and runs its loop alone.
@@ -118,30 +119,49 @@ std::mutex g_pool_owner;
 
 }  // namespace
 
-int get_pool_threads() { return g_threads; }
+int get_pool_threads() { return g_threads.load(std::memory_order_relaxed); }
 
 void set_pool_threads(int n) {
     check(n >= 1, "set_pool_threads", "thread count must be >= 1; got {}", n);
-    if (n == g_threads) return;
+    check(!t_in_body, "set_pool_threads", "called from inside a parallel_for body");
+    // Waits until no other thread's parallel_for is using the pool it is about to replace.
+    std::lock_guard<std::mutex> owner(g_pool_owner);
+    if (n == g_threads.load(std::memory_order_relaxed)) return;
     pool().reset();  // joins the old workers
     if (n > 1) pool() = std::make_unique<Pool>(n);
-    g_threads = n;
+    g_threads.store(n, std::memory_order_relaxed);
 }
 
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body) {
-    const std::size_t T = std::size_t(g_threads);
     std::unique_lock<std::mutex> owner(g_pool_owner, std::defer_lock);
-    if (T == 1 || n < 2 * std::max<std::size_t>(grain, 1) || t_in_body || !owner.try_lock()) {
+    if (t_in_body || n < 2 * std::max<std::size_t>(grain, 1) || get_pool_threads() == 1 || !owner.try_lock()) {
         if (n > 0) body(0, n);
         return;
     }
+    const std::size_t T = std::size_t(get_pool_threads());  // read under the lock: the pool has T threads
     // T chunks of (nearly) equal size; chunk t = [t·n/T, (t+1)·n/T): a function of n and T only.
-    t_in_body = true;
-    pool()->run([&](int t) {
-        const std::size_t begin = std::size_t(t) * n / T, end = (std::size_t(t) + 1) * n / T;
-        if (begin < end) body(begin, end);
-    });
-    t_in_body = false;
+    // Every chunk runs to its end even when another throws: an exception leaving a chunk is kept
+    // in that chunk's slot, and the first one in chunk order is rethrown here once all are done,
+    // so no worker is still running a body whose frame has gone.
+    std::vector<std::exception_ptr> errors(T);
+    struct InBody {  // marks this thread as inside a body until the chunks are done, however they end
+        InBody() { t_in_body = true; }
+        ~InBody() { t_in_body = false; }
+    };
+    {
+        InBody in_body;
+        pool()->run([&](int t) {
+            const std::size_t begin = std::size_t(t) * n / T, end = (std::size_t(t) + 1) * n / T;
+            if (begin >= end) return;
+            try {
+                body(begin, end);
+            } catch (...) {
+                errors[std::size_t(t)] = std::current_exception();
+            }
+        });
+    }
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
 }
 
 }  // namespace xgrad

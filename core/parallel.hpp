@@ -31,16 +31,23 @@ namespace xgrad {
 // The number of threads xgrad's parallel loops use (1 unless set_pool_threads changed it).
 int get_pool_threads();
 
-// Sizes the pool to n threads, the caller included (n - 1 workers); OpenBLAS's own threads are
-// set by set_num_threads (core/blas.hpp). Throws ValueError for n < 1. Not to be called from
-// inside a parallel_for body.
+// Sizes the pool to n threads, the caller included (n - 1 workers), for the whole process.
+// OpenBLAS's own threads are left as they are: set_num_threads (core/blas.hpp) sets both, the
+// pool to n and OpenBLAS to 1, which is what the examples' --threads does; calling this alone
+// with n > 1 and OpenBLAS on several threads oversubscribes the cores. More threads than cores
+// waste them: a worker spins for a while after each task (see above).
+// Waits for a parallel_for running on another thread to finish first.
+// Throws ValueError for n < 1, or when called from inside a parallel_for body.
 void set_pool_threads(int n);
 
-// Calls body(begin, end) on the chunks of [0, n), one per thread, and returns when all are done;
-// the calling thread runs chunk 0. Runs body(0, n) on the calling thread alone when T = 1 or
-// n < 2·grain (a chunk smaller than grain items would cost more to hand off than to compute).
-// A parallel_for inside a body (nested), or one called while another application thread's
-// parallel_for holds the pool, runs body(0, n) on its own thread. A body must not throw.
+// Calls body(begin, end) on the chunks of [0, n), one per thread, at the same time, and returns
+// when all are done; the calling thread runs chunk 0. Chunks are disjoint, and a body must write
+// only memory that belongs to its own chunk. grain is in items: with n < 2·grain (a chunk
+// smaller than grain would cost more to hand off than to compute), with T = 1, inside another
+// parallel_for's body (nested), or while another application thread's parallel_for holds the
+// pool, body(0, n) runs on the calling thread alone. Empty chunks (n < T) are skipped.
+// If chunks throw, every chunk still runs to its end, and the exception of the first throwing
+// chunk (in chunk order) is rethrown to the caller; the pool stays usable.
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body);
 
 }  // namespace xgrad

@@ -1361,7 +1361,7 @@ TEST_CASE("hostile: binary_cross_entropy_with_logits: |x| = 1e4 - NaN - bad targ
 TEST_CASE("gelu values and derivative", "[nn][activation]") {
     Tensor x({1, -1, 0, 3, -10}, true);
     Tensor y = F::gelu(x);
-    // 2e-7 relative: about two float ulps, what the vectorised float erfc (nn/activation.cpp)
+    // 2e-7 relative: about two float ulps, what the vectorised float Φ (nn/activation.cpp)
     // reaches at these points; test_layers.cpp measures its error over a dense grid.
     REQUIRE(y.at({0}) == Approx(0.8413447460685429).epsilon(2e-7));
     REQUIRE(y.at({1}) == Approx(-0.15865525393145707).epsilon(2e-7));

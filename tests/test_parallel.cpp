@@ -5,8 +5,9 @@
 // grain; the pool resized back and forth; set_pool_threads(0) refused; and gelu (both forms),
 // softmax and layer_norm giving bit-identical values and gradients at 1 and 2 threads (each
 // value, and each column sum of layer_norm's dL/dw, is computed by one thread in a fixed order);
-// a nested parallel_for running whole on its caller's thread; gemm's bands, causal attention
-// and Linear bit-identical at 1 and 2 threads.
+// a nested parallel_for running whole on its caller's thread; an exception in a chunk rethrown
+// to the caller after all chunks ran; two application threads sharing the pool; gemm's bands,
+// causal attention, Linear and AdamW's update bit-identical at 1 and 2 threads.
 // Tagged [threads]: the ThreadSanitizer build runs these.
 #include <catch2/catch.hpp>
 
@@ -14,15 +15,19 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/blas.hpp"
 #include "core/parallel.hpp"
 #include "nn/nn.hpp"
+#include "optim/optim.hpp"
 #include "test_helpers.hpp"
 
 using namespace xgrad;
+using xgrad::testing::message_of;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -188,4 +193,81 @@ TEST_CASE("causal attention and Linear are bit-identical at 1 and 2 threads", "[
         INFO("array " << i << " (attention out, dq, dk, dv; linear y, dx, dw, db)");
         REQUIRE(same_bits(one[i], two[i]));
     }
+}
+
+TEST_CASE("an exception in a parallel_for body reaches the caller after every chunk has run", "[threads][parallel]") {
+    ThreadsGuard guard;
+    set_pool_threads(2);
+    std::atomic<int> chunks_done{0};
+    // Chunk 1 (on the worker) throws; chunk 0 (on the caller) still finishes, and the pool is
+    // usable afterwards, with the caller no longer marked as inside a body.
+    auto throwing = [&](std::size_t begin, std::size_t) {
+        if (begin > 0) throw ValueError("chunk 1 fails");
+        chunks_done.fetch_add(1);
+    };
+    CHECK_THAT(message_of<ValueError>([&] { parallel_for(100, 1, throwing); }), Contains("chunk 1 fails"));
+    REQUIRE(chunks_done.load() == 1);
+    // Both chunks throw: the first in chunk order wins.
+    CHECK_THAT(message_of<ValueError>([&] {
+                   parallel_for(100, 1, [](std::size_t begin, std::size_t) {
+                       throw ValueError(begin == 0 ? "chunk 0" : "chunk 1");
+                   });
+               }),
+               Contains("chunk 0"));
+    std::vector<int> seen(100, 0);
+    std::vector<std::pair<std::size_t, std::size_t>> chunks;
+    std::mutex m;
+    parallel_for(100, 1, [&](std::size_t b, std::size_t e) {
+        std::lock_guard<std::mutex> lock(m);
+        chunks.emplace_back(b, e);
+        for (std::size_t i = b; i < e; ++i) ++seen[i];
+    });
+    REQUIRE(chunks.size() == 2);  // still split: the caller is not left marked as inside a body
+    REQUIRE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+    CHECK_THAT(message_of<ValueError>([] { parallel_for(4, 1, [](std::size_t, std::size_t) { set_pool_threads(1); }); }),
+               Contains("inside a parallel_for body"));
+}
+
+TEST_CASE("parallel_for called from two application threads at once covers each range once", "[threads][parallel]") {
+    ThreadsGuard guard;
+    set_pool_threads(2);
+    // One caller gets the pool, the other finds it busy and runs its loop alone; either way
+    // every index of each loop is visited exactly once.
+    std::vector<std::atomic<int>> a(50000), b(50000);
+    auto fill = [](std::vector<std::atomic<int>>& v) {
+        for (int round = 0; round < 20; ++round)
+            parallel_for(v.size(), 1, [&](std::size_t s, std::size_t e) {
+                for (std::size_t i = s; i < e; ++i) v[i].fetch_add(1, std::memory_order_relaxed);
+            });
+    };
+    std::thread other([&] { fill(b); });
+    fill(a);
+    other.join();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        REQUIRE(a[i].load() == 20);
+        REQUIRE(b[i].load() == 20);
+    }
+}
+
+TEST_CASE("AdamW's dense update is bit-identical at 1 and 2 threads", "[threads][parallel]") {
+    ThreadsGuard guard;
+    // 100,003 elements: above the update's grain (32,768), and not a multiple of its 64-element
+    // blocks, so the last block is partial.
+    manual_seed(21);
+    const Tensor w0 = randn({100003});
+    auto run = [&](int T) {
+        set_pool_threads(T);
+        Tensor w = w0.detach().requires_grad_();
+        optim::AdamW opt(NamedTensors{{"w", w}}, optim::AdamWOptions(1e-2));
+        for (int step = 0; step < 3; ++step) {
+            opt.zero_grad();
+            Tensor loss = (w * w * w).sum();
+            loss.backward();
+            opt.step();
+        }
+        return w.data();
+    };
+    const Array one = run(1), two = run(2);
+    REQUIRE(same_bits(one, two));
+    REQUIRE_FALSE(same_bits(one, w0.data()));  // the steps did change w
 }
