@@ -71,7 +71,7 @@ constexpr std::size_t kSplitGrain = 16;
 // whole product (it chooses by size), and so round differently; on the shapes of
 // tests/test_parallel.cpp, OpenBLAS 0.3.21 gives the same bits.
 // Why not OpenBLAS's own threads: on the GPT example's products (bench/thread_handoff, quiet
-// 2-vCPU machine) 2 OpenBLAS threads ran them 1.3-1.6x as fast as one, these bands 1.6-1.9x.
+// 2-vCPU machine) 2 OpenBLAS threads ran them 1.34-1.71x as fast as one, these bands 1.85-2.03x.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc) {

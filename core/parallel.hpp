@@ -8,7 +8,7 @@
 // thread: large products are split into bands over this pool instead (core/blas.cpp). Measured
 // on the project's quiet 2-vCPU machine (bench/thread_handoff): an empty task handed to the
 // spinning worker costs 1.3 µs, a std::thread per op 37 µs; the GPT example's products ran
-// 1.3-1.6x as fast on 2 OpenBLAS threads as on one, and 1.6-1.9x split into bands here. (An
+// 1.34-1.71x as fast on 2 OpenBLAS threads as on one, and 1.85-2.03x split into bands here. (An
 // earlier measurement under a load average of 17-19 found every form slower at 2 threads: a
 // spinning worker then waits for a time slice, not for work.)
 //
