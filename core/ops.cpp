@@ -19,6 +19,7 @@
 #include <xtensor/xreducer.hpp>
 
 #include "core/blas.hpp"
+#include "core/parallel.hpp"
 #include "core/permute.hpp"
 
 namespace xgrad {
@@ -249,14 +250,32 @@ static void tanh_rational(const T* x, T* y, std::size_t n) {
     }
 }
 
+// Elementwise loops over n values, shared out over the threads of core/parallel.hpp in blocks of
+// 64 values (whole SIMD registers, so a thread count never changes which values the compiler's
+// vector loop computes); fewer than 2 · 256 blocks (32,768 values) stay on one thread.
+template <class F>
+static void for_blocks(std::size_t n, F&& f) {
+    constexpr std::size_t kBlock = 64, kGrainBlocks = 256;
+    parallel_for((n + kBlock - 1) / kBlock, kGrainBlocks, [&](std::size_t b0, std::size_t b1) {
+        f(b0 * kBlock, std::min(b1 * kBlock, n));
+    });
+}
+
 Tensor tanh(const Tensor& x) {
     Array y(x.data().shape());
-    if constexpr (std::is_same_v<real, float>) tanh_rational(x.data().data(), y.data(), y.size());
-    else xt::noalias(y) = xt::tanh(x.data());
+    if constexpr (std::is_same_v<real, float>) {
+        const real* px = x.data().data();
+        for_blocks(y.size(), [&](std::size_t i0, std::size_t i1) { tanh_rational(px + i0, y.data() + i0, i1 - i0); });
+    } else {
+        xt::noalias(y) = xt::tanh(x.data());
+    }
     return make_result(std::move(y), "tanh", {x}, [](const Array& g, const Array& y) {
         Array gx(y.shape());  // a plain loop: the xtensor expression with the integer 1 was not vectorised
         const real *pg = g.data(), *py = y.data();
-        for (std::size_t i = 0; i < gx.size(); ++i) gx.data()[i] = pg[i] * (1 - py[i] * py[i]);
+        real* pgx = gx.data();
+        for_blocks(gx.size(), [&](std::size_t i0, std::size_t i1) {
+            for (std::size_t i = i0; i < i1; ++i) pgx[i] = pg[i] * (1 - py[i] * py[i]);
+        });
         return make_grads(std::move(gx));
     });
 }

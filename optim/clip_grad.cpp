@@ -31,6 +31,19 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     for (const auto& p : params) {
         check(p.defined(), "clip_grad_norm_", "got an undefined tensor");
         auto [g, n] = grad_values(p);
+        if (norm_type == 2.0) {
+            // Σ g² in 8 independent partial sums (element i goes to partial i mod 8), added
+            // in a fixed order at the end: the 8 chains run side by side (one vector register)
+            // instead of one add waiting for the previous. Measured: clip_grad_norm_ was 2.1%
+            // of the GPT training step (bench/ T1, perf), the one serial double add chain.
+            double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            std::size_t i = 0;
+            for (; i + 8 <= n; i += 8)
+                for (std::size_t j = 0; j < 8; ++j) part[j] += static_cast<double>(g[i + j]) * g[i + j];
+            for (std::size_t j = 0; i + j < n; ++j) part[j] += static_cast<double>(g[i + j]) * g[i + j];
+            for (double s : part) acc += s;
+            continue;
+        }
         for (std::size_t i = 0; i < n; ++i) {
             const double a = std::abs(static_cast<double>(g[i]));
             if (inf_norm) {
