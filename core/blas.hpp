@@ -26,9 +26,13 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
 // core/parallel.hpp), large products included (gemm splits C into bands, one per thread), and
 // OpenBLAS itself on 1 thread, so the two never compete for the cores. Process-wide: OpenBLAS
 // stays on 1 thread for every other caller too. Never called, xgrad runs on 1 thread and
-// OpenBLAS on its default (OPENBLAS_NUM_THREADS, else one per core). More threads than cores
-// waste them (the pool's workers spin between tasks). Not to be called from inside a
-// parallel_for body, nor while another thread trains. Throws ValueError for n < 1.
+// OpenBLAS on its default (OPENBLAS_NUM_THREADS, else one per core); the examples always call
+// it (--threads 1 by default), so there OPENBLAS_NUM_THREADS has no effect. Use n no larger
+// than the idle cores: the pool's workers spin for up to ~0.5 ms after each task, so on a busy
+// machine, or with n above the core count, a step gets slower, not faster (2 threads ran a
+// GPT step 2.5-4x slower than 1 on a 2-core machine busy with a CI build). Changing n while
+// another thread trains changes that run's split, and with it possibly its last bits.
+// Not to be called from inside a parallel_for body. Throws ValueError for n < 1.
 void set_num_threads(int n);
 
 }  // namespace xgrad

@@ -19,7 +19,10 @@
 // a core. bench/thread_handoff.cpp measures the three, and OpenBLAS's threads, side by side.
 //
 // Determinism: the chunks depend only on n and T, never on timing, so a fixed T gives the same
-// split, and with it bit-identical results, from run to run. A body that reduces (a sum over
+// split, and with it bit-identical results, from run to run. (One exception: when two
+// application threads call parallel_for at once, which of them gets the pool depends on timing,
+// and the other runs its loop whole; an op whose result depends on the split, such as a gemm
+// that OpenBLAS computes with another kernel for a band, may then differ in its last bits.) A body that reduces (a sum over
 // rows) keeps one partial per chunk and adds the partials in chunk order afterwards.
 #pragma once
 

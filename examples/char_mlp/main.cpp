@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     app.add_option("--embed-dim", cfg.embed_dim, "width d of each character's embedding vector")->capture_default_str()->check(CLI::Range(1, 4096));
     app.add_option("--hidden", cfg.hidden, "tanh units in the hidden layer")->capture_default_str()->check(CLI::Range(1, 65536));
     app.add_option("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples (0 to 2^64-1)")->capture_default_str();
-    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1)")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores")->capture_default_str()->check(CLI::Range(1, 256));
     app.add_option("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)")->capture_default_str();
     app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors")->capture_default_str();
     app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; every flag but --threads, --out, --sample, --eval-every and --stop-after must match the saved run");

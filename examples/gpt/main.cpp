@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
     app.add_option("--weight-decay", cfg.weight_decay, "AdamW decoupled weight decay λ on the ≥2-D weights (biases and LayerNorm: none)")->capture_default_str()->check(non_negative_real);
     app.add_option("--grad-clip", cfg.grad_clip, "clip the global gradient L2 norm to this before each step (0: off)")->capture_default_str()->check(non_negative_real);
     app.add_option("--seed", cfg.seed, "seed of the initialisation, the batches and the samples")->capture_default_str();
-    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1)")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores")->capture_default_str()->check(CLI::Range(1, 256));
     app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
     app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors")->capture_default_str();
     app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; every flag but --threads, --out, --sample, --temperature, --top-k, --prompt, --eval-every and --stop-after must match the saved run");

@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
     app.add_option("--batch-size", cfg.batch_size, "B, (centre, context) pairs per optimizer step")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     app.add_option("--lr", cfg.lr, "Adam learning rate at the start; decays linearly to lr·1e-4")->capture_default_str()->check(CLI::PositiveNumber);
     app.add_option("--seed", cfg.seed, "seed of initialisation, subsampling, windows, shuffles and negatives")->capture_default_str();
-    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1)")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores")->capture_default_str()->check(CLI::Range(1, 256));
     app.add_option("--compare-dense", cfg.compare_dense, "after training, time this many steps with lazy and with dense Adam updates (0: skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
     app.add_option("--out", cfg.out, "directory for embeddings.safetensors, vocab.txt and the pictures (*.png, with their .dat and .gp)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
