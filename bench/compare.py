@@ -124,6 +124,24 @@ def t3(args):
     return r
 
 
+def met_at_least(values, target):
+    """yes when every repeat reaches target, no when none does, mixed otherwise."""
+    return "yes" if min(values) >= target else "no" if max(values) < target else "mixed"
+
+
+def print_table(title, load, header, rows):
+    """Prints the run's title, the machine and its load (start, end), then rows as a Markdown table."""
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    print(title)
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load[0][0]:.2f} at start, "
+          f"{load[1][0]:.2f} at end")
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+
+
 def fmt_range(values, f):
     vals = sorted(values)
     med = statistics.median(vals)
@@ -177,8 +195,7 @@ def main():
         xs = [1 / r[name] for r in xg]
         ps = [1 / r[name] for r in pt]
         ratios = [x / p for x, p in zip(xs, ps)]
-        met = "" if target is None else ("yes" if min(ratios) >= target else
-                                         "no" if max(ratios) < target else "mixed")
+        met = "" if target is None else met_at_least(ratios, target)
         rows.append((label, "steps/s", fmt_range(xs, lambda v: f"{v:,.1f}"), fmt_range(ps, lambda v: f"{v:,.1f}"),
                      fmt_range(ratios, lambda v: f"{v:.2f}x"), "" if target is None else f">= {target}x", met))
 
@@ -212,7 +229,7 @@ def main():
         eff = [x / r for x, r in zip(gx, graw)]
         rows.append(("W5 xgrad matmul / raw cblas_sgemm (same process)", "GFLOP/s", fmt_range(graw, lambda v: f"raw {v:.1f}"),
                      "", fmt_range(eff, lambda v: f"{100 * v:.0f}%"), ">= 85%",
-                     "yes" if min(eff) >= 0.85 else "no" if max(eff) < 0.85 else "mixed"))
+                     met_at_least(eff, 0.85)))
     if "T1" in only and all("T1_gpt_step" in r for r in xg) and all("T1_gpt_step" in r for r in pt):
         speed_row("T1 GPT training step (L4 H4 d128 T64 B12 V73, AdamW, clip)", "T1_gpt_step", 1.3)
     if "T2" in only:
@@ -250,17 +267,10 @@ def main():
                      fmt_range([g["torch_peak"] / MB for g in gpt_runs], lambda v: f"{v:.1f}"),
                      fmt_range(rss, lambda v: f"{v:.2f}x"), "< 1x",
                      "yes" if max(rss) < 1 else "no" if min(rss) >= 1 else "mixed"))
-    header = ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met")
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
-    print(f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
-          f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats")
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load_start[0]:.2f} at start, "
-          f"{load_end[0]:.2f} at end")
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(line(r))
+    print_table(f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
+                f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
+                (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
+                rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs,
@@ -296,21 +306,13 @@ def scaling(args, only):
         sn = [1 / r[name] for r in many]
         ratios = [b / a for a, b in zip(s1, sn)]
         target = SCALING_TARGETS.get(name, 1.0)
-        met = "yes" if min(ratios) >= target else "no" if max(ratios) < target else "mixed"
+        met = met_at_least(ratios, target)
         rows.append((name, fmt_range(s1, lambda v: f"{v:,.1f}"), fmt_range(sn, lambda v: f"{v:,.1f}"),
                      fmt_range(ratios, lambda v: f"{v:.2f}x"), f">= {target}x", met))
-    header = ("xgrad_bench benchmark", "steps/s, 1 thread", f"steps/s, {args.scaling} threads",
-              f"{args.scaling} threads / 1", "target", "met")
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
-    print(f"xgrad at 1 and {args.scaling} threads, {args.repeats} repeat(s), {args.min_time:g} s of timed steps per "
-          f"benchmark; median [min – max] over the repeats")
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load_start[0]:.2f} at start, "
-          f"{load_end[0]:.2f} at end")
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(line(r))
+    print_table(f"xgrad at 1 and {args.scaling} threads, {args.repeats} repeat(s), {args.min_time:g} s of timed steps "
+                f"per benchmark; median [min – max] over the repeats", (load_start, load_end),
+                ("xgrad_bench benchmark", "steps/s, 1 thread", f"steps/s, {args.scaling} threads",
+                 f"{args.scaling} threads / 1", "target", "met"), rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"scaling": args.scaling, "runs": {str(t): r for t, r in runs.items()},
