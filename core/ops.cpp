@@ -250,22 +250,11 @@ static void tanh_rational(const T* x, T* y, std::size_t n) {
     }
 }
 
-// Elementwise loops over n values, shared out over the threads of core/parallel.hpp in blocks of
-// 64 values (whole SIMD registers, so a thread count never changes which values the compiler's
-// vector loop computes); fewer than 2 · 256 blocks (32,768 values) stay on one thread.
-template <class F>
-static void for_blocks(std::size_t n, F&& f) {
-    constexpr std::size_t kBlock = 64, kGrainBlocks = 256;
-    parallel_for((n + kBlock - 1) / kBlock, kGrainBlocks, [&](std::size_t b0, std::size_t b1) {
-        f(b0 * kBlock, std::min(b1 * kBlock, n));
-    });
-}
-
 Tensor tanh(const Tensor& x) {
     Array y(x.data().shape());
     if constexpr (std::is_same_v<real, float>) {
         const real* px = x.data().data();
-        for_blocks(y.size(), [&](std::size_t i0, std::size_t i1) { tanh_rational(px + i0, y.data() + i0, i1 - i0); });
+        parallel_for_values(y.size(), [&](std::size_t i0, std::size_t i1) { tanh_rational(px + i0, y.data() + i0, i1 - i0); });
     } else {
         xt::noalias(y) = xt::tanh(x.data());
     }
@@ -273,7 +262,7 @@ Tensor tanh(const Tensor& x) {
         Array gx(y.shape());  // a plain loop: the xtensor expression with the integer 1 was not vectorised
         const real *pg = g.data(), *py = y.data();
         real* pgx = gx.data();
-        for_blocks(gx.size(), [&](std::size_t i0, std::size_t i1) {
+        parallel_for_values(gx.size(), [&](std::size_t i0, std::size_t i1) {
             for (std::size_t i = i0; i < i1; ++i) pgx[i] = pg[i] * (1 - py[i] * py[i]);
         });
         return make_grads(std::move(gx));

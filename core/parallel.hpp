@@ -53,4 +53,16 @@ void set_pool_threads(int n);
 // chunk (in chunk order) is rethrown to the caller; the pool stays usable.
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body);
 
+// For elementwise loops over n values: calls f(i0, i1) on value ranges cut at multiples of 64
+// (whole SIMD registers, so a thread count never changes which values the compiler's vector
+// loop computes); fewer than 2 · 256 blocks (32,768 values, ~15 µs of simple work) stay on one
+// thread. Used by tanh (core/ops.cpp) and the dense Adam update (optim/adam.cpp).
+template <class F>
+void parallel_for_values(std::size_t n, F&& f) {
+    constexpr std::size_t kBlock = 64, kGrainBlocks = 256;
+    parallel_for((n + kBlock - 1) / kBlock, kGrainBlocks, [&](std::size_t b0, std::size_t b1) {
+        f(b0 * kBlock, b1 * kBlock < n ? b1 * kBlock : n);
+    });
+}
+
 }  // namespace xgrad

@@ -112,12 +112,8 @@ void AdamBase::update_dense(const ParamGroup& group, Array& param, const Array& 
     const Coefficients c = begin_step(group, param, hyper_, st);
     real* v_max = hyper_.amsgrad ? st.max_exp_avg_sq.data() : nullptr;
     // Each element is updated alone, so the elements are shared out over the threads of
-    // core/parallel.hpp, in blocks of 64 (whole SIMD registers); a tensor of fewer than
-    // 2 · 256 blocks (32,768 elements, ~15 µs of work) stays on one thread.
-    constexpr std::size_t kBlock = 64, kGrainBlocks = 256;
-    const std::size_t n = param.size();
-    parallel_for((n + kBlock - 1) / kBlock, kGrainBlocks, [&](std::size_t b0, std::size_t b1) {
-        const std::size_t i0 = b0 * kBlock, i1 = std::min(b1 * kBlock, n);
+    // core/parallel.hpp (parallel_for_values: blocks of 64, one thread below 32,768 elements).
+    parallel_for_values(param.size(), [&](std::size_t i0, std::size_t i1) {
         adam_kernel(param.data() + i0, grad.data() + i0, st.exp_avg.data() + i0, st.exp_avg_sq.data() + i0,
                     v_max ? v_max + i0 : nullptr, i1 - i0, c);
     });
