@@ -101,7 +101,8 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
     // q and k have unit-variance entries, so the softmax does not saturate (Vaswani §3.2.1).
     Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
     if (!attn_mask.defined() && !is_causal) {
-        // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1
+        // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1.
+        // (softmax is core/softmax.cpp's fused row kernel; its oracle is softmax_composed.)
         return softmax(scores, -1);
     }
 

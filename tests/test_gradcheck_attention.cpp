@@ -3,7 +3,8 @@
 // scaled_dot_product_attention is composed from core ops, each gradchecked on its own; these
 // check the composition: with and without the causal mask, with a 0/1 mask, with a query whose
 // keys are all masked (where a careless softmax gives NaN), and the CausalSelfAttention module
-// with respect to its input and every parameter.
+// with respect to its input and every parameter (its forward runs the fused kernel there).
+// Last, the fused kernel fused_causal_attention (nn/attention_fused.cpp) on its own.
 // Shapes: q, k (B, H, T, hd), v (B, H, Tk, hv); x (B, T, d).
 #include <catch2/catch.hpp>
 
