@@ -52,8 +52,6 @@ const Batch kZero(real(0)), kHalf(real(0.5)), kOne(real(1));
 // relative accuracy (gelu(-10) = -7.62e-23). There e's own error dominates: exp(-a) magnifies a's
 // rounding a times, so a = ½ x² is formed with one rounding (x·x; the ½ is exact), not as
 // (|x|/√2)², which has three. At x = ±∞, t = 0 and e = 0: the tail is 0, Φ is 0 or 1.
-//
-// Why Φ and φ share one exp: the backward needs both, and a second exp is most of its cost.
 // Why one polynomial: xsimd's float erfc switches between two polynomials at z = 2/3, and a
 // register's lanes mix both ranges, so every register would evaluate both and pick per lane.
 // The coefficients are whole registers (Batch), so each fma of the Horner loop reads its

@@ -83,12 +83,12 @@ Tensor GPT::embed(const IndexTensor& idx) const {
     check(idx.dim() == 2, "GPT", "idx must be (B, T), got {} dims", idx.dim());
     const std::int64_t T = std::int64_t(idx.shape()[1]);
     check(T <= config_.block, "GPT", "sequence length T = {} exceeds the block size {}", T, config_.block);
-    Tensor x = transformer->wte->forward(idx);  // (B, T, d)
+    Tensor x = transformer->wte->forward(idx);                         // (B, T, d)
     if (config_.pos == "learned")
-        x = add(x, transformer->wpe->forward(T));                       // + (T, d) rows 0..T-1, broadcast over B
+        x = x + transformer->wpe->forward(T);                          // + (T, d) rows 0..T-1, broadcast over B
     else if (config_.pos == "sinusoidal")
-        x = add(x, nn::sinusoidal_positions(T, config_.d));            // + (T, d), fixed
-    return F::dropout(x, config_.dropout, is_training());            // rope / none: positions elsewhere
+        x = x + nn::sinusoidal_positions(T, config_.d);                // + (T, d), fixed
+    return F::dropout(x, config_.dropout, is_training());              // rope / none: positions elsewhere
 }
 
 Tensor GPT::forward(const IndexTensor& idx) const {
