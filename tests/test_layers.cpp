@@ -1,11 +1,12 @@
-// tests/test_layers.cpp — value tests for GELU (both forms), layer norm and dropout (float32 build).
+// tests/test_layers.cpp — value tests for GELU (both forms), layer norm, dropout and ModuleList
+// (float32 build).
 //
 // Covers: gelu "none" and "tanh" against PyTorch, the float gelu's accuracy over a dense grid
 // against double std::erfc, bad `approximate` strings; layer_norm against PyTorch (a
 // zero-variance row included, with and without affine, one and two normalized dims), the fused
 // layer_norm against the composed one (forward and gradients), the LayerNorm module, bad
 // arguments; dropout's statistics, exact scale, mask reuse in the backward, reproducibility
-// under manual_seed, train()/eval(), p = 0 and p = 1, bad p.
+// under manual_seed, train()/eval(), p = 0 and p = 1, bad p; ModuleList's names, indexing and order.
 // The finite-difference checks of the three ops are in test_gradcheck_layers.cpp (double).
 //
 // Reference numbers marked "make_layers_reference.py" were printed by
