@@ -240,23 +240,23 @@ void T2_softmax(benchmark::State& state) {
     run_op(state, {randn(s, true)}, s, [](const std::vector<Tensor>& in) { return softmax(in[0], -1); });
 }
 
-// Causal attention on q, k, v (B, H, T, hd): the model's self-attention without its projections.
+// Causal attention on q, k, v (B, H, T, hd): the model's self-attention without its projections,
+// through the fused kernel that CausalSelfAttention::forward picks (nn/attention_fused.hpp).
 void T2_sdpa_causal(benchmark::State& state) {
     manual_seed(kSeed);
     const Shape s{kB, kH, kT, kD / kH};  // (B, H, T, hd)
     run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s, [](const std::vector<Tensor>& in) {
-        return nn::functional::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), /*is_causal=*/true);
+        return nn::functional::fused_causal_attention(in[0], in[1], in[2]);
     });
 }
 
-// The same through the composed steps of nn/attention.cpp (an explicit causal 0/1 mask turns
-// the fused path off): what the fused path saves. xgrad only; compare.py does not pair it.
+// The same through the composed steps of nn/attention.cpp: what the fused kernel saves.
+// xgrad only; compare.py does not pair it.
 void T2_sdpa_causal_composed(benchmark::State& state) {
     manual_seed(kSeed);
     const Shape s{kB, kH, kT, kD / kH};  // (B, H, T, hd)
-    const Tensor causal = tril(ones({kT, kT}));
-    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s, [&](const std::vector<Tensor>& in) {
-        return nn::functional::scaled_dot_product_attention(in[0], in[1], in[2], causal);
+    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s, [](const std::vector<Tensor>& in) {
+        return nn::functional::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), /*is_causal=*/true);
     });
 }
 

@@ -4,12 +4,14 @@
 // x[o, :, j] that one softmax normalises, `inner` apart in memory (adjacent when dim is the
 // last dim, the common case: attention weights over the keys, (B, H, T, T)).
 //
-// Why fused: core/ops.cpp's softmax_composed (max, sub, exp, sum, div) is the oracle, and it is
-// the lesson; but each of its five ops allocates a full-size array, and the broadcasting
-// sub and div run through xtensor's strided loops. On attention's weights, (12, 4, 64, 64)
-// (bench/ workload T2), forward + backward took 23.6 ms where PyTorch took 2.3 ms on the same
-// loaded machine: perf put 62% in those strided loops. Here one pass per row does the
-// forward, and the backward needs only the saved y, never x.
+// Oracle: softmax_composed (max, sub, exp, sum, div: the lesson); softmax here
+// computes the same function. tests/test_ops.cpp ("fused softmax equals softmax_composed")
+// holds them equal, values and gradients along every dim; tests/test_gradcheck_core.cpp
+// gradchecks both. softmax(x, dim) is the only softmax the library runs, so every caller
+// (nn/attention.cpp's composed attention among them) gets this kernel.
+// Why fused: each of the composed form's five ops allocates a full-size array, and its
+// broadcasting sub and div run through strided loops. Here one pass per row does the forward,
+// and the backward needs only the saved y, never x.
 #include "core/softmax.hpp"
 
 #include <algorithm>
@@ -17,18 +19,15 @@
 #include <limits>
 #include <utility>
 
-#include <xsimd/xsimd.hpp>
-
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
 #include "core/parallel.hpp"
+#include "core/simd.hpp"
 
 namespace xgrad {
 
-namespace {
-using Batch = xsimd::batch<real>;
-constexpr std::size_t W = Batch::size;  // SIMD lanes: 8 floats or 4 doubles with AVX2
-}  // namespace
+using simd::Batch;
+using simd::W;
 
 // One row of n values, `stride` apart (1: contiguous, vectorised; otherwise a plain loop).
 // Sums run in real over W lanes: a row is at most a vocabulary long, and PyTorch's CPU
@@ -40,8 +39,8 @@ void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
     std::size_t i = 0;
     real c = -std::numeric_limits<real>::infinity();
     if (stride == 1 && n >= W) {
-        Batch mb = Batch::load_unaligned(x);
-        for (i = W; i + W <= n; i += W) mb = xsimd::max(mb, Batch::load_unaligned(x + i));
+        Batch mb = simd::load(x);
+        for (i = W; i + W <= n; i += W) mb = xsimd::max(mb, simd::load(x + i));
         alignas(64) real lanes[W];
         mb.store_aligned(lanes);
         for (real v : lanes) c = v > c ? v : c;
@@ -54,8 +53,8 @@ void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
         const Batch cb(c);
         Batch sb(real(0));
         for (; i + W <= n; i += W) {
-            const Batch e = xsimd::exp(Batch::load_unaligned(x + i) - cb);
-            e.store_unaligned(y + i);
+            const Batch e = xsimd::exp(simd::load(x + i) - cb);
+            simd::store(e, y + i);
             sb += e;
         }
         total = xsimd::hadd(sb);
@@ -65,13 +64,12 @@ void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
         total += y[i * stride];
     }
 
-    // y_i = e_i · (1 / Σ e): one division per row instead of one per value. (With a division
-    // per value, perf put 22% of the T2 softmax's forward on the stores waiting for vdivps.)
+    // y_i = e_i · (1 / Σ e): one division per row instead of one per value (a division is slow)
     const real inv = real(1) / total;
     i = 0;
     if (stride == 1) {
         const Batch ib(inv);
-        for (; i + W <= n; i += W) (Batch::load_unaligned(y + i) * ib).store_unaligned(y + i);
+        for (; i + W <= n; i += W) simd::store(simd::load(y + i) * ib, y + i);
     }
     for (; i < n; ++i) y[i * stride] *= inv;
 }
@@ -82,7 +80,7 @@ void softmax_backward_row(const real* y, const real* g, real* dx, std::size_t n,
     real dot = 0;
     if (stride == 1) {
         Batch db(real(0));
-        for (; i + W <= n; i += W) db += Batch::load_unaligned(g + i) * Batch::load_unaligned(y + i);
+        for (; i + W <= n; i += W) db += simd::load(g + i) * simd::load(y + i);
         dot = xsimd::hadd(db);
     }
     for (; i < n; ++i) dot += g[i * stride] * y[i * stride];
@@ -91,8 +89,8 @@ void softmax_backward_row(const real* y, const real* g, real* dx, std::size_t n,
     if (stride == 1) {
         const Batch dotb(dot);
         for (; i + W <= n; i += W) {
-            const Batch yb = Batch::load_unaligned(y + i);
-            (yb * (Batch::load_unaligned(g + i) - dotb)).store_unaligned(dx + i);
+            const Batch yb = simd::load(y + i);
+            simd::store(yb * (simd::load(g + i) - dotb), dx + i);
         }
     }
     for (; i < n; ++i) dx[i * stride] = y[i * stride] * (g[i * stride] - dot);
@@ -100,9 +98,8 @@ void softmax_backward_row(const real* y, const real* g, real* dx, std::size_t n,
 
 namespace {
 
-// The least number of `outer` slices handed to a second thread of the pool: about 16384 values
-// (tens of µs of work), against a handoff of 1.3 µs to the pool's spinning worker
-// (bench/thread_handoff, quiet machine).
+// The least number of `outer` slices handed to a second thread of the pool: about 16384 values,
+// enough work to outweigh waking a worker.
 std::size_t grain_rows(std::size_t values_per_slice) {
     return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(values_per_slice, 1));
 }

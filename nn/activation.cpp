@@ -1,12 +1,14 @@
 // nn/activation.cpp — GELU, forward and backward, computed with SIMD vectors.
 //
-// Legend: x any shape, n = x.numel(); a "batch" is one SIMD register of W values of type real
-// (xsimd::batch<real>: W = 8 floats or 4 doubles with AVX2).
+// Legend: x any shape, n = x.numel(); a Batch is one SIMD register of W values of type real
+// (core/simd.hpp).
 //
-// Why vectors: the first GELU here called the scalar double std::erfc once per element in the
-// forward and again in the backward; in a transformer block's training step that was about 30%
-// of the time. Here W elements are computed at once with xsimd (Debian libxsimd-dev, the library
-// under xtensor): its exp and tanh, and for the exact form's Φ one fitted polynomial (below).
+// Why vectors: a scalar double std::erfc per element, in the forward and again in the backward,
+// is a large share of a transformer block's step. Here W elements are computed at once with
+// xsimd: its exp and tanh, and for the exact form's Φ one fitted polynomial (below).
+// Oracle: the formulas themselves, in double: tests/test_layers.cpp checks y and dy/dx over a
+// dense grid against double std::erfc and against PyTorch; tests/test_gradcheck_layers.cpp
+// gradchecks both forms.
 #include "nn/activation.hpp"
 
 #include <algorithm>
@@ -16,33 +18,18 @@
 #include <type_traits>
 #include <utility>
 
-#include <xsimd/xsimd.hpp>
-
 #include "core/autograd.hpp"
 #include "core/parallel.hpp"
+#include "core/simd.hpp"
 
 namespace xgrad::nn {
 
 namespace {
 
-using Batch = xsimd::batch<real>;
-constexpr std::size_t W = Batch::size;
-
-// Loads values [i, i + W) of p (n values in all); past the end, the lanes are 0.
-Batch load(const real* p, std::size_t i, std::size_t n) {
-    if (i + W <= n) return Batch::load_unaligned(p + i);
-    alignas(64) real buf[W] = {};
-    std::copy(p + i, p + n, buf);
-    return Batch::load_aligned(buf);
-}
-
-// Stores the lanes of b that fall before n into p[i, ...).
-void store(const Batch& b, real* p, std::size_t i, std::size_t n) {
-    if (i + W <= n) return b.store_unaligned(p + i);
-    alignas(64) real buf[W];
-    b.store_aligned(buf);
-    std::copy(buf, buf + (n - i), p + i);
-}
+using simd::Batch;
+using simd::load;   // tail-safe load(p, i, n), core/simd.hpp
+using simd::store;  // tail-safe store(b, p, i, n)
+using simd::W;
 
 const Batch kZero(real(0)), kHalf(real(0.5)), kOne(real(1));
 
@@ -65,18 +52,8 @@ const Batch kZero(real(0)), kHalf(real(0.5)), kOne(real(1));
 // relative accuracy (gelu(-10) = -7.62e-23). There e's own error dominates: exp(-a) magnifies a's
 // rounding a times, so a = ½ x² is formed with one rounding (x·x; the ½ is exact), not as
 // (|x|/√2)², which has three. At x = ±∞, t = 0 and e = 0: the tail is 0, Φ is 0 or 1.
-//
-// Why fused (measured on T2's (12, 64, 512) in a standalone loop, 1 thread, quiet machine):
-// ½ erfc(-x/√2) plus a separate exp for φ cost 0.71-0.81 ms for the backward alone; sharing the
-// exp, 0.50 ms.
-// Why one polynomial: before it, Φ used xsimd's two float polynomials, erf(z)/z for z < 2/3
-// (degree 5 in z²) and R(z/(1+z) - 0.4) beyond (degree 10), and a register's 8 lanes mix both
-// ranges, so every register evaluated both and picked per lane: 123 instructions per register
-// in the backward's loop (GCC 12, AVX2), 92 with one. Measured (same (12, 64, 512), 1 thread,
-// interleaved runs on a busy 2-core machine): forward alone 0.67-0.71 ms -> 0.48-0.53 ms; T2's
-// fwd+bwd (bench/xgrad_bench) median 1.75 ms (1.66-1.78) -> 1.29 ms (1.19-1.46). Accuracy over
-// the grid of tests/test_layers.cpp: y 3.8e-7 both ways, dy/dx 1.4e-7 -> 1.8e-7 (t's rounding,
-// above), left-tail relative error 1.35e-5 -> 3.9e-6 (½ x²).
+// Why one polynomial: xsimd's float erfc switches between two polynomials at z = 2/3, and a
+// register's lanes mix both ranges, so every register would evaluate both and pick per lane.
 // The coefficients are whole registers (Batch), so each fma of the Horner loop reads its
 // constant straight from memory instead of broadcasting it into a register first.
 const Batch kMillsP[11] = {  // P(t) = Σ kMillsP[k] tᵏ, from tests/reference/fit_gelu_mills_ratio.py 10 0.5
@@ -156,18 +133,13 @@ struct TanhForm {
 // Registers of W values covering n values, the last one possibly partial.
 std::size_t registers(std::size_t n) { return (n + W - 1) / W; }
 // The least work, in registers, handed to a second thread of the pool: 1024 registers = 8192
-// floats, about 10 µs of the exact form's forward, against a handoff of 1.3 µs to the pool's
-// spinning worker (bench/thread_handoff, quiet machine).
+// floats, enough work to outweigh waking a worker.
 constexpr std::size_t kGrain = 1024;
 
 // y = f(x), value by value, W at a time, over the threads of core/parallel.hpp in whole
 // registers: each value is computed alone, so the result does not depend on the thread count.
 // Form is ExactForm or TanhForm: a type, not a runtime choice or a function pointer, so that its
-// always_inline value() and grad() inline into one loop. Measured (T2, 1 thread, quiet machine):
-// with a call per register, the exact form's fwd+bwd took 2.3-2.9 ms; inlined, 1.7-2.0 ms.
-// Two registers per trip (more independent work in flight) measured no faster: the loop is
-// bound by the instructions per register of the exact form (~120 with the two polynomials it was
-// measured with; ~90 now, see "Why one polynomial"), not by their latency.
+// always_inline value() and grad() inline into one loop, with no call per register.
 template <class Form>
 void map_values(const real* x, real* y, std::size_t n) {
     parallel_for(registers(n), kGrain, [&](std::size_t b0, std::size_t b1) {

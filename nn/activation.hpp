@@ -16,11 +16,10 @@ namespace functional {
 // GELU (Hendrycks & Gimpel 2016), elementwise on any shape, dtype real.
 //   approximate = "none": y = x · Φ(x), Φ the standard normal CDF, Φ(x) = ½ erfc(-x/√2)
 //   approximate = "tanh": y = ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))
-// Computed with SIMD vectors in float (nn/activation.cpp). Accuracy of the float "none" form
-// against double std::erfc, measured over a dense grid on [-10, 10] (tests/test_layers.cpp):
-// 3.8e-7 absolute for y and 1.8e-7 for dy/dx; in the left tail y keeps its tiny value
-// (gelu(-10) = -7.62e-23, relative error ≤ 3.9e-6 on [-12, -3]), where PyTorch's
-// 1 + erf(x/√2) cancels to 0.
+// Computed with SIMD vectors in float (nn/activation.cpp). The float "none" form is within
+// 1e-6 of double std::erfc for y and dy/dx on [-10, 10] (tests/test_layers.cpp checks it); in
+// the left tail y keeps its tiny value (gelu(-10) = -7.62e-23), where PyTorch's 1 + erf(x/√2)
+// cancels to 0.
 // ±inf: y(+inf) = +inf, y(-inf) = 0, dy/dx = 1 at +inf and 0 at -inf (the limits; PyTorch gives
 // nan at -inf and for both derivatives). NaN gives NaN.
 // Throws ValueError for an undefined x or an approximate other than "none" or "tanh".

@@ -1,11 +1,12 @@
-// nn/attention.cpp — attention, step by step, composed from core ops.
+// nn/attention.cpp — attention, step by step, composed from core ops; and the module.
 //
 // Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
 // d model width (d = H·hd). "..." is any number of leading dims (usually (B, H)).
 //
-// Nothing here has a backward of its own: every step is a core op (matmul, transpose,
-// masked_fill, softmax, dropout) whose backward is already written and gradchecked, so
-// autograd chains them. That makes this file the oracle a fused attention is tested against.
+// scaled_dot_product_attention has no backward of its own: every step is a core op (matmul,
+// transpose, masked_fill, softmax, dropout), already gradchecked, and autograd chains them.
+// It always runs these steps; it is the oracle of the fused kernel (nn/attention_fused.cpp).
+// CausalSelfAttention::forward (below) is the one place that picks the fused kernel.
 //
 // The lesson in one picture, for one head of a sequence of T = 3 tokens with causal masking:
 //
@@ -27,40 +28,40 @@
 
 namespace xgrad::nn {
 namespace functional {
-namespace {
 
-constexpr const char* kSdpa = "scaled_dot_product_attention";
+namespace detail {
 
-// The sizes of one attention call, checked. q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv).
-struct AttentionSizes {
-    Shape lead;  // the leading dims "..."
-    std::size_t Tq = 0, Tk = 0, hd = 0, hv = 0;
-};
-
-AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v) {
-    check(q.defined() && k.defined() && (!v || v->defined()), kSdpa, "q, k and v must be defined tensors");
+AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, const char* op) {
+    check(q.defined() && k.defined() && (!v || v->defined()), op, "q, k and v must be defined tensors");
     const Shape sq = q.shape(), sk = k.shape();
     const Shape sv = v ? v->shape() : sk;
-    check(sq.size() >= 2 && sq.size() == sk.size() && sq.size() == sv.size(), kSdpa,
+    check(sq.size() >= 2 && sq.size() == sk.size() && sq.size() == sv.size(), op,
           "q, k, v must have the same rank, at least 2 ((..., T, hd)); got q {}, k {}, v {}", shape_str(sq),
           shape_str(sk), shape_str(sv));
     const std::size_t n = sq.size();
     AttentionSizes s;
     s.lead.assign(sq.begin(), sq.end() - 2);
     s.Tq = sq[n - 2], s.hd = sq[n - 1], s.Tk = sk[n - 2], s.hv = sv[n - 1];
-    check(Shape(sk.begin(), sk.end() - 2) == s.lead && Shape(sv.begin(), sv.end() - 2) == s.lead, kSdpa,
+    check(Shape(sk.begin(), sk.end() - 2) == s.lead && Shape(sv.begin(), sv.end() - 2) == s.lead, op,
           "q, k, v must share their leading dims (...); got q {}, k {}, v {}", shape_str(sq), shape_str(sk),
           shape_str(sv));
-    check(sk[n - 1] == s.hd, kSdpa, "q and k must have the same head width hd; got q {} and k {}", shape_str(sq),
+    check(sk[n - 1] == s.hd, op, "q and k must have the same head width hd; got q {} and k {}", shape_str(sq),
           shape_str(sk));
-    check(sv[n - 2] == s.Tk, kSdpa, "k and v must have the same number of keys Tk; got k {} and v {}",
+    check(sv[n - 2] == s.Tk, op, "k and v must have the same number of keys Tk; got k {} and v {}",
           shape_str(sk), shape_str(sv));
-    check(s.hd > 0, kSdpa, "the head width hd must be positive; got q {}", shape_str(sq));
-    check(s.Tk > 0, kSdpa, "there must be at least one key; got k {}", shape_str(sk));
+    check(s.hd > 0, op, "the head width hd must be positive; got q {}", shape_str(sq));
+    check(s.Tk > 0, op, "there must be at least one key; got k {}", shape_str(sk));
     return s;
 }
 
-// attn_mask must broadcast to `target` (..., Tq, Tk) and hold only 0s and 1s.
+}  // namespace detail
+
+namespace {
+
+constexpr const char* kSdpa = "scaled_dot_product_attention";
+using detail::AttentionSizes;
+
+// attn_mask must broadcast to `target` (..., Tq, Tk) and hold only the values 0 and 1.
 void check_mask(const Tensor& mask, const Shape& target, const char* op) {
     const Shape sm = mask.shape();
     bool fits = sm.size() <= target.size();
@@ -100,7 +101,8 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
     // q and k have unit-variance entries, so the softmax does not saturate (Vaswani §3.2.1).
     Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
     if (!attn_mask.defined() && !is_causal) {
-        // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1
+        // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1.
+        // (softmax is core/softmax.cpp's fused row kernel; its oracle is softmax_composed.)
         return softmax(scores, -1);
     }
 
@@ -128,7 +130,7 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
 
 Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask, bool is_causal,
                          std::optional<double> scale) {
-    const AttentionSizes s = check_qkv(q, k, nullptr);
+    const AttentionSizes s = detail::check_qkv(q, k, nullptr, kSdpa);
     return masked_softmax_weights(q, k, s, attn_mask, is_causal, scale);
 }
 
@@ -137,12 +139,8 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_ma
 // ref: Vaswani et al. 2017, eq. (1); PyTorch docs, torch.nn.functional.scaled_dot_product_attention
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     bool is_causal, double dropout_p, std::optional<double> scale) {
-    const AttentionSizes s = check_qkv(q, k, &v);
+    const AttentionSizes s = detail::check_qkv(q, k, &v, kSdpa);
     check(dropout_p >= 0 && dropout_p <= 1, kSdpa, "dropout_p must be in [0, 1]; got {}", dropout_p);
-    // Without a mask or dropout (the GPT example's case) the fused op of nn/attention_fused.cpp
-    // computes the same; the composed steps below are its test oracle (given an explicit mask).
-    if (!attn_mask.defined() && dropout_p == 0)
-        return attention_fused(q, k, v, is_causal, static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd)))));
     // weights (..., Tq, Tk): rows sum to 1 (or are 0 where every key is masked)
     Tensor weights = masked_softmax_weights(q, k, s, attn_mask, is_causal, scale);
     // dropout on the weights (inverted: the kept ones are scaled by 1/(1 - p))
@@ -197,11 +195,16 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     const Heads h = split_heads(x);
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
     const double p = is_training() ? options_.dropout : 0.0;
-    // y (B, H, T, hd) = attention of each head, causal
+    // y (B, H, T, hd) = attention of each head, causal. As nanoGPT's `if self.flash:`, the fused
+    // kernel runs where it computes exactly the composed function: no extra mask, no dropout on
+    // the weights. tests/test_attention_fused.cpp holds the two paths equal.
+    const bool use_fused = options_.fused && !attn_mask.defined() && p == 0;
     Tensor y;
-    if (attn_mask.defined()) {
+    if (use_fused) {
+        y = functional::fused_causal_attention(h.q, h.k, h.v);
+    } else if (attn_mask.defined()) {
         functional::check_mask(attn_mask, {std::size_t(B), std::size_t(n_head_), std::size_t(T), std::size_t(T)},
-                   "CausalSelfAttention");
+                               "CausalSelfAttention");
         y = functional::scaled_dot_product_attention(h.q, h.k, h.v, causal_mask(std::size_t(T), attn_mask),
                                                      /*is_causal=*/false, p);
     } else {

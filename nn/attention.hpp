@@ -1,26 +1,22 @@
 // nn/attention.hpp — scaled dot-product attention and causal self-attention (one chapter).
 //
-// What this file holds:
 //   functional::scaled_dot_product_attention   softmax(q·kᵀ·scale, masked) · v, composed from
-//                                              core ops (no backward of its own)
+//                                              core ops: the lesson, and the fused kernel's oracle
 //   functional::attention_weights              the softmax weights alone, for inspection
-//   CausalSelfAttention                        nanoGPT's multi-head self-attention module
+//   CausalSelfAttention                        nanoGPT's multi-head self-attention module; its
+//                                              forward picks fused_causal_attention
+//                                              (nn/attention_fused.hpp) where that is exact
 //
-// Legend: B batch, H heads, T time (sequence length), Tq queries, Tk keys, hd head width,
-// hv value width (usually hd), d model width (d = H·hd).
+// Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
+// d model width (d = H·hd).
 //
-// The mask convention (xgrad has no bool dtype, so it is written down here once):
-//   attn_mask is a Tensor of 0s and 1s that broadcasts to (..., Tq, Tk);
-//   1 = this query may attend to this key   (PyTorch's boolean mask, True)
-//   0 = it may not                          (the score becomes -inf before the softmax)
-// Any other value (for instance an additive mask of 0 / -inf, PyTorch's float-mask form,
-// whose meaning is the opposite one) throws ValueError instead of being misread.
-// A query whose keys are all masked gets weights 0, hence output 0 and zero gradients, never
-// NaN (PyTorch ≥ 2.5 does the same; softmax over a row of -inf alone would be 0/0).
+// Masks (xgrad has no bool dtype): attn_mask holds 0 or 1 and broadcasts to (..., Tq, Tk);
+// 1 = may attend (PyTorch's boolean True), 0 = may not (score -inf). Any other value, such as
+// an additive 0 / -inf mask, throws ValueError. A query whose keys are all masked gets weights
+// 0, so output 0 and zero gradients, never NaN (as PyTorch >= 2.5).
 //
-// ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2.1 (scaled dot-product attention)
-//      and §3.2.2 (multi-head); PyTorch docs, torch.nn.functional.scaled_dot_product_attention;
-//      nanoGPT model.py (Karpathy), class CausalSelfAttention, for the layout of c_attn/c_proj.
+// ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2; PyTorch docs,
+//      torch.nn.functional.scaled_dot_product_attention; nanoGPT model.py, CausalSelfAttention.
 #pragma once
 
 #include <cstdint>
@@ -34,16 +30,25 @@
 namespace xgrad::nn {
 namespace functional {
 
-// Scaled dot-product attention, composed from core ops:
+namespace detail {
+// The sizes of one attention call: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv).
+struct AttentionSizes {
+    Shape lead;  // the leading dims "..."
+    std::size_t Tq = 0, Tk = 0, hd = 0, hv = 0;
+};
+// Checks q, k and v (v may be null) as scaled_dot_product_attention documents; op names the caller.
+AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, const char* op);
+}  // namespace detail
+
+// Scaled dot-product attention, composed from core ops (each step's backward is the op's own):
 //     scores  (..., Tq, Tk) = q (..., Tq, hd) · kᵀ (..., hd, Tk) · scale
 //     weights (..., Tq, Tk) = softmax(scores with -inf where a key is masked, over Tk)
 //     out     (..., Tq, hv) = dropout(weights, dropout_p) · v (..., Tk, hv)
 //   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv): the same leading dims (..., usually
 //       (B, H); none at all is fine too); real.
 //   attn_mask: undefined, or 0/1 broadcasting to (..., Tq, Tk); 1 = may attend (see the top).
-//   is_causal: query i may attend to keys 0..i only (the lower triangle of a (Tq, Tk) matrix,
-//       aligned top-left as PyTorch's). Giving attn_mask too throws, as in PyTorch: combine
-//       them yourself (multiply by tril(ones({Tq, Tk}))), as CausalSelfAttention does.
+//   is_causal: query i may attend to keys 0..i only (tril of (Tq, Tk), aligned top-left as
+//       PyTorch's). With attn_mask too it throws, as PyTorch: multiply the mask by the tril.
 //   dropout_p: probability of zeroing each weight (the survivors are scaled by 1/(1-p));
 //       applied whenever p > 0, as PyTorch's, so pass 0 at evaluation.
 //   scale: defaults to 1/√hd.
@@ -66,18 +71,20 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_ma
 }  // namespace functional
 
 struct CausalSelfAttentionOptions {
-    double dropout = 0.0;  // on the attention weights and on the output (nanoGPT's attn_dropout
-                           // and resid_dropout), in training mode only; in [0, 1). Both are
-                           // functional::dropout calls: a dropout has no parameters to register.
+    double dropout = 0.0;  // nanoGPT's attn_dropout and resid_dropout, training mode only; [0, 1)
     bool bias = true;      // c_attn and c_proj have biases
     bool rope = false;     // rotate q and k by their positions (apply_rotary, Su et al. 2021)
+    bool fused = true;     // nanoGPT's self.flash: fused_causal_attention where it is exact;
+                           // false always runs the composed scaled_dot_product_attention
 };
 
 // Multi-head causal self-attention, as nanoGPT's:
 //     q | k | v (B, T, d each) = c_attn(x (B, T, d))            one Linear(d, 3d), split on the last dim
 //     q, k, v (B, H, T, hd)    = reshape (B, T, H, hd), transpose(1, 2)
 //     q, k                     = apply_rotary(q, k, positions 0..T-1)   if options.rope
-//     y (B, H, T, hd)          = scaled_dot_product_attention(q, k, v, causal [and attn_mask])
+//     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: fused_causal_attention
+//                                if options.fused, no attn_mask and no attention dropout, else
+//                                scaled_dot_product_attention (the same function, composed)
 //     out (B, T, d)            = c_proj(y transposed back to (B, T, H, hd), reshaped (B, T, d))
 // Parameters (nanoGPT's names and layouts, so its checkpoints load by name):
 //     c_attn.weight (3d, d), c_attn.bias (3d), c_proj.weight (d, d), c_proj.bias (d).
@@ -88,8 +95,7 @@ public:
     CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
 
     // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T),
-    // 1 = may attend; it is combined with the causal mask (both must allow a pair), and it is
-    // honoured (LibTorch's nn::MultiheadAttention has ignored a mask, pytorch #80494).
+    // 1 = may attend; a pair is kept when both it and causality allow it.
     // Throws ValueError if x is not (B, T, d) or the mask does not fit.
     Tensor forward(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 

@@ -1,32 +1,29 @@
-// nn/attention_fused.cpp — scaled dot-product attention as one fused op, for the common case
-// (no attn_mask, no dropout; causal or not). nn/attention.cpp's composed form is its oracle.
+// nn/attention_fused.cpp — causal attention as one fused op, forward and backward.
+//
+// Oracle: the composed functional::scaled_dot_product_attention with is_causal (nn/attention.cpp),
+// held equal to this by tests/test_attention_fused.cpp and gradchecked in
+// tests/test_gradcheck_attention.cpp.
 //
 // Legend: N = Π of the leading dims (B·H), Tq queries, Tk keys, hd head width, hv value width.
 // q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv), out (..., Tq, hv); P (N, Tq, Tk) the weights.
 //
-// Why fused: the composed form copies kᵀ out (transpose), and allocates scores, the scaled
-// scores, the masked scores and the weights, each (N, Tq, Tk), and runs the -inf fill through
-// a broadcasting mask; its backward walks the same chain in reverse. Here, per (batch, head),
-// two gemm calls with the transpose passed as a flag, and one row softmax in between.
-// Measured on the GPT example's q, k, v (12, 4, 64, 32), causal, forward + backward (bench/
-// workload T2, 1 thread, a loaded machine): 2.3–2.5x PyTorch 1.13's composed attention
-// (nanoGPT's slow path); perf puts 50% of it in OpenBLAS's small-gemm kernels and 25% in
-// the row softmax. xgrad_bench's T2_sdpa_causal_composed times the composed form.
+// Why fused: the composed form materialises kᵀ, the scores, the masked scores and the weights,
+// each (N, Tq, Tk), and fills -inf through a broadcast mask; its backward walks that chain back.
+// Here, per matrix n, two gemm calls (the transpose passed as a flag) and one row softmax.
 //
 // forward, for each n of the N matrices (gemm: core/blas.hpp):
-//   S (Tq, Tk) = scale · q (Tq, hd) · kᵀ (hd, Tk)            gemm, k transposed by flag
-//   P          = softmax over each row of S, causal: row i keeps keys j ≤ i (the rest 0)
-//   out (Tq, hv) = P (Tq, Tk) · v (Tk, hv)                    gemm
-//   saved: P (N, Tq, Tk). q, k, v are the inputs' own arrays.
+//   S (Tq, Tk)   = scale · q (Tq, hd) · kᵀ (hd, Tk)
+//   P            = softmax over each row of S; row i keeps keys j ≤ i, the rest are 0
+//   out (Tq, hv) = P (Tq, Tk) · v (Tk, hv)                     saved: P
 // backward, with g = dL/dout (N, Tq, hv):
 //   dP (Tq, Tk) = g · vᵀ                dv (Tk, hv) = Pᵀ · g
 //   dS = P ⊙ (dP − Σ_j dP⊙P)            (softmax's backward, row by row; 0 where P is 0)
 //   dq (Tq, hd) = scale · dS · k        dk (Tk, hd) = scale · dSᵀ · q
-// ref: Vaswani et al. 2017, eq. (1); llm.c attention_backward (train_gpt2.c); PyTorch docs,
-// torch.nn.functional.scaled_dot_product_attention.
+// ref: Vaswani et al. 2017, eq. (1); llm.c attention_backward (train_gpt2.c).
 #include "nn/attention_fused.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -34,16 +31,18 @@
 #include "core/blas.hpp"
 #include "core/parallel.hpp"
 #include "core/softmax.hpp"
+#include "nn/attention.hpp"
 
 namespace xgrad::nn::functional {
 
-Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, real scale) {
-    const Shape sq = q.shape(), sk = k.shape(), sv = v.shape();
-    const std::size_t r = sq.size();
-    const std::size_t Tq = sq[r - 2], hd = sq[r - 1], Tk = sk[r - 2], hv = sv[r - 1];
-    const std::size_t N = q.numel() / std::max<std::size_t>(Tq * hd, 1);  // B·H matrices
-    Shape ys = sq;
-    ys[r - 1] = hv;
+Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::optional<double> scale_opt) {
+    const detail::AttentionSizes s = detail::check_qkv(q, k, &v, "fused_causal_attention");
+    const std::size_t Tq = s.Tq, Tk = s.Tk, hd = s.hd, hv = s.hv;
+    const real scale = static_cast<real>(scale_opt.value_or(1.0 / std::sqrt(double(hd))));
+    std::size_t N = 1;  // B·H matrices
+    for (std::size_t n : s.lead) N *= n;
+    Shape ys = q.shape();
+    ys.back() = hv;
     Array out(ys);
     Array P(Shape{N, Tq, Tk});  // the weights, saved for the backward
     const real* pq = q.data().data();
@@ -58,7 +57,7 @@ Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, bool i
             gemm(false, true, Tq, Tk, hd, scale, pq + n * Tq * hd, hd, pk + n * Tk * hd, hd, 0, Pn, Tk);
             for (std::size_t i = 0; i < Tq; ++i) {
                 // causal: query i sees keys 0..i; the others get weight exactly 0 (e^-inf)
-                const std::size_t seen = is_causal ? std::min(i + 1, Tk) : Tk;
+                const std::size_t seen = std::min(i + 1, Tk);
                 real* row = Pn + i * Tk;
                 softmax_row(row, row, seen);
                 std::fill(row + seen, row + Tk, real(0));
@@ -68,8 +67,8 @@ Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, bool i
         }
     });
     return make_result(
-        std::move(out), "scaled_dot_product_attention", {q, k, v},
-        [q, k, v, P = std::move(P), N, Tq, Tk, hd, hv, is_causal, scale](const Array& g, const Array&) {
+        std::move(out), "fused_causal_attention", {q, k, v},
+        [q, k, v, P = std::move(P), N, Tq, Tk, hd, hv, scale](const Array& g, const Array&) {
             const real* pq = q.data().data();
             const real* pk = k.data().data();
             const real* pv = v.data().data();
@@ -84,7 +83,7 @@ Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, bool i
                     gemm(true, false, Tk, hv, Tq, 1, Pn, Tk, gn, hv, 0, dv.data() + n * Tk * hv, hv);
                     // in the forward pass this was: P = softmax(S) per row; so dS = P ⊙ (dP − Σ dP⊙P)
                     for (std::size_t i = 0; i < Tq; ++i) {
-                        const std::size_t seen = is_causal ? std::min(i + 1, Tk) : Tk;
+                        const std::size_t seen = std::min(i + 1, Tk);
                         real* row = dS.data() + i * Tk;
                         softmax_backward_row(Pn + i * Tk, row, row, seen);
                         std::fill(row + seen, row + Tk, real(0));

@@ -1,19 +1,27 @@
-// nn/attention_fused.hpp — the fused fast path of scaled_dot_product_attention (nn/attention.hpp)
-// for the case without attn_mask and without dropout. scaled_dot_product_attention calls it by
-// itself; it is declared here for the tests that compare it with the composed form.
+// nn/attention_fused.hpp — causal scaled dot-product attention as one fused op.
+//
+// Oracle: functional::scaled_dot_product_attention(q, k, v, Tensor(), /*is_causal=*/true, 0, scale)
+// (nn/attention.hpp) computes the same function from core ops. tests/test_attention_fused.cpp
+// holds the two equal (values and gradients to 1e-5 in float); tests/test_gradcheck_attention.cpp
+// gradchecks this kernel on its own in double.
+// Who calls it: CausalSelfAttention::forward, visibly, when there is no extra mask and no
+// attention dropout (options.fused, on by default). Nothing calls it behind another function.
 //
 // Legend: Tq queries, Tk keys, hd head width, hv value width; "..." the leading dims (B, H).
 #pragma once
+
+#include <optional>
 
 #include "core/tensor.hpp"
 
 namespace xgrad::nn::functional {
 
-// out (..., Tq, hv) = softmax(scale · q · kᵀ, causal: keys j ≤ i only) · v, one op with its own
-// backward (nn/attention_fused.cpp).
-//   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv), the same leading dims, Tk ≥ 1, hd ≥ 1:
-//   checked by scaled_dot_product_attention, not here. real.
+// out (..., Tq, hv) = softmax(scale · q · kᵀ, query i sees keys j ≤ i only) · v, with its own backward.
+//   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv): the same leading dims; real.
+//   scale: defaults to 1/√hd. The causal triangle is aligned top-left when Tq ≠ Tk, as PyTorch's.
+// Throws ValueError for the shapes scaled_dot_product_attention rejects (ranks, leading dims, hd, Tk).
 // ref: Vaswani et al. 2017, eq. (1); PyTorch docs, torch.nn.functional.scaled_dot_product_attention
-Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, real scale);
+Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                              std::optional<double> scale = std::nullopt);
 
 }  // namespace xgrad::nn::functional

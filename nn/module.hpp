@@ -12,14 +12,13 @@
 //     };
 //
 // named_parameters() walks that tree and yields "fc1.weight", "fc1.bias", "fc2.weight", ...
-// in registration order. A submodule that is stored but never registered is invisible to
-// parameters(), the optimizer and save(): the usual guard is a test that checks
-// num_parameters() against the count computed by hand.
+// in registration order. A submodule stored but never registered is invisible to parameters(),
+// the optimizer and save(): a test of num_parameters() against a hand count guards that.
+// Lists of submodules: nn::Sequential (with a forward) and nn::ModuleList (without).
 //
-// A buffer is state that is not learned: a fixed table such as sinusoidal positions
-// (nn/positional.hpp), or running statistics. register_buffer puts it in state_dict(), so
-// save/load and checkpoints carry it, but not in parameters(), so no optimizer steps it, and
-// it never requires grad. ref: PyTorch docs, torch.nn.Module.register_buffer
+// A buffer is state that is not learned (a fixed table, running statistics): in state_dict()
+// and checkpoints, never in parameters(), never requiring grad.
+// ref: PyTorch docs, torch.nn.Module and torch.nn.Module.register_buffer
 #pragma once
 
 #include <memory>

@@ -1,6 +1,11 @@
 // nn/normalization.cpp — layer norm: fused forward and closed-form backward, the composed
 // oracle, and the LayerNorm module.
 //
+// Oracle: layer_norm_composed (below), from core ops, so autograd derives its backward. The
+// fused layer_norm computes the same function; tests/test_layers.cpp ("layer_norm: fused equals
+// composed") and tests/test_gradcheck_layers.cpp hold them equal. LayerNorm::forward runs the
+// fused one; the composed one runs only in tests.
+//
 // Legend (as in nn/normalization.hpp): x viewed as (N, D), N rows of D normalized values;
 // weight w and bias b (D); mean and rstd (N), one per row.
 #include "nn/normalization.hpp"
@@ -12,43 +17,27 @@
 #include <utility>
 #include <vector>
 
-#include <xsimd/xsimd.hpp>
-
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
 #include "core/parallel.hpp"
+#include "core/simd.hpp"
 
 namespace xgrad::nn {
 
 namespace {
 
-// ---- SIMD helpers for the row loops --------------------------------------------------------------
-// for_row(begin, end, f) calls f(Batch(), j) for each whole register of W values j, ..., j + W - 1
-// in [begin, end) of a row, then f(real(), j) for each value of the tail, so one generic lambda, written once,
-// is the vector loop and its scalar remainder. In it, V = decltype(first argument).
-using Batch = xsimd::batch<real>;
-constexpr std::size_t W = Batch::size;  // 8 floats or 4 doubles with AVX2
+// The row loops below are written once for a SIMD register and its scalar tail: for_row calls
+// them with V = Batch, then V = real (core/simd.hpp).
+using simd::Batch;
+using simd::for_row;
+using simd::load;
+using simd::store;
+using simd::W;
 
-template <class F>
-void for_row(std::size_t begin, std::size_t end, F&& f) {
-    std::size_t j = begin;
-    for (; j + W <= end; j += W) f(Batch(), j);
-    for (; j < end; ++j) f(real(), j);
-}
-
-// The least work handed to a second thread of the pool: about 16384 values (tens of µs), in
-// rows of D, or in columns (registers of W columns) of N rows, against a handoff of 1.3 µs to
-// the pool's spinning worker (bench/thread_handoff, quiet machine).
+// The least work handed to a second thread of the pool: about 16384 values, in rows of D, or in
+// columns (registers of W columns) of N rows: enough work to outweigh waking a worker.
 std::size_t grain_rows(std::size_t D) { return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(D, 1)); }
 std::size_t grain_columns(std::size_t N) { return std::max<std::size_t>(1, 16384 / (W * std::max<std::size_t>(N, 1))); }
-
-template <class V>
-V load(const real* p) {
-    if constexpr (std::is_same_v<V, Batch>) return Batch::load_unaligned(p);
-    else return *p;
-}
-inline void store(const Batch& v, real* p) { v.store_unaligned(p); }
-inline void store(real v, real* p) { *p = v; }
 
 // A sum over a row: W lanes for the vector part, one scalar for the tail.
 struct Sum {
@@ -101,10 +90,8 @@ namespace functional {
 // ref: Karpathy, llm.c, layernorm_forward / layernorm_backward (train_gpt2.c); PyTorch's
 // native layer_norm_backward (aten/src/ATen/native/cpu/layer_norm_kernel.cpp).
 //
-// The row loops run on SIMD vectors of real (for_row below). Why: written as scalar loops in
-// double, forward + backward on the GPT example's (12, 64, 128) took 2.0 ms against PyTorch's
-// 1.0 ms (bench/ workload T2), perf putting 89% in those loops. The mean stays a double sum;
-// Σ(x - mean)², the sums over j of the backward and dL/dw, dL/db (over the N rows) are
+// The row loops run on SIMD registers of real (for_row, core/simd.hpp). The mean stays a double
+// sum; Σ(x - mean)², the sums over j of the backward and dL/dw, dL/db (over the N rows) are
 // accumulated in real, in W lanes, as PyTorch's CPU kernel does for float.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
@@ -253,7 +240,7 @@ Tensor LayerNorm::forward(const Tensor& x) const {
           "the member 'bias' is no longer the registered parameter (was it reassigned?); the optimizer "
           "and state_dict() hold the registered one, so it would never be trained; to set values, assign "
           "to bias.data()");
-    return functional::layer_norm(x, {std::size_t(d_)}, weight, bias, eps_);
+    return functional::layer_norm(x, {std::size_t(d_)}, weight, bias, eps_);  // fused; oracle: layer_norm_composed
 }
 
 }  // namespace xgrad::nn

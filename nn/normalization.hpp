@@ -1,5 +1,5 @@
-// nn/normalization.hpp — layer normalization: the fused functional form, the same computation
-// composed from core ops (kept as the fused form's test oracle), and the LayerNorm module.
+// nn/normalization.hpp — layer normalization: the fused functional form (what LayerNorm runs),
+// the same computation composed from core ops (its test oracle), and the LayerNorm module.
 //
 // Legend: x (..., *normalized_shape). A "row" is one slice over the normalized dims:
 //   D = Π normalized_shape values per row (D = d for LayerNorm(d) on x (B, T, d)),

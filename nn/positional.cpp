@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <vector>
 
-#include <xtensor/xview.hpp>
 
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
@@ -22,10 +21,7 @@ Tensor LearnedPositions::forward(std::int64_t T) const {
     check(T >= 0 && T <= max_len(), "LearnedPositions",
           "sequence length T = {} out of range [0, {}]: the table has a row for positions 0 .. {} only", T,
           max_len(), max_len() - 1);
-    // positions (T,) = 0, 1, ..., T-1. (IndexTensor::arange(T) once the core ops land.)
-    IndexArray positions = IndexArray::from_shape({static_cast<std::size_t>(T)});
-    for (std::int64_t t = 0; t < T; ++t) positions(t) = t;
-    return Embedding::forward(IndexTensor(std::move(positions)));  // (T, d) = P[0 .. T-1]
+    return Embedding::forward(IndexTensor::arange(T));  // (T, d) = P[0 .. T-1]
 }
 
 // ---- sinusoidal -----------------------------------------------------------------------------------
@@ -47,24 +43,6 @@ Tensor sinusoidal_positions(std::int64_t T, std::int64_t d) {
         }
     }
     return from_array(std::move(pe));
-}
-
-SinusoidalPositions::SinusoidalPositions(std::int64_t max_len, std::int64_t d) {
-    // A buffer, not a parameter: checkpoints carry it, optimizers never see it.
-    pe = register_buffer("pe", sinusoidal_positions(max_len, d));
-}
-
-Tensor SinusoidalPositions::forward(const Tensor& x) const {
-    check(x.defined() && x.dim() >= 2, "SinusoidalPositions", "x must be (..., T, d); got {}",
-          x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
-    const std::size_t max_len = pe.shape()[0], d = pe.shape()[1];
-    const Shape xs = x.shape();
-    const std::size_t T = xs[xs.size() - 2];
-    check(xs.back() == d && T <= max_len, "SinusoidalPositions",
-          "x of shape {} must be (..., T, {}) with T <= max_len = {}", shape_str(xs), d, max_len);
-    // PE[:T] (T, d): a constant (the buffer needs no gradient), broadcast over the leading dims.
-    Array rows = xt::view(pe.data(), xt::range(0, T), xt::all());
-    return add(x, from_array(std::move(rows)));  // (..., T, d) + (T, d)
 }
 
 // ---- rotary (RoPE) ----------------------------------------------------------------------------------

@@ -292,7 +292,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
               "'{}': tensor '{}' of shape {} {} needs {} bytes but data_offsets give {}", path, name,
               shape_str(shape), dtype, numel * elem, end - begin);
 
-        checked_numel(shape, op);  // bounds every size, even beside a 0 (issue 14)
+        checked_numel(shape, op);  // bounds every size, even beside a 0
         Array a(shape);
         const char* src = bytes.data() + data_begin + begin;
         for (std::size_t i = 0; i < numel; ++i) {

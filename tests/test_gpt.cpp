@@ -95,9 +95,10 @@ double rel_err(const Tensor& a, const Tensor& b) {
     return diff / scale;
 }
 
-void check_against_pytorch(const std::string& variant, const std::string& pos, bool tie) {
+void check_against_pytorch(const std::string& variant, const std::string& pos, bool tie, bool fused = true) {
     GPTConfig c;
     c.vocab = 17, c.block = 8, c.n_layer = 2, c.n_head = 2, c.d = 16, c.pos = pos, c.tie = tie;
+    c.fused_attention = fused;
     xgrad::manual_seed(0);
     GPT model(c);
     NamedTensors weights;
@@ -142,6 +143,12 @@ TEST_CASE("gpt reference: rope matches PyTorch", "[gpt][reference]") {
 
 TEST_CASE("gpt reference: the untied head matches PyTorch", "[gpt][reference]") {
     check_against_pytorch("notie", "learned", false);
+}
+
+// The same model with CausalSelfAttentionOptions::fused off: the composed attention path.
+TEST_CASE("gpt reference: the composed attention path matches PyTorch too", "[gpt][reference]") {
+    check_against_pytorch("learned", "learned", true, /*fused=*/false);
+    check_against_pytorch("rope", "rope", true, /*fused=*/false);
 }
 
 TEST_CASE("gpt model: the tied table is one parameter, in the weight-decay group", "[gpt]") {

@@ -3,7 +3,8 @@
 // scaled_dot_product_attention is composed from core ops, each gradchecked on its own; these
 // check the composition: with and without the causal mask, with a 0/1 mask, with a query whose
 // keys are all masked (where a careless softmax gives NaN), and the CausalSelfAttention module
-// with respect to its input and every parameter.
+// with respect to its input and every parameter (its forward runs the fused kernel there).
+// Last, the fused kernel fused_causal_attention (nn/attention_fused.cpp) on its own.
 // Shapes: q, k (B, H, T, hd), v (B, H, Tk, hv); x (B, T, d).
 #include <catch2/catch.hpp>
 
@@ -155,20 +156,13 @@ TEST_CASE("README multi-head causal attention equals CausalSelfAttention and gra
                       x, m.c_attn->weight, m.c_proj->weight);
 }
 
-// The fused path (nn/attention_fused.cpp, taken without a mask or dropout) with Tq ≠ Tk, causal
-// and not, and a given scale: the cases the model's square T × T attention does not reach.
-TEST_CASE("scaled_dot_product_attention fused path: gradcheck with Tq != Tk and a scale") {
+// The fused kernel (nn/attention_fused.cpp) on its own, with Tq ≠ Tk both ways and a given
+// scale: the cases the model's square T × T attention does not reach.
+TEST_CASE("fused_causal_attention: gradcheck with Tq != Tk and a scale") {
     manual_seed(41);
     Tensor q = leaf({2, 5, 3}), k = leaf({2, 4, 3}), v = leaf({2, 4, 6}), v5 = leaf({2, 5, 6});
-    for (const bool causal : {true, false}) {
-        INFO("causal " << causal);
-        REQUIRE_GRADCHECK(
-            [causal](const std::vector<Tensor>& in) {
-                return F::scaled_dot_product_attention(in[0], in[1], in[2], Tensor(), causal, 0.0, 0.8);
-            },
-            q, k, v);
-        // Tq 4 < Tk 5
-        REQUIRE_GRADCHECK([causal](const std::vector<Tensor>& in) { return F::attention_fused(in[0], in[1], in[2], causal, 0.8); },
-                          k, q, v5);
-    }
+    REQUIRE_GRADCHECK([](const std::vector<Tensor>& in) { return F::fused_causal_attention(in[0], in[1], in[2], 0.8); },
+                      q, k, v);  // Tq 5 > Tk 4
+    REQUIRE_GRADCHECK([](const std::vector<Tensor>& in) { return F::fused_causal_attention(in[0], in[1], in[2]); },
+                      k, q, v5);  // Tq 4 < Tk 5, scale 1/√hd
 }

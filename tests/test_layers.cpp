@@ -1,11 +1,12 @@
-// tests/test_layers.cpp — value tests for GELU (both forms), layer norm and dropout (float32 build).
+// tests/test_layers.cpp — value tests for GELU (both forms), layer norm, dropout and ModuleList
+// (float32 build).
 //
 // Covers: gelu "none" and "tanh" against PyTorch, the float gelu's accuracy over a dense grid
 // against double std::erfc, bad `approximate` strings; layer_norm against PyTorch (a
 // zero-variance row included, with and without affine, one and two normalized dims), the fused
 // layer_norm against the composed one (forward and gradients), the LayerNorm module, bad
 // arguments; dropout's statistics, exact scale, mask reuse in the backward, reproducibility
-// under manual_seed, train()/eval(), p = 0 and p = 1, bad p.
+// under manual_seed, train()/eval(), p = 0 and p = 1, bad p; ModuleList's names, indexing and order.
 // The finite-difference checks of the three ops are in test_gradcheck_layers.cpp (double).
 //
 // Reference numbers marked "make_layers_reference.py" were printed by
@@ -374,4 +375,22 @@ TEST_CASE("hostile: dropout with p outside 0 to 1 or NaN", "[nn][dropout][hostil
     }
     CHECK_THAT(message_of<ValueError>([] { F::dropout(Tensor()); }), Contains("undefined"));
     REQUIRE(F::dropout(zeros({0, 3}), 0.5).shape() == Shape{0, 3});
+}
+
+// ---- ModuleList ----------------------------------------------------------------------------------
+
+TEST_CASE("ModuleList: children named by position - indexing - iteration in order", "[nn][module_list]") {
+    nn::ModuleList<nn::LayerNorm> list;
+    for (std::int64_t d : {2, 3, 4}) list.push_back(std::make_shared<nn::LayerNorm>(d));
+    REQUIRE(list.size() == 3);
+    const NamedTensors params = list.named_parameters();
+    REQUIRE(params.size() == 6);
+    REQUIRE(params[0].first == "0.weight");
+    REQUIRE(params[3].first == "1.bias");
+    REQUIRE(params[5].first == "2.bias");
+    REQUIRE(list[1]->weight.shape() == Shape{3});
+    std::vector<std::size_t> widths;
+    for (const auto& ln : list) widths.push_back(ln->weight.numel());
+    REQUIRE(widths == std::vector<std::size_t>{2, 3, 4});
+    CHECK_THAT(message_of<ValueError>([&] { (void)list[3]; }), Contains("ModuleList") && Contains("[0, 3)"));
 }

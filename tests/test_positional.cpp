@@ -6,7 +6,7 @@
 //     Meta's complex-number RoPE, output and dL/dx);
 //   * hand values (PE at t = 0 and 1; a 90° rotation);
 //   * RoPE's defining property: ⟨R(m)q, R(n)k⟩ depends only on m − n;
-//   * the sinusoidal table held as a buffer; learned positions as a table over 0 .. T-1;
+//   * learned positions as a table over 0 .. T-1;
 //   * bad input (odd hd, wrong positions length, negative positions, T too long).
 // The double-precision gradcheck of apply_rotary is in test_gradcheck_positional.cpp.
 //
@@ -85,27 +85,6 @@ TEST_CASE("sinusoidal_positions by hand: row 0 is sin 0 cos 0 - row 1 the first 
     CHECK_THAT(message_of<ValueError>([] { nn::sinusoidal_positions(0, 4); }),
                Contains("sinusoidal_positions") && Contains("T = 0"));
     CHECK_THAT(message_of<ValueError>([] { nn::sinusoidal_positions(4, -2); }), Contains("d = -2"));
-}
-
-TEST_CASE("SinusoidalPositions holds the table as a buffer and adds its first T rows", "[nn][positional][buffer]") {
-    nn::SinusoidalPositions pos(/*max_len=*/10, /*d=*/4);
-    REQUIRE(pos.named_parameters().empty());
-    REQUIRE(pos.named_buffers().size() == 1);
-    REQUIRE(pos.named_buffers()[0].first == "pe");
-    REQUIRE(pos.state_dict().size() == 1);  // so checkpoints carry it
-    const Tensor pe = nn::sinusoidal_positions(10, 4);
-    // x (B, T, d) = (2, 3, 4) of ones with requires_grad: y = x + PE[:3], dL/dx = 1.
-    Tensor x = ones({2, 3, 4}, true);
-    Tensor y = pos.forward(x);
-    REQUIRE(y.shape() == Shape{2, 3, 4});
-    for (std::size_t b = 0; b < 2; ++b)
-        for (std::size_t t = 0; t < 3; ++t)
-            for (std::size_t j = 0; j < 4; ++j) REQUIRE(y.data()(b, t, j) == Approx(1 + pe.data()(t, j)));
-    y.sum().backward();
-    require_values(x.grad(), ones({2, 3, 4}), 0);
-    REQUIRE_FALSE(pos.pe.has_grad());
-    CHECK_THAT(message_of<ValueError>([&] { pos.forward(ones({11, 4})); }), Contains("max_len = 10"));
-    CHECK_THAT(message_of<ValueError>([&] { pos.forward(ones({3, 5})); }), Contains("(3, 5)"));
 }
 
 // ---- learned ------------------------------------------------------------------------------------

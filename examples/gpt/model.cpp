@@ -24,25 +24,24 @@ Block::Block(const GPTConfig& c) {
     opts.dropout = c.dropout;
     opts.bias = c.bias;
     opts.rope = c.pos == "rope";
+    opts.fused = c.fused_attention;
     ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
     attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(c.d, c.n_head, opts));
     ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
     mlp = register_module("mlp", std::make_shared<MLP>(c));
 }
 
-Tensor Block::forward(const Tensor& x) const {
-    Tensor a = add(x, attn->forward(ln_1->forward(x)));   // (B, T, d)  x + attn(ln_1(x))
-    return add(a, mlp->forward(ln_2->forward(a)));        // (B, T, d)  a + mlp(ln_2(a))
+Tensor Block::forward(Tensor x) const {
+    x = x + attn->forward(ln_1->forward(x));  // (B, T, d)  tokens look at earlier tokens
+    x = x + mlp->forward(ln_2->forward(x));   // (B, T, d)  each token alone: d → 4d → d
+    return x;
 }
 
 Transformer::Transformer(const GPTConfig& c) {
     wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab, c.d));
-    if (c.pos == "learned") wpe = register_module("wpe", std::make_shared<nn::Embedding>(c.block, c.d));
-    h = register_module("h", std::make_shared<nn::Sequential>());
-    for (std::int64_t i = 0; i < c.n_layer; ++i) {
-        blocks.push_back(std::make_shared<Block>(c));
-        h->push_back(blocks.back());  // named "0", "1", ...
-    }
+    if (c.pos == "learned") wpe = register_module("wpe", std::make_shared<nn::LearnedPositions>(c.block, c.d));
+    h = register_module("h", std::make_shared<nn::ModuleList<Block>>());
+    for (std::int64_t i = 0; i < c.n_layer; ++i) h->push_back(std::make_shared<Block>(c));  // "0", "1", ...
     ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
 }
 
@@ -84,17 +83,17 @@ Tensor GPT::embed(const IndexTensor& idx) const {
     check(idx.dim() == 2, "GPT", "idx must be (B, T), got {} dims", idx.dim());
     const std::int64_t T = std::int64_t(idx.shape()[1]);
     check(T <= config_.block, "GPT", "sequence length T = {} exceeds the block size {}", T, config_.block);
-    Tensor x = transformer->wte->forward(idx);  // (B, T, d)
+    Tensor x = transformer->wte->forward(idx);                         // (B, T, d)
     if (config_.pos == "learned")
-        x = add(x, transformer->wpe->forward(IndexTensor::arange(T)));  // + (T, d), broadcast over B
+        x = x + transformer->wpe->forward(T);                          // + (T, d) rows 0..T-1, broadcast over B
     else if (config_.pos == "sinusoidal")
-        x = add(x, nn::sinusoidal_positions(T, config_.d));            // + (T, d), fixed
-    return F::dropout(x, config_.dropout, is_training());            // rope / none: positions elsewhere
+        x = x + nn::sinusoidal_positions(T, config_.d);                // + (T, d), fixed
+    return F::dropout(x, config_.dropout, is_training());              // rope / none: positions elsewhere
 }
 
 Tensor GPT::forward(const IndexTensor& idx) const {
     Tensor x = embed(idx);                           // (B, T, d)
-    for (const auto& block : transformer->blocks) x = block->forward(x);
+    for (const auto& block : *transformer->h) x = block->forward(x);
     return lm_head->forward(transformer->ln_f->forward(x));  // (B, T, V)
 }
 
@@ -102,8 +101,8 @@ Tensor GPT::attention_weights(const IndexTensor& idx, std::int64_t layer) const 
     check(layer >= 0 && layer < config_.n_layer, "GPT", "layer {} is outside [0, {})", layer, config_.n_layer);
     NoGradGuard no_grad;
     Tensor x = embed(idx);
-    for (std::int64_t i = 0; i < layer; ++i) x = transformer->blocks[std::size_t(i)]->forward(x);
-    const Block& b = *transformer->blocks[std::size_t(layer)];
+    for (std::int64_t i = 0; i < layer; ++i) x = (*transformer->h)[std::size_t(i)]->forward(x);
+    const Block& b = *(*transformer->h)[std::size_t(layer)];
     return b.attn->attention_weights(b.ln_1->forward(x));  // (B, H, T, T)
 }
 

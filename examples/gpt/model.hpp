@@ -10,9 +10,10 @@
 //       x = x + mlp(ln_2(x))                  (B, T, d)   each token thinks alone: d → 4d → GELU → d
 //   logits = ln_f(x) · wteᵀ                   (B, T, V)   the head reuses the token table (tied)
 //
-// Positions (--pos): learned (the table wpe (block, d), GPT-2), sinusoidal (fixed sin/cos
-// added like wpe, Vaswani et al. 2017), rope (no added vector: q and k are rotated by the
-// position inside attention, Su et al. 2021), none (the causal mask alone tells positions apart).
+// Positions (--pos), from nn/positional.hpp: learned (nn::LearnedPositions, the table wpe
+// (block, d), GPT-2), sinusoidal (nn::sinusoidal_positions, fixed sin/cos added like wpe,
+// Vaswani et al. 2017), rope (no added vector: attention rotates q and k by their positions,
+// nn::apply_rotary, Su et al. 2021), none (the causal mask alone tells positions apart).
 //
 // Parameter names are nanoGPT's state_dict names (transformer.wte.weight, transformer.h.0.ln_1.
 // weight, transformer.h.0.attn.c_attn.weight, ...), so a checkpoint loads into nanoGPT's
@@ -45,6 +46,7 @@ struct GPTConfig {
     bool tie = true;               // head weight = wte.weight
     bool bias = true;              // biases in every Linear and LayerNorm (not the head)
     double dropout = 0.0;          // after the embeddings, in attention, after each residual branch
+    bool fused_attention = true;   // CausalSelfAttentionOptions::fused: the fused kernel where exact
 };
 
 // The feed-forward half of a block: d → 4d → GELU (exact erf form) → d.
@@ -59,11 +61,11 @@ private:
     double dropout_;
 };
 
-// One pre-LayerNorm block: x + attn(ln_1(x)), then + mlp(ln_2(x)).
+// One pre-LayerNorm block: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)).
 class Block : public nn::Module {
 public:
     Block(const GPTConfig& c);
-    Tensor forward(const Tensor& x) const;  // (B, T, d) → (B, T, d)
+    Tensor forward(Tensor x) const;  // (B, T, d) → (B, T, d)
 
     std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
     std::shared_ptr<nn::CausalSelfAttention> attn;
@@ -75,9 +77,9 @@ class Transformer : public nn::Module {
 public:
     Transformer(const GPTConfig& c);
 
-    std::shared_ptr<nn::Embedding> wte, wpe;  // wpe null unless pos = learned
-    std::shared_ptr<nn::Sequential> h;        // the blocks, named "0", "1", ...
-    std::vector<std::shared_ptr<Block>> blocks;
+    std::shared_ptr<nn::Embedding> wte;         // (V, d) token table
+    std::shared_ptr<nn::LearnedPositions> wpe;  // (block, d); null unless pos = learned
+    std::shared_ptr<nn::ModuleList<Block>> h;   // the L blocks, named "0", "1", ...
     std::shared_ptr<nn::LayerNorm> ln_f;
 };
 
