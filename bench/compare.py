@@ -154,7 +154,7 @@ def print_table(args, title, load, header, rows, date):
         return
     command = shlex.join(["bench/compare.py"] + sys.argv[1:])
     text = [
-        "# xgrad against PyTorch: measured speed and memory",
+        "# xgrad's benchmarks: measured speed and memory",
         "",
         "Written whole by `bench/compare.py --markdown` from the run described below; never edited by",
         "hand. The workloads are defined in `bench/xgrad_bench.cpp` and `bench/torch_peer.py` (W6: the",

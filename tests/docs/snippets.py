@@ -55,7 +55,8 @@ def relname(root, path):
 
 def blocks(path):
     """Every fenced block of a Markdown file: dicts with lang, line (of the opening fence, 1-based),
-    lines (the body), mark (kind, argument) from the line above or None, and indent."""
+    lines (the body, unindented as far as the fence was), mark (kind, argument) from the line above
+    or None."""
     text = path.read_text().splitlines()
     out, i = [], 0
     while i < len(text):
@@ -69,7 +70,8 @@ def blocks(path):
             j += 1
         above = MARK.match(text[i - 1].strip()) if i > 0 else None
         body = [l[len(indent):] if l.startswith(indent) else l.lstrip() for l in text[i + 1:j]]
-        out.append({"lang": lang.lower(), "line": i + 1, "lines": body,
+        lang = "cpp" if lang.lower() in ("c++", "cxx", "cc", "cpp") else lang.lower()  # no escaping as ```c++
+        out.append({"lang": lang, "line": i + 1, "lines": body,
                     "mark": (above.group(1), above.group(2).strip()) if above else None})
         i = j + 1
     return out
@@ -151,6 +153,12 @@ def check(root, given=()):
             if err:
                 errors += 1
                 print(f"{where}: {err}")
+        # a check line that is misspelt or not directly above a fence would check nothing
+        used = {b["line"] - 1 for b in blocks(readme) if b["mark"]}
+        for n, line in enumerate(readme.read_text().splitlines(), 1):
+            if re.match(r"^\s*<!--\s*check\b", line) and n not in used:
+                errors += 1
+                print(f"{rel}:{n}: a check line that is not of the conventions or not directly above a fence")
     print(f"snippets: {errors} error(s)")
     return 1 if errors else 0
 

@@ -3,7 +3,7 @@
 
 Each case gives the checker a fixture or a few output lines whose verdict is known by reading them:
 a passing fixture passes, and each deliberate fault (a changed number, a drifted excerpt, an unmarked
-block, extra output) is reported at its line with the token that differs."""
+block, a misspelt check line, extra output) is reported at its line with the token that differs."""
 import contextlib
 import io
 import pathlib
@@ -51,7 +51,8 @@ class Snippets(unittest.TestCase):
         self.assertIn("fail_unmarked.md:8: line not found in examples/tensor_basics.cpp in this order: "
                       "Tensor y = matmul(x, w).sigmoid().sum();", lines[1])
         self.assertIn("fail_unmarked.md:13: the block has 1 lines, examples/tensor_basics.cpp has 10", lines[2])
-        self.assertEqual(lines[3], "snippets: 3 error(s)")
+        self.assertIn("fail_unmarked.md:17: a check line that is not of the conventions", lines[3])
+        self.assertEqual(lines[4], "snippets: 4 error(s)")
 
     def test_excerpt_needs_dots_to_skip(self):
         body = ["int main() {", "Tensor y = matmul(x, w).tanh().sum();"]  # not consecutive in the file
