@@ -110,7 +110,10 @@ def run(root, entry):
     if not found:
         sys.exit(f"{entry}: no <!-- check: output ... --> block opens at that line")
     _, _, cmd, tol, doc, first = found[0]
-    p = subprocess.run(shlex.split(cmd), capture_output=True, text=True)
+    try:
+        p = subprocess.run(shlex.split(cmd), capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"{entry}: cannot run `{cmd}` from {pathlib.Path.cwd()}: {e}")
     out = p.stdout.rstrip().splitlines()
     if p.returncode != 0:
         print(p.stdout[-3000:], p.stderr[-3000:], sep="\n")
