@@ -16,9 +16,11 @@ Only the standard library is used here; torch_peer.py needs Debian's python3-tor
 (`bash .ci/install-deps --bench` installs it; `make bench` does that first).
 """
 import argparse
+import datetime
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -129,17 +131,52 @@ def met_at_least(values, target):
     return "yes" if min(values) >= target else "no" if max(values) < target else "mixed"
 
 
-def print_table(title, load, header, rows):
-    """Prints the run's title, the machine and its load (start, end), then rows as a Markdown table."""
+def table_lines(header, rows):
+    """rows as a Markdown table, columns padded to their widest cell."""
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in rows]
+
+
+def machine(load):
+    return (f"{cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load[0][0]:.2f} at start, "
+            f"{load[1][0]:.2f} at end")
+
+
+def print_table(args, title, load, header, rows, date):
+    """Prints the run's title, the machine and its load (start, end), then rows as a Markdown table;
+    with --markdown PATH also writes PATH whole: bench/README.md is this function's output."""
+    table = table_lines(header, rows)
     print(title)
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load[0][0]:.2f} at start, "
-          f"{load[1][0]:.2f} at end")
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(line(r))
+    print(f"machine: {machine(load)}")
+    print("\n".join(table))
+    if not args.markdown:
+        return
+    command = shlex.join(["bench/compare.py"] + sys.argv[1:])
+    text = [
+        "# xgrad's benchmarks: measured speed and memory",
+        "",
+        "Written whole by `bench/compare.py --markdown` from the run described below; never edited by",
+        "hand. The workloads are defined in `bench/xgrad_bench.cpp` and `bench/torch_peer.py` (W6: the",
+        "default `examples/char_mlp` run; T3: the default `examples/gpt` run and `bench/torch_gpt.py`).",
+        "",
+        f"- Run: {title}",
+        f"- Machine: {machine(load)}",
+        f"- Date: {date:%Y-%m-%d %H:%M} UTC",
+        f"- Command, from the repository root after `make bench` built `{args.build}`: `{command}`",
+        "",
+        *table,
+        "",
+        "Units: steps/s are the workload's steps per second, higher is better (W1-W4 and T1: a training",
+        "step, forward, backward and update; T2: one op's forward and backward); W5's",
+        "GFLOP/s count 2·m·k·n per matmul; MiB are 2^20 bytes of peak resident memory (GNU time's %M);",
+        "s are seconds of wall time. A ratio is xgrad's figure over PyTorch's (for time ratios, the",
+        "lower the better). A cell gives the median over the repeats and [min – max]. \"met\" is yes",
+        "when every repeat reaches the target, no when none does, mixed otherwise.",
+    ]
+    with open(args.markdown, "w") as f:
+        f.write("\n".join(text) + "\n")
+    print(f"compare.py: wrote {args.markdown}", file=sys.stderr)
 
 
 def fmt_range(values, f):
@@ -158,6 +195,8 @@ def main():
     ap.add_argument("--w6-steps", type=int, default=0,
                     help="W6: stop both char_mlp runs after this many steps (default 0: the whole default run)")
     ap.add_argument("--json", help="also write every raw measurement to this file")
+    ap.add_argument("--markdown", metavar="PATH",
+                    help="also write the whole results page to PATH (bench/README.md is written this way)")
     ap.add_argument("--scaling", type=int, default=0, metavar="N",
                     help="instead: xgrad alone at 1 and at N threads, side by side (see scaling())")
     args = ap.parse_args()
@@ -167,7 +206,7 @@ def main():
             sys.exit("compare.py: --scaling N needs N >= 2 (it compares N threads with 1)")
         return scaling(args, only)
 
-    load_start = os.getloadavg()
+    date, load_start = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
     pt = [dict() for _ in range(args.repeats)]
     mem, gpt_runs = [], []
@@ -212,7 +251,7 @@ def main():
         for V in W4_ONEHOT:
             speed_row(f"W4 one-hot reference path, V={V:,}", f"W4_onehot_vs_V/{V}")
         # Against V = 1e5, not 1e3: at V = 1e3 the whole table (θ, m, v: 3 MiB) sits in cache, so a
-        # ratio against it measured the cache, not the algorithm (issue 12).
+        # ratio against it would measure the cache, not the algorithm.
         scale_x = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/100000"] for r in xg]
         scale_p = [r["W4_sparse_vs_V/1000000"] / r["W4_sparse_vs_V/100000"] for r in pt]
         rows.append(("W4 step time at V=1e6 / at V=1e5", "time ratio", fmt_range(scale_x, lambda v: f"{v:.2f}"),
@@ -267,17 +306,17 @@ def main():
                      fmt_range([g["torch_peak"] / MB for g in gpt_runs], lambda v: f"{v:.1f}"),
                      fmt_range(rss, lambda v: f"{v:.2f}x"), "< 1x",
                      "yes" if max(rss) < 1 else "no" if min(rss) >= 1 else "mixed"))
-    print_table(f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
+    print_table(args, f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
-                rows)
+                rows, date)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs,
                        "load": [load_start, load_end]}, f, indent=1)
 
 
-# Issue 12's targets for xgrad's own speed-up at 2 threads: T1 and W2 at least 1.5x their
+# The targets for xgrad's own speed-up at 2 threads: T1 and W2 at least 1.5x their
 # 1-thread steps/s, and no workload slower than at 1 thread.
 SCALING_TARGETS = {"T1_gpt_step": 1.5, "W2_char_mlp_medium": 1.5}
 
@@ -289,7 +328,7 @@ def scaling(args, only):
     steps/s at each count and the speed-up with its target."""
     groups = [w for w in only if w in GROUPS]
     runs = {1: [dict() for _ in range(args.repeats)], args.scaling: [dict() for _ in range(args.repeats)]}
-    load_start = os.getloadavg()
+    date, load_start = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
     for rep in range(args.repeats):
         for w in groups:
             print(f"[repeat {rep + 1}/{args.repeats}] {w} at 1 and {args.scaling} threads (load {os.getloadavg()[0]:.1f})",
@@ -309,10 +348,10 @@ def scaling(args, only):
         met = met_at_least(ratios, target)
         rows.append((name, fmt_range(s1, lambda v: f"{v:,.1f}"), fmt_range(sn, lambda v: f"{v:,.1f}"),
                      fmt_range(ratios, lambda v: f"{v:.2f}x"), f">= {target}x", met))
-    print_table(f"xgrad at 1 and {args.scaling} threads, {args.repeats} repeat(s), {args.min_time:g} s of timed steps "
+    print_table(args, f"xgrad at 1 and {args.scaling} threads, {args.repeats} repeat(s), {args.min_time:g} s of timed steps "
                 f"per benchmark; median [min – max] over the repeats", (load_start, load_end),
                 ("xgrad_bench benchmark", "steps/s, 1 thread", f"steps/s, {args.scaling} threads",
-                 f"{args.scaling} threads / 1", "target", "met"), rows)
+                 f"{args.scaling} threads / 1", "target", "met"), rows, date)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"scaling": args.scaling, "runs": {str(t): r for t, r in runs.items()},

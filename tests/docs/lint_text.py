@@ -22,7 +22,9 @@ COMMENT_SHARE_MAX = 0.20
 HEADER_COMMENT_PER_CODE_MAX = 3.0
 TEST_FILE_LINES_MAX = 700
 
-TIMING = re.compile(r"\b\d[\d,.]*\s?(?:ns|µs|us|ms|s|GFLOP/s|GB/s|steps/s|tokens/s)\b(?![\w(])"
+# A bare "s" needs a space or a decimal point before it: "0s and 1s" are digits, not seconds.
+TIMING = re.compile(r"\b\d[\d,.]*\s?(?:ns|µs|us|ms|GFLOP/s|GB/s|steps/s|tokens/s)\b(?![\w(])"
+                    r"|\b(?:\d[\d,.]*\s|\d+\.\d+)s\b(?![\w(])"
                     r"|\b\d[\d.]*\s?%\s+of\s+(?:the\s+)?(?:time|step|wall|run)"
                     r"|\bbench/?\s*(?:workload\s*)?[WT]\d|\bperf\b|\bmeasured\b")
 ISSUE = re.compile(r"\bissue\s+#?\d+|(?<![\w/&])#\d{1,4}\b", re.IGNORECASE)

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The checkers' own tests (ctest docs_tools), on the fixtures in tests/docs/fixtures/.
+
+Each case gives the checker a fixture or a few output lines whose verdict is known by reading them:
+a passing fixture passes, and each deliberate fault (a changed number, a drifted excerpt, an unmarked
+block, a misspelt check line, extra output) is reported at its line with the token that differs."""
+import contextlib
+import io
+import pathlib
+import sys
+import tempfile
+import unittest
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+FIX = HERE / "fixtures"
+sys.path.insert(0, str(HERE))
+import check_output  # noqa: E402
+import long_runs  # noqa: E402
+import snippets  # noqa: E402
+
+# examples/tensor_basics prints these lines (tanh(x·w) summed, and the two gradients)
+TENSOR_BASICS = """Tensor(shape=(), requires_grad=true, grad_fn=sum)
+-1.891762
+Tensor(shape=(2, 2))
+{{ 0.090353, -0.180707},
+ { 0.013296, -0.026592}}
+Tensor(shape=(2, 1))
+{{ 0.260483},
+ { 0.467782}}""".splitlines()
+
+
+def quiet(f, *args):
+    """(return value, printed text) of f(*args)."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        r = f(*args)
+    return r, buf.getvalue()
+
+
+class Snippets(unittest.TestCase):
+    def test_pass_fixture_has_no_error(self):
+        rc, text = quiet(snippets.check, ROOT, [FIX / "pass.md"])
+        self.assertEqual(rc, 0, text)
+
+    def test_each_fault_reported_at_its_line(self):
+        rc, text = quiet(snippets.check, ROOT, [FIX / "fail_unmarked.md"])
+        self.assertEqual(rc, 1)
+        lines = text.splitlines()
+        self.assertIn("fail_unmarked.md:3: a ```cpp block with no <!-- check", lines[0])
+        self.assertIn("fail_unmarked.md:8: line not found in examples/tensor_basics.cpp in this order: "
+                      "Tensor y = matmul(x, w).sigmoid().sum();", lines[1])
+        self.assertIn("fail_unmarked.md:13: the block has 1 lines, examples/tensor_basics.cpp has 10", lines[2])
+        self.assertIn("fail_unmarked.md:17: a check line that is not of the conventions", lines[3])
+        self.assertEqual(lines[4], "snippets: 4 error(s)")
+
+    def test_excerpt_needs_dots_to_skip(self):
+        body = ["int main() {", "Tensor y = matmul(x, w).tanh().sum();"]  # not consecutive in the file
+        self.assertIsNotNone(snippets.check_excerpt(ROOT, "examples/tensor_basics.cpp", body))
+        self.assertIsNone(snippets.check_excerpt(ROOT, "examples/tensor_basics.cpp", [body[0], "...", body[1]]))
+
+    def test_extract_wraps_bodies_and_turns_unmarked_blocks_into_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            _, listing = quiet(snippets.extract, ROOT, pathlib.Path(d), [FIX / "pass.md", FIX / "fail_unmarked.md"])
+            names = sorted(pathlib.Path(p).relative_to(d).as_posix() for p in listing.split())
+            self.assertEqual(names, ["f64/tests_docs_fixtures_pass_md_41.cpp",
+                                     "float/tests_docs_fixtures_fail_unmarked_md_3.cpp",
+                                     "float/tests_docs_fixtures_pass_md_28.cpp",
+                                     "float/tests_docs_fixtures_pass_md_33.cpp"])
+            body = (pathlib.Path(d) / names[3]).read_text()
+            self.assertIn('void doc_snippet_tests_docs_fixtures_pass_md_33() {\n#line 34 "tests/docs/fixtures/pass.md"\n'
+                          "Tensor x({{1, 2}, {3, 4}}, true);", body)
+            self.assertTrue((pathlib.Path(d) / names[1]).read_text().startswith("#error"))
+
+
+class Output(unittest.TestCase):
+    def test_pass_fixture_matches_the_real_output(self):
+        (_, _, cmd, tol, doc, first), = check_output.output_blocks(ROOT, [FIX / "pass.md"])
+        self.assertEqual((cmd, tol, first), ("examples/tensor_basics", 1e-3, 50))
+        self.assertIsNone(check_output.match(doc, TENSOR_BASICS, tol))
+
+    def test_changed_number_is_the_token_reported(self):
+        (_, _, _, tol, doc, first), = check_output.output_blocks(ROOT, [FIX / "fail_number.md"])
+        self.assertEqual(check_output.match(doc, TENSOR_BASICS, tol), (1, 1, ("-1.891763", "-1.891762")))
+        self.assertEqual(first, 5)  # so the report names fail_number.md:6
+
+    def test_tolerance_is_relative(self):
+        self.assertIsNone(check_output.token_diff("loss 2.300", "loss 2.302", 1e-3))
+        self.assertEqual(check_output.token_diff("loss 2.300", "loss 2.304", 1e-3), ("2.300", "2.304"))
+        self.assertIsNone(check_output.token_diff("(1,234.0,", "(1,234.5,", 1e-3))
+        self.assertEqual(check_output.token_diff("(1,234.0,", "[1,234.0,", 1e-3), ("(1,234.0,", "[1,234.0,"))
+
+    def test_times_and_eta_are_not_compared(self):
+        doc = "step 100 loss 2.31 | 12.5 ms/step, 80 steps/s, 3.0s ETA 1:02"
+        out = "step 100 loss 2.31 | 99.1 ms/step, 11 steps/s, 9.9s ETA 7:45"
+        self.assertIsNone(check_output.token_diff(doc, out, 0))
+        self.assertEqual(check_output.token_diff(doc, out.replace("2.31", "2.32"), 0), ("2.31", "2.32"))
+
+    def test_dots_skip_and_the_end_is_anchored(self):
+        self.assertIsNone(check_output.match(["a 1", "...", "c 3"], ["a 1", "b", "b", "c 3"], 0))
+        self.assertIsNone(check_output.match(["a 1", "...", "c 3"], ["a 1", "c 3"], 0))
+        self.assertEqual(check_output.match(["a 1", "c 3"], ["a 1", "c 3", "d"], 0),
+                         (1, 2, ("(end of the doc block)", "more output")))
+        self.assertEqual(check_output.match(["a 1", "c 3"], ["a 1"], 0), (1, None, ("c", "(end of output)")))
+
+
+class LongRuns(unittest.TestCase):
+    def test_fixture_regions_are_rewritten_with_their_choice_of_lines(self):
+        with tempfile.TemporaryDirectory() as d:
+            md = pathlib.Path(d) / "long_run.md"
+            md.write_text((FIX / "long_run.md").read_text())
+            self.assertEqual(long_runs.rewrite(md, "tensor_basics", TENSOR_BASICS, "examples/tensor_basics"), 2)
+            text = md.read_text()
+            self.assertIn("```text\n$ examples/tensor_basics\n-1.891762\n...\n { 0.467782}}\n```\nMeasured on ", text)
+            self.assertIn("```text\nTensor(shape=(), requires_grad=true, grad_fn=sum)\nTensor(shape=(2, 2))\n"
+                          "Tensor(shape=(2, 1))\n```\nMeasured on ", text)
+            self.assertEqual(text.count("Measured on "), 2)
+            self.assertNotIn("old machine", text)
+            self.assertIn("UTC: `examples/tensor_basics`.\n<!-- /long-run -->", text)
+
+    def test_a_line_gone_from_the_output_stops_the_rewrite(self):
+        with self.assertRaises(SystemExit):
+            long_runs.excerpt(["step 10 loss 2.0"], TENSOR_BASICS, None, "x.md:1")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
