@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "core/blas.hpp"
+#include "core/threads.hpp"
 #include "core/parallel.hpp"
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
 #ifdef XGRAD_BENCH_GPT

@@ -1,10 +1,10 @@
-// core/allocator.hpp — where the numbers of every Array live: 32-byte-aligned blocks from malloc.
+// core/allocator.hpp — where the numbers of every Array live: 32-byte-aligned blocks from malloc,
+// and the process-wide malloc policy (core/allocator.cpp).
 //
 // Under XTENSOR_USE_XSIMD, xtensor's default allocator (xsimd::aligned_allocator) asks for
 // 32-byte alignment with posix_memalign. glibc serves such a request by carving it out of a
 // larger block and freeing the leftovers, and its fast per-thread cache (tcache) does not
-// serve aligned requests (glibc 2.36): on the small char-MLP step that path was 5% of the
-// time (bench/, workload W1; perf: _int_memalign, _int_free, malloc_consolidate).
+// serve aligned requests (glibc 2.36), so every small array took the slow path.
 //
 // MallocAllocator asks plain malloc for kAlign bytes more than it needs, rounds the address
 // up to the next multiple of kAlign, and keeps malloc's own pointer in the 8 bytes just below
@@ -25,6 +25,13 @@
 #include <new>
 
 namespace xgrad {
+
+// Makes glibc keep freed memory mapped for reuse: blocks up to 32 MiB come from the heap (not a
+// fresh mmap each), and the heap is trimmed only past 256 MiB free; the settings that
+// MALLOC_MMAP_THRESHOLD_=33554432 and MALLOC_TRIM_THRESHOLD_=268435456 would make. A process that
+// sets either variable, or GLIBC_TUNABLES, keeps its own. Runs once, when the library is loaded
+// (core/tensor.cpp calls it); returns whether the policy is in force. Never throws.
+bool apply_malloc_policy();
 
 template <class T>
 struct MallocAllocator {

@@ -13,7 +13,7 @@ namespace xgrad {
 namespace {
 
 // One product, or one band of it, on the calling thread (OpenBLAS itself runs with 1 thread;
-// see set_num_threads). copy_bt: take the fast path below; decided by gemm for the whole product,
+// see set_num_threads, core/threads.hpp). copy_bt: take the fast path below; decided by gemm for the whole product,
 // so that the bands of a split product all go through the same kind of call.
 void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                      const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
@@ -29,15 +29,12 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
     const auto i = [](std::size_t v) { return static_cast<int>(v); };
 #ifndef XGRAD_DOUBLE
     // Fast path for A·Bᵀ with a short inner size K, as in Linear's forward x·Wᵀ on a narrow
-    // input (the small char-MLP's 3 · 10 = 30 inputs, bench/ workload W1). OpenBLAS runs small
-    // products through kernels that read the operands in place, but declines this one (0.3.21's
-    // sgemm_small_kernel_permit refuses a column-major Aᵀ·B, which a row-major A·Bᵀ becomes,
-    // when K < 32 or M·N > 1200) and sends it down its general path, which first packs both
-    // operands into buffers: 5.5 µs for (32 × 30)·(30 × 200). Writing Bᵀ out with
-    // cblas_somatcopy (0.5 µs) and multiplying A·(Bᵀ), which the small kernels take, is 4.1 µs.
-    // Larger products keep the single call: the copy would cost more than it saves. With
-    // another BLAS, or another OpenBLAS kernel set, the path still gives the same C, at the cost
-    // of one K × N copy.
+    // input. OpenBLAS runs small products through kernels that read the operands in place, but
+    // declines this one (0.3.21's sgemm_small_kernel_permit refuses a column-major Aᵀ·B, which a
+    // row-major A·Bᵀ becomes, when K < 32 or M·N > 1200) and first packs both operands into
+    // buffers. Writing Bᵀ out with cblas_somatcopy and multiplying A·(Bᵀ), which the small
+    // kernels take, avoids the packing; for larger products the copy would cost more than it
+    // saves. Any BLAS gives the same C this way, at the cost of one K × N copy.
     if (copy_bt) {
         Array bt(Shape{K, N});  // Bᵀ (K, N), row-major
         cblas_somatcopy(CblasRowMajor, CblasTrans, i(N), i(K), 1.0f, B, i(ldb), bt.data(), i(N));
@@ -53,9 +50,8 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
 #endif
 }
 
-// Products of at least this many multiply-adds (2.1 MFLOP) are split over the pool's threads:
-// about 20 µs of one core's sgemm at 100 GFLOP/s (bench/ W5), against a handoff of 1.3 µs
-// (bench/thread_handoff, quiet machine).
+// Products of at least this many multiply-adds are split over the pool's threads: enough work
+// that a band outweighs the cost of handing it to a worker (bench/README.md).
 constexpr double kSplitMacs = double(1 << 20);
 // The fewest rows (or columns) of C one thread gets: a thinner band runs the kernels on
 // narrow, inefficient panels.
@@ -70,8 +66,8 @@ constexpr std::size_t kSplitGrain = 16;
 // run to run. Against one thread, OpenBLAS may pick a different kernel for a band than for the
 // whole product (it chooses by size), and so round differently; on the shapes of
 // tests/test_parallel.cpp, OpenBLAS 0.3.21 gives the same bits.
-// Why not OpenBLAS's own threads: on the GPT example's products (bench/thread_handoff, quiet
-// 2-vCPU machine) 2 OpenBLAS threads ran them 1.34-1.71x as fast as one, these bands 1.85-2.03x.
+// Why bands and not OpenBLAS's own threads: the bands scale better on the examples' products
+// (bench/thread_handoff), and one pool for every loop means the two never oversubscribe the cores.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc) {
@@ -99,12 +95,6 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
                             beta, C + c0, ldc, copy_bt);
         });
     }
-}
-
-void set_num_threads(int n) {
-    check(n >= 1, "set_num_threads", "thread count must be >= 1; got {}", n);
-    set_pool_threads(n);
-    openblas_set_num_threads(1);
 }
 
 }  // namespace xgrad

@@ -1,8 +1,8 @@
 // core/ops.hpp — every differentiable op of the core, as free functions.
 //
-// Each op is defined in core/ops.cpp, or in the topic file its section names (core/slicing.cpp,
-// core/masking.cpp, core/math_ops.cpp), with its forward and its backward side by side, the
-// formula and the shapes in a comment above it. Conventions:
+// Each op is defined in the core/ file its section names, with its forward and its backward side
+// by side and the formula and the shapes in a comment above it. To add an op, declare it here
+// and define it in the file of its topic (or a new one listed in CMakeLists.txt). Conventions:
 //   * dims may be negative and count from the end, as in PyTorch;
 //   * binary elementwise ops broadcast with NumPy/PyTorch rules, and each operand's
 //     gradient is summed back to that operand's own shape (sum_to);
@@ -18,7 +18,7 @@
 
 namespace xgrad {
 
-// ---- helpers for writing ops ------------------------------------------------------------------
+// ---- helpers for writing ops (normalize_dim: core/shape.cpp; sum_to: core/elementwise.cpp) ------
 // Maps dim in [-n, n) to [0, n); throws ValueError naming `op` otherwise.
 std::size_t normalize_dim(int dim, std::size_t ndim, const char* op);
 // Sums a broadcast gradient back to `shape` (the reverse of broadcasting): leading extra
@@ -30,7 +30,7 @@ Array sum_to(Array grad, const Shape& shape);
 // that sum rows (nn::functional::cross_entropy).
 double sum_double(const real* p, std::size_t n);
 
-// ---- elementwise, broadcasting ------------------------------------------------------------------
+// ---- elementwise, broadcasting (core/elementwise.cpp) ---------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
@@ -55,7 +55,7 @@ inline Tensor operator*(real s, const Tensor& a) { return mul(a, s); }
 inline Tensor operator/(const Tensor& a, real s) { return mul(a, 1 / s); }
 inline Tensor operator/(real s, const Tensor& a) { return rdiv(s, a); }
 
-// ---- pointwise ------------------------------------------------------------------------------------
+// ---- pointwise (core/elementwise.cpp) -------------------------------------------------------------
 Tensor pow(const Tensor& x, real exponent);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
@@ -63,7 +63,7 @@ Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 
-// ---- reductions -----------------------------------------------------------------------------------
+// ---- reductions (core/reduction.cpp; sum_double too) ----------------------------------------------
 Tensor sum(const Tensor& x);                               // () 
 Tensor sum(const Tensor& x, int dim, bool keepdim = false);
 Tensor mean(const Tensor& x);
@@ -72,16 +72,16 @@ Tensor max(const Tensor& x);                               // ()
 Tensor max(const Tensor& x, int dim, bool keepdim = false);
 IndexTensor argmax(const Tensor& x, int dim, bool keepdim = false);
 
-// ---- shape -----------------------------------------------------------------------------------------
+// ---- shape (core/shape.cpp) -----------------------------------------------------------------------
 Tensor reshape(const Tensor& x, const Dims& shape);
 Tensor transpose(const Tensor& x, int dim0, int dim1);
 Tensor permute(const Tensor& x, const std::vector<int>& dims);
 Tensor concat(const std::vector<Tensor>& xs, int dim);
 
-// ---- linear algebra -----------------------------------------------------------------------------
+// ---- linear algebra (core/matmul.cpp) -------------------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
 
-// ---- softmax family ------------------------------------------------------------------------------
+// ---- softmax family (core/softmax.cpp) ------------------------------------------------------------
 // softmax along dim (x any shape, y the same shape), fused: one pass per row forward, and a
 // backward from the saved y (core/softmax.cpp). softmax_composed is the same function built
 // from max, sub, exp, sum and div, the test oracle. log_softmax is composed.
@@ -89,7 +89,7 @@ Tensor softmax(const Tensor& x, int dim);
 Tensor softmax_composed(const Tensor& x, int dim);
 Tensor log_softmax(const Tensor& x, int dim);
 
-// ---- indexing -------------------------------------------------------------------------------------
+// ---- indexing (core/indexing.cpp) -----------------------------------------------------------------
 // Throws IndexError naming `op`, the position (as a multi-index into `ids`) and the value of
 // the first ID outside [0, limit). Never clamps or wraps: negative IDs are errors.
 void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op);

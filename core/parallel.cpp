@@ -32,12 +32,10 @@ namespace xgrad {
 
 namespace {
 
-// How long a worker spins before it sleeps: 20,000 _mm_pause (35–140 cycles each), measured
-// 0.34–0.47 ms on the project's machine. A training step hands the pool a task every few µs to
-// hundreds of µs, so a spinning worker catches the next one without a kernel round trip (a
-// sleeping one costs 172 µs to wake, bench/thread_handoff); between steps it goes to sleep.
-// The price: after each task the worker holds a core for up to that long, so more threads
-// than idle cores, or a machine busy with other work, make everything slower.
+// How long a worker spins before it sleeps, in _mm_pause iterations (each 35–140 cycles): long
+// enough to catch the next op's task within a training step without a kernel round trip, short
+// enough to sleep between steps. The price: after each task a worker holds a core for that long,
+// so more threads than idle cores make everything slower.
 constexpr int kSpinIterations = 20000;
 
 // True on a thread while it runs a parallel_for body (the workers always). A parallel_for

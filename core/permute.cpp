@@ -1,10 +1,9 @@
 // core/permute.cpp — permute_array: y = x with its dims reordered (see core/permute.hpp).
 //
 // Why not xt::transpose: assigning xtensor's strided view to an array walks every element
-// through a generic n-dim index. In the GPT training step (bench/ workload T1) the head splits,
-// (B, T, H, hd) → (B, H, T, hd), the merge back and their backwards spent 17.7% of the step
-// there (perf). Here the output is filled a row at a time (its last dim): a memcpy when that
-// dim is also the input's last (the heads' case: rows of hd floats), else a strided loop.
+// through a generic n-dim index. Here the output is filled a row at a time (its last dim): a
+// memcpy when that dim is also the input's last (attention's head split (B, T, H, hd) →
+// (B, H, T, hd): rows of hd values), else a strided loop.
 #include "core/permute.hpp"
 
 #include <cstring>

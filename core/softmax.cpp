@@ -149,3 +149,32 @@ Tensor softmax(const Tensor& x, int dim) {
 }
 
 }  // namespace xgrad
+
+// ==== the composed forms: the lesson, and the oracle of the fused softmax above ====================
+namespace xgrad {
+
+// ==== softmax family ==================================================================================
+
+// ---- softmax_composed ----------------------------------------------------------------------------
+// softmax(x)_i = e^(x_i - c) / Σ_j e^(x_j - c),   c = max_j x_j (detached)
+// Subtracting the row max changes nothing mathematically (it cancels), but keeps every
+// exponent ≤ 0: finite for logits of 1e4 and more, and e^(-inf) = 0 for masked entries.
+// Composed from exp, sum and div, so it needs no backward of its own; c is detached
+// because its gradient contributions cancel exactly. This is the oracle: softmax itself is
+// the fused op in core/softmax.cpp, tested against this one.
+// ref: PyTorch docs, torch.nn.functional.softmax
+Tensor softmax_composed(const Tensor& x, int dim) {
+    const Tensor shifted = x - max(x, dim, true).detach();
+    const Tensor e = exp(shifted);
+    return e / sum(e, dim, true);
+}
+
+// ---- log_softmax ---------------------------------------------------------------------------------
+// log_softmax(x)_i = (x_i - c) - log Σ_j e^(x_j - c)     (the log-sum-exp trick)
+// ref: PyTorch docs, torch.nn.functional.log_softmax
+Tensor log_softmax(const Tensor& x, int dim) {
+    const Tensor shifted = x - max(x, dim, true).detach();
+    return shifted - log(sum(exp(shifted), dim, true));
+}
+
+}  // namespace xgrad

@@ -1,7 +1,6 @@
 // core/tensor.cpp — Tensor handle basics, factories, the random generator, SparseGrad.
 #include "core/tensor.hpp"
 
-#include <malloc.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -17,31 +16,16 @@
 
 namespace xgrad {
 
-// ---- memory that the next training step reuses -----------------------------------------------
-// Every training step allocates and frees the same arrays: activations, gradients, temporaries.
-// By default glibc serves each block over 128 KiB with its own mmap and unmaps it when freed,
-// and gives the top of the heap back to the kernel once a few MiB of it are free. Each step
-// then page-faulted all of its arrays in again, with the kernel zeroing every page: 15% of a
-// matmul step and half of a sparse embedding step (bench/, W5 and W3; perf showed
-// exc_page_fault and clear_page, strace two brk calls per step). Blocks up to 32 MiB are
-// therefore served from the heap, and the heap is trimmed only past 256 MiB of free space, so
-// the pages stay mapped for the next step. Peak memory does not grow: freed blocks are reused.
-// These are the settings glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ (or
-// GLIBC_TUNABLES) would make; a process that sets any of those keeps its own.
+// The process-wide malloc policy (core/allocator.cpp), applied when the library is loaded.
 namespace {
-const bool g_malloc_keeps_freed_pages = [] {
-    if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
-        std::getenv("GLIBC_TUNABLES"))
-        return false;
-    return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
-}();
+[[maybe_unused]] const bool g_malloc_policy = apply_malloc_policy();
 }  // namespace
 
 // ---- random numbers ----------------------------------------------------------------------
 
 // One generator for the process, as in PyTorch; the mutex makes randn and module construction
-// from several threads safe (issue 14: ThreadSanitizer saw a data race here). An uncontended
-// lock costs tens of nanoseconds per call, not per value.
+// from several threads safe (ThreadSanitizer checks it). The lock is taken once per call, not
+// once per value.
 std::mt19937_64& generator() {
     static std::mt19937_64 gen(42);
     return gen;

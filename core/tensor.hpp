@@ -44,7 +44,7 @@ using real = float;
 #endif
 
 // Storage comes from MallocAllocator (core/allocator.hpp): 32-byte-aligned blocks from plain
-// malloc, much faster to get than xtensor's default posix_memalign under glibc.
+// malloc, cheaper to get than xtensor's default posix_memalign under glibc.
 using Array = xt::xarray<real, xt::layout_type::row_major, MallocAllocator<real>>;
 using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, MallocAllocator<std::int64_t>>;
 using Shape = std::vector<std::size_t>;
@@ -173,8 +173,8 @@ struct SparseGrad {
 // ---- TensorImpl: what a Tensor handle points to ---------------------------------------
 struct TensorImpl {
     TensorImpl() = default;
-    // Takes `data` without copying. (A default-constructed Array is 0-d and allocates its one
-    // element; every op result built that way allocated twice, bench/ W1.)
+    // Takes `data` without copying (a default-constructed Array would allocate its one 0-d
+    // element first, for nothing).
     explicit TensorImpl(Array data, bool requires_grad = false)
         : data(std::move(data)), requires_grad(requires_grad) {}
 
@@ -278,6 +278,11 @@ private:
     std::shared_ptr<TensorImpl> impl_;
 };
 
+// Throws ValueError "op: <what> is an undefined tensor" for a default-constructed Tensor.
+inline void check_defined(const Tensor& t, const char* op, const char* what) {
+    check(t.defined(), op, "{} is an undefined tensor", what);
+}
+
 // (name, tensor) pairs in a fixed order: named_parameters(), state_dict(), checkpoints.
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
@@ -290,7 +295,7 @@ std::ostream& operator<<(std::ostream& os, const IndexTensor& t);
 // no-op where they are off, and for smaller arrays). Call it after allocating and before the
 // first write, which is when pages are chosen. Rows looked up at random in a big table then
 // cost one TLB entry per 2 MiB instead of one per 4 KiB, and filling it takes 1/512 of the page
-// faults: 512 random 1 KiB rows of a 1 GiB array were updated 2.4x faster (bench/, W4).
+// faults.
 void advise_huge_pages(Array& a);
 // xt::zeros, with advise_huge_pages before the fill. For tables, their gradients and state.
 Array zeros_array(const Shape& shape);

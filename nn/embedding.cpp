@@ -1,10 +1,151 @@
-// nn/embedding.cpp — the Embedding module; its op (lookup + row-scatter backward) is
-// nn::functional::embedding in nn/functional.cpp.
+// nn/embedding.cpp — functional::embedding (the row lookup and its row-scatter backward, dense
+// or row-sparse), then the Embedding module that owns the table and calls it.
 #include "nn/embedding.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/autograd.hpp"
+#include "core/ops.hpp"
 
 namespace xgrad::nn {
+
+namespace functional {
+
+// ---- embedding ---------------------------------------------------------------------------------------
+// forward : y[p, :] = E[ids[p], :]           E (V, d), ids (P...) flattened to P, y (P..., d)
+//           the same as one_hot(ids, V) @ E, but d copies per token instead of V·d products
+// backward: dL/dE[r, :] = Σ_{p : ids[p] = r, r ≠ padding_idx} g[p, :]
+//           a scatter-add into the k distinct rows that appeared: O(P·d) work. Rows that did
+//           not appear get no gradient at all (their gradient is exactly 0).
+// ref: PyTorch docs, torch.nn.functional.embedding; the lesson "From Token IDs to Embedding Vectors"
+Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx,
+                 bool sparse, std::shared_ptr<EmbeddingStats> stats) {
+    check_defined(weight, "embedding", "the weight");
+    check(weight.dim() == 2, "embedding", "weight must be (V, d); got shape {}", lazy_shape(weight.shape()));
+    const auto V = static_cast<std::int64_t>(weight.shape()[0]);
+    const std::size_t d = weight.shape()[1];
+    if (padding_idx) {
+        check(*padding_idx >= -V && *padding_idx < V, "embedding", "padding_idx {} out of range [{}, {})",
+              *padding_idx, -V, V);
+        if (*padding_idx < 0) padding_idx = *padding_idx + V;
+    }
+    check(!sparse || !weight.requires_grad() || weight.is_leaf(), "embedding",
+          "sparse=true needs the weight to be a leaf tensor (a parameter)");
+    check_ids(ids, V, "embedding");
+
+    const std::size_t P = ids.numel();
+    Shape ys = ids.shape();
+    ys.push_back(d);
+    Array y(ys);
+    const std::int64_t* id = ids.data().data();
+    const real* table = weight.data().data();
+    for (std::size_t p = 0; p < P; ++p) {
+        // Fast path for large tables: the rows are scattered over memory that the caches do not
+        // hold, so row p + 2 is requested while row p is copied (bench/, W4 at V = 1e6).
+        if (p + 2 < P) {
+            const char* ahead = reinterpret_cast<const char*>(table + static_cast<std::size_t>(id[p + 2]) * d);
+            for (std::size_t b = 0; b < d * sizeof(real); b += 64) __builtin_prefetch(ahead + b);
+        }
+        std::copy_n(table + static_cast<std::size_t>(id[p]) * d, d, y.data() + p * d);
+    }
+
+    const std::int64_t pad = padding_idx.value_or(-1);
+    auto leaf = weight.is_leaf() ? weight.impl_ptr() : nullptr;
+    return make_result(std::move(y), "embedding", {weight},
+                       [ids, leaf, pad, sparse, stats, d, shape = weight.shape()](const Array& g, const Array&) -> Grads {
+        const std::size_t P = ids.numel();
+        const std::int64_t* id = ids.data().data();
+
+        // A sparse table that already holds a dense gradient is tied to an output head
+        // (nn/tying.hpp), whose matmul gradient covers all V rows: the sum is dense anyway, so
+        // the lookup's rows are added into it as in the dense case.
+        if (!sparse || leaf->grad) {
+            // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
+            // into weight.grad (allocated as zeros once); otherwise into a fresh array.
+            std::optional<Array> fresh;  // for a non-leaf weight only
+            Array* dst;
+            if (leaf) {
+                if (!leaf->grad) accumulate_grad(*leaf, zeros_array(shape));
+                dst = &leaf->grad->data;
+            } else {
+                fresh = zeros_array(shape);
+                dst = &*fresh;
+            }
+            std::size_t kept = 0;  // lookups other than padding_idx
+            for (std::size_t p = 0; p < P; ++p) {
+                if (id[p] == pad) continue;
+                real* row = dst->data() + static_cast<std::size_t>(id[p]) * d;
+                const real* src = g.data() + p * d;
+                for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
+                ++kept;
+            }
+            if (stats) {
+                std::vector<std::int64_t> distinct;  // sorted only to count them
+                distinct.reserve(kept);
+                for (std::size_t p = 0; p < P; ++p)
+                    if (id[p] != pad) distinct.push_back(id[p]);
+                std::sort(distinct.begin(), distinct.end());
+                const std::size_t k = static_cast<std::size_t>(
+                    std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+                stats->tokens = P;
+                stats->rows_touched = k;
+                stats->duplicates = kept - k;
+                // kept additions of d values; the one-time zero-fill of a new (V, d) .grad is not counted.
+                stats->bytes_written = kept * d * sizeof(real);
+            }
+            if (leaf) return make_grads(std::nullopt);
+            return make_grads(std::move(*fresh));
+        }
+
+        // Row-sparse: one coalesced row per distinct index, rows ascending. The lookups are
+        // sorted by (row, position), and each row's lookups are summed straight from g into a
+        // (k, d) block, in position order; copying the (n, d) rows out first and merging them
+        // into a zeroed block moved three times the bytes (memmove was 26% of a sparse step,
+        // bench/ W3).
+        std::vector<std::pair<std::int64_t, std::size_t>> lookups;  // (row, position p in g)
+        lookups.reserve(P);
+        for (std::size_t p = 0; p < P; ++p)
+            if (id[p] != pad) lookups.emplace_back(id[p], p);  // every lookup but padding_idx's
+        std::sort(lookups.begin(), lookups.end());
+        std::vector<std::int64_t> distinct;  // the k rows that appeared, ascending
+        for (std::size_t i = 0; i < lookups.size(); ++i)
+            if (i == 0 || lookups[i].first != lookups[i - 1].first) distinct.push_back(lookups[i].first);
+        if (stats) {
+            stats->tokens = P;
+            stats->rows_touched = distinct.size();
+            stats->duplicates = lookups.size() - distinct.size();
+        }
+        Array values(Shape{distinct.size(), d});
+        std::size_t k = 0;    // output rows started so far
+        real* out = nullptr;  // the output row being summed
+        for (std::size_t i = 0; i < lookups.size(); ++i) {
+            const real* src = g.data() + lookups[i].second * d;
+            if (i == 0 || lookups[i].first != lookups[i - 1].first) {
+                out = values.data() + d * k++;
+                std::copy_n(src, d, out);
+            } else {  // a repeated row: add to its sum
+                for (std::size_t j = 0; j < d; ++j) out[j] += src[j];
+            }
+        }
+        if (!leaf->sparse_grad || leaf->sparse_grad->indices.empty()) {
+            auto grad = std::make_unique<SparseGrad>();
+            grad->dense_shape = shape;
+            grad->indices = distinct;
+            grad->values = std::move(values);
+            leaf->sparse_grad = std::move(grad);
+        } else {  // a second backward before zero_grad: merge with what is there
+            leaf->sparse_grad->accumulate(distinct, values);
+        }
+        if (stats) stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
+        return make_grads(std::nullopt);
+    });
+}
+
+}  // namespace functional
 
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, EmbeddingOptions options)
     : V_(num_embeddings), d_(embedding_dim), options_(options) {

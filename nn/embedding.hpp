@@ -1,4 +1,5 @@
-// nn/embedding.hpp — Embedding: a learned table E (V, d) whose rows are looked up by ID.
+// nn/embedding.hpp — a learned table E (V, d) whose rows are looked up by ID:
+// functional::embedding and the Embedding module.
 //
 //   ids (...) int64  →  E[ids] (..., d)
 //
@@ -15,10 +16,36 @@
 #include <memory>
 #include <optional>
 
-#include "nn/functional.hpp"
+#include "core/tensor.hpp"
 #include "nn/module.hpp"
 
 namespace xgrad::nn {
+
+namespace functional {
+
+// What one Embedding backward did; written by the backward pass, read by the caller.
+struct EmbeddingStats {
+    std::size_t tokens = 0;         // IDs looked up (padding included)
+    std::size_t rows_touched = 0;   // distinct rows that received gradient (k)
+    std::size_t duplicates = 0;     // lookups of a row already seen in the batch: tokens - padding - k
+    std::size_t bytes_written = 0;  // gradient bytes written by this backward: dense, one row
+                                    // of d values per non-padding lookup; sparse, k rows + k indices
+};
+
+// Row lookup y[..., :] = weight[ids[...], :].   weight (V, d), ids any shape (...) int64,
+// y (..., d). The backward is a row scatter-add that touches only the rows in `ids`:
+// O(tokens·d) work, independent of V.
+//   padding_idx: that row gets no gradient (may be negative, counting from the end).
+//   sparse=false: weight.grad is a dense (V, d) tensor; only the touched rows are written.
+//   sparse=true : weight.sparse_grad() is a coalesced row-sparse gradient (k unique rows);
+//                 weight must then be a leaf (a parameter).
+//   stats: if given, filled in by each backward.
+// Throws IndexError for an ID outside [0, V) (with its position and value), ValueError for
+// a bad padding_idx or a non-2-D weight.  ref: PyTorch docs, torch.nn.functional.embedding
+Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx = {},
+                 bool sparse = false, std::shared_ptr<EmbeddingStats> stats = nullptr);
+
+}  // namespace functional
 
 struct EmbeddingOptions {
     // This row gets no gradient and is initialised to zeros. Negative values count from the

@@ -1,97 +1,21 @@
-// nn/functional.hpp — the stateless layers and losses (torch.nn.functional).
+// nn/functional.hpp — the stateless layers and losses (torch.nn.functional), in one include.
 //
-// Legend: N rows (examples or tokens), C classes, B batch, T time, V vocabulary, d width.
-// Losses are in nats (natural log). Each op is defined in nn/functional.cpp with its forward
-// and backward side by side; the ones marked "fused" compute their own backward because the
-// composed form would be numerically unstable or needlessly slow.
+// Each topic's functional form lives beside its module: linear in nn/linear.hpp, embedding in
+// nn/embedding.hpp, gelu in nn/activation.hpp, the losses in nn/loss.hpp. The three
+// activations below are the core ops under their torch.nn.functional names.
 #pragma once
-
-#include <cstdint>
-#include <memory>
-#include <optional>
 
 #include "core/ops.hpp"
 #include "core/tensor.hpp"
 #include "nn/activation.hpp"
+#include "nn/embedding.hpp"
+#include "nn/linear.hpp"
+#include "nn/loss.hpp"
 
-namespace xgrad::nn {
+namespace xgrad::nn::functional {
 
-// How a per-element loss is reduced, as PyTorch's `reduction=` argument.
-enum class Reduction { Mean, Sum, None };
-
-namespace functional {
-
-// ---- activations ----------------------------------------------------------------------------------
 inline Tensor relu(const Tensor& x) { return xgrad::relu(x); }
 inline Tensor tanh(const Tensor& x) { return xgrad::tanh(x); }
 inline Tensor sigmoid(const Tensor& x) { return xgrad::sigmoid(x); }
-// gelu(x, approximate = "none" | "tanh") is declared in nn/activation.hpp, included above.
 
-// ---- linear -----------------------------------------------------------------------------------------
-// y = x Wᵀ + b.   x (..., in), weight (out, in), bias (out) or undefined; y (..., out).
-// Throws ValueError on mismatched sizes. ref: PyTorch docs, torch.nn.functional.linear
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-
-// ---- embedding ----------------------------------------------------------------------------------------
-// What one Embedding backward did; written by the backward pass, read by the caller.
-struct EmbeddingStats {
-    std::size_t tokens = 0;         // IDs looked up (padding included)
-    std::size_t rows_touched = 0;   // distinct rows that received gradient (k)
-    std::size_t duplicates = 0;     // lookups of a row already seen in the batch: tokens - padding - k
-    std::size_t bytes_written = 0;  // gradient bytes written by this backward: dense, one row
-                                    // of d values per non-padding lookup; sparse, k rows + k indices
-};
-
-// Row lookup y[..., :] = weight[ids[...], :].   weight (V, d), ids any shape (...) int64,
-// y (..., d). The backward is a row scatter-add that touches only the rows in `ids`:
-// O(tokens·d) work, independent of V.
-//   padding_idx: that row gets no gradient (may be negative, counting from the end).
-//   sparse=false: weight.grad is a dense (V, d) tensor; only the touched rows are written.
-//   sparse=true : weight.sparse_grad() is a coalesced row-sparse gradient (k unique rows);
-//                 weight must then be a leaf (a parameter).
-//   stats: if given, filled in by each backward.
-// Throws IndexError for an ID outside [0, V) (with its position and value), ValueError for
-// a bad padding_idx or a non-2-D weight.  ref: PyTorch docs, torch.nn.functional.embedding
-Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx = {},
-                 bool sparse = false, std::shared_ptr<EmbeddingStats> stats = nullptr);
-
-// ---- losses ---------------------------------------------------------------------------------------------
-struct CrossEntropyOptions {
-    Reduction reduction = Reduction::Mean;
-    std::int64_t ignore_index = -100;  // targets equal to this contribute nothing
-    double label_smoothing = 0.0;      // in [0, 1]
-};
-
-// Softmax cross-entropy, fused (see the .cpp for the math).
-//   logits (N, C) with targets (N,), or logits (B, T, C) with targets (B, T): the class dim
-//   is always the LAST one (PyTorch wants (B, C, T); xgrad follows the llm.c layout).
-//   Returns () for Mean/Sum, the targets' shape for None. Nats.
-// Mean divides by the number of non-ignored targets; if every target is ignored, xgrad
-// returns 0 (PyTorch returns nan = 0/0) and the gradient is exactly 0 either way.
-// Throws IndexError for a target outside [0, C) that is not ignore_index (value, position,
-// C), ValueError for mismatched shapes or label_smoothing outside [0, 1].
-// Non-finite logits never crash; as in PyTorch, a nan logit makes its row's loss and gradient
-// nan, a -inf target logit gives +inf, and a row of all -inf (or any +inf) gives nan.
-// ref: PyTorch docs, torch.nn.functional.cross_entropy
-Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const CrossEntropyOptions& options = {});
-
-// Negative log-likelihood of log-probabilities (e.g. log_softmax output), same shapes,
-// options and errors as cross_entropy (label_smoothing must be 0).
-Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const CrossEntropyOptions& options = {});
-
-// Mean squared error, (input - target)², reduced. input and target have the same shape.
-// The mean of an empty input is 0.
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
-
-// Binary cross-entropy on logits, fused and stable:
-//   ℓ = max(x, 0) - x·y + log(1 + e^(-|x|))      = -[y log σ(x) + (1-y) log(1-σ(x))]
-//   dℓ/dx = σ(x) - y
-// logits and targets (probabilities in [0, 1]) have the same shape; the targets get no
-// gradient. Throws ValueError for a target outside [0, 1] (value and position) or mismatched
-// shapes. The mean of an empty input is 0.
-// ref: PyTorch docs, torch.nn.functional.binary_cross_entropy_with_logits
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
-                                        Reduction reduction = Reduction::Mean);
-
-}  // namespace functional
-}  // namespace xgrad::nn
+}  // namespace xgrad::nn::functional

@@ -1,10 +1,90 @@
-// nn/linear.cpp — Linear's parameters and initialisation; the op is functional::linear.
+// nn/linear.cpp — functional::linear (forward and backward, one gemm each), then the Linear
+// module: its parameters, their initialisation, and a forward that calls functional::linear.
 #include "nn/linear.hpp"
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/autograd.hpp"
+#include "core/blas.hpp"
 
 namespace xgrad::nn {
+
+namespace functional {
+
+// ---- linear (fused matmul + bias) ----------------------------------------------------------------
+// forward : Y (R, out) = X (R, in) · Wᵀ + b,      R = all leading dims of x flattened
+// backward: dX (R, in)   = G (R, out) · W (out, in)
+//           dW (out, in) = Gᵀ (out, R) · X (R, in)
+//           db (out)     = Σ_r G[r, :]
+// One gemm each, with W used transposed in place (no Wᵀ copy): the reason this op is fused
+// rather than composed as matmul(x, transpose(W)) + b.
+// ref: PyTorch docs, torch.nn.functional.linear
+// Empty sizes: R = 0 (an empty batch) gives an empty y and dW = 0; in = 0 gives y = b. A gemm
+// whose inner size K is 0 is an empty sum, so its output is zero-filled here rather than left
+// to the BLAS library.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    check_defined(x, "linear", "the input");
+    check_defined(weight, "linear", "the weight");
+    // Shapes are read by reference and formatted only on failure (lazy_shape, core/error.hpp).
+    const auto& ws = weight.data().shape();
+    const auto& xs = x.data().shape();
+    check(ws.size() == 2, "linear", "weight must be (out, in); got shape {}", lazy_shape(ws));
+    const std::size_t out = ws[0], in = ws[1];
+    check(xs.size() >= 1 && xs.back() == in, "linear",
+          "input of shape {} does not end in in_features = {} (weight {})", lazy_shape(xs), in, lazy_shape(ws));
+    if (bias.defined())
+        check(bias.dim() == 1 && bias.data().shape()[0] == out, "linear", "bias of shape {} does not match ({},)",
+              lazy_shape(bias.data().shape()), out);
+    std::size_t R = 1;  // product of the leading dims (not numel / in, which fails for in = 0)
+    for (std::size_t i = 0; i + 1 < xs.size(); ++i) R *= xs[i];
+    Shape ys(xs.begin(), xs.end());
+    ys.back() = out;
+    Array y(ys);
+    if (in == 0) y.fill(0);
+    gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, 0, y.data(), out);
+    if (bias.defined()) {
+        const real* b = bias.data().data();
+        real* py = y.data();  // (plain pointers: the loop vectorises)
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t j = 0; j < out; ++j) py[r * out + j] += b[j];
+    }
+    std::vector<Tensor> inputs{x, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    // The backward keeps the handles of x and W, not copies of their arrays.
+    return make_result(
+        std::move(y), "linear", inputs,
+        [x, weight, R, in, out, has_bias = bias.defined(), rx = x.requires_grad(),
+         rw = weight.requires_grad(), rb = bias.defined() && bias.requires_grad()](const Array& g, const Array&) {
+            const Array& X = x.data();
+            const Array& W = weight.data();
+            Grads grads(has_bias ? 3 : 2);
+            if (rx) {
+                Array dx(X.shape());
+                gemm(false, false, R, in, out, 1, g.data(), out, W.data(), in, 0, dx.data(), in);
+                grads[0] = std::move(dx);
+            }
+            if (rw) {
+                Array dw(W.shape());
+                if (R == 0) dw.fill(0);
+                gemm(true, false, out, in, R, 1, g.data(), out, X.data(), in, 0, dw.data(), in);
+                grads[1] = std::move(dw);
+            }
+            if (rb) {
+                Array db = xt::zeros<real>({out});
+                real* pdb = db.data();
+                const real* pg = g.data();
+                for (std::size_t r = 0; r < R; ++r)
+                    for (std::size_t j = 0; j < out; ++j) pdb[j] += pg[r * out + j];
+                grads[2] = std::move(db);
+            }
+            return grads;
+        });
+}
+
+}  // namespace functional
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bias)
     : in_(in_features), out_(out_features), has_bias_(with_bias) {

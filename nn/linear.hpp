@@ -1,4 +1,4 @@
-// nn/linear.hpp — Linear: y = x Wᵀ + b.
+// nn/linear.hpp — the affine layer y = x Wᵀ + b: functional::linear and the Linear module.
 //
 //   x (..., in)  →  y (..., out),   weight W (out, in),   bias b (out)
 //
@@ -8,10 +8,16 @@
 
 #include <cstdint>
 
-#include "nn/functional.hpp"
+#include "core/tensor.hpp"
 #include "nn/module.hpp"
 
 namespace xgrad::nn {
+
+namespace functional {
+// y = x Wᵀ + b.   x (..., in), weight (out, in), bias (out) or undefined; y (..., out).
+// Throws ValueError on mismatched sizes. ref: PyTorch docs, torch.nn.functional.linear
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+}  // namespace functional
 
 class Embedding;
 class Linear;

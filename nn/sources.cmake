@@ -2,7 +2,7 @@
 list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/module.cpp
   ${CMAKE_CURRENT_LIST_DIR}/serialize.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/functional.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/loss.cpp
   ${CMAKE_CURRENT_LIST_DIR}/activation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/normalization.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dropout.cpp

@@ -7,6 +7,10 @@
 //   message_of<E>(fn)                     fn throws exactly E; returns its message
 //   TempDir dir; dir.file("a")            a fresh directory, removed with everything in it
 //   read_bytes / write_bytes              a whole file as a string of bytes, and back
+//   kInf, kNaN, bits_equal(a, b)          ±inf and NaN of `real`; two tensors equal bit for bit
+//   weighted_sum(y, G), counting(shape)   a loss whose dL/dy is G; values 1, 2, 3, ... of a shape
+//   snapshot(m) / require_unchanged(m, s) every parameter of a module, and "none of them changed"
+//   TinyNet                               Embedding (5, 3) → Linear (3 → 2), 23 parameters
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -15,6 +19,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <limits>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,6 +32,9 @@
 
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
+#include "nn/embedding.hpp"
+#include "nn/linear.hpp"
+#include "nn/module.hpp"
 
 namespace xgrad::testing {
 
@@ -97,6 +107,58 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     REQUIRE(out.good());
 }
+
+// ---- shared by the nn test files ---------------------------------------------------------------
+constexpr real kInf = std::numeric_limits<real>::infinity();
+constexpr real kNaN = std::numeric_limits<real>::quiet_NaN();
+
+inline bool bits_equal(const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() && std::memcmp(a.data().data(), b.data().data(), a.numel() * sizeof(real)) == 0;
+}
+
+// Σ y ⊙ G: a scalar loss whose gradient with respect to y is exactly G.
+inline Tensor weighted_sum(const Tensor& y, const Tensor& G) { return sum(mul(y, G)); }
+
+// A (..., d) tensor with distinct values 1, 2, 3, ...: an upstream gradient whose rows are
+// easy to add up by hand.
+inline Tensor counting(const Shape& shape) {
+    Array a(shape);
+    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<real>(i + 1);
+    return from_array(std::move(a));
+}
+
+// ---- model snapshots: "the model is unchanged" compares every bit of every parameter ---------
+using Snapshot = std::vector<std::pair<std::string, Array>>;
+
+inline Snapshot snapshot(const nn::Module& m) {
+    Snapshot s;
+    for (const auto& [name, t] : m.named_parameters()) s.emplace_back(name, t.data());
+    return s;
+}
+
+inline void require_unchanged(const nn::Module& m, const Snapshot& before) {
+    const NamedTensors now = m.named_parameters();
+    REQUIRE(now.size() == before.size());
+    for (std::size_t i = 0; i < now.size(); ++i) {
+        INFO("parameter " << now[i].first);
+        REQUIRE(now[i].first == before[i].first);
+        REQUIRE(now[i].second.shape() == Shape(before[i].second.shape().begin(), before[i].second.shape().end()));
+        REQUIRE(std::memcmp(now[i].second.data().data(), before[i].second.data(),
+                            before[i].second.size() * sizeof(real)) == 0);
+    }
+}
+
+// ---- small models ------------------------------------------------------------------------------
+// emb.weight (5, 3), fc.weight (2, 3), fc.bias (2): 15 + 6 + 2 = 23 parameters.
+struct TinyNet : nn::Module {
+    std::shared_ptr<nn::Embedding> emb;
+    std::shared_ptr<nn::Linear> fc;
+    TinyNet() {
+        emb = register_module("emb", std::make_shared<nn::Embedding>(5, 3));
+        fc = register_module("fc", std::make_shared<nn::Linear>(3, 2));
+    }
+    Tensor forward(const IndexTensor& ids) const { return fc->forward(emb->forward(ids)); }
+};
 
 }  // namespace xgrad::testing
 

@@ -21,6 +21,7 @@
 
 #include "core/blas.hpp"
 #include "core/parallel.hpp"
+#include "core/threads.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 #include "test_helpers.hpp"
@@ -41,6 +42,23 @@ bool same_bits(const Array& a, const Array& b) {
 }
 
 }  // namespace
+
+// OpenBLAS's own thread count (its C API; <cblas.h> itself clashes with xtensor-blas).
+extern "C" int openblas_get_num_threads(void);
+
+TEST_CASE("set_num_threads sizes xgrad's pool and puts OpenBLAS on 1 thread", "[threads][parallel]") {
+    ThreadsGuard guard;
+    REQUIRE(get_num_threads() == 1);  // a process that never called set_num_threads
+    set_num_threads(2);
+    REQUIRE(get_num_threads() == 2);
+    REQUIRE(get_pool_threads() == 2);
+    REQUIRE(openblas_get_num_threads() == 1);
+    CHECK_THAT(message_of<ValueError>([] { set_num_threads(0); }),
+               Contains("set_num_threads") && Contains(">= 1") && Contains("got 0"));
+    REQUIRE(get_num_threads() == 2);  // a refused call changes nothing
+    set_num_threads(1);
+    REQUIRE(get_num_threads() == 1);
+}
 
 TEST_CASE("parallel_for visits every index once in contiguous chunks", "[threads][parallel]") {
     ThreadsGuard guard;

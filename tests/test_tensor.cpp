@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -346,6 +347,13 @@ TEST_CASE("array storage starts on a 32-byte boundary for every size", "[tensor]
         a.fill(real(1));  // every element of the block is writable (ASan checks the bounds)
         REQUIRE(xt::sum(a)() == real(n));
     }
+}
+
+TEST_CASE("the malloc policy is in force unless the environment sets its own", "[tensor][allocator]") {
+    const bool env_sets_its_own = std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
+                                  std::getenv("GLIBC_TUNABLES");
+    REQUIRE(apply_malloc_policy() == !env_sets_its_own);
+    REQUIRE(apply_malloc_policy() == !env_sets_its_own);  // applied once; later calls report it
 }
 
 TEST_CASE("an allocation whose byte count overflows throws instead of wrapping", "[tensor][allocator][errors]") {

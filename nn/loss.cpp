@@ -1,8 +1,7 @@
-// nn/functional.cpp — forward and backward of the layers and losses in nn/functional.hpp.
+// nn/loss.cpp — forward and backward of the losses in nn/loss.hpp.
 //
-// These ops are built exactly like the core ones (core/ops.cpp): compute the forward into a
-// fresh Array, then make_result() with a backward closure that returns one gradient per input.
-#include "nn/functional.hpp"
+// Legend: N rows, C classes; g = dL/d(loss), () for Mean/Sum or the targets' shape for None.
+#include "nn/loss.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,16 +14,11 @@
 #include <xtensor/xnoalias.hpp>
 
 #include "core/autograd.hpp"
-#include "core/blas.hpp"
 #include "core/ops.hpp"
 
 namespace xgrad::nn::functional {
 
 namespace {
-
-void check_defined(const Tensor& t, const char* op, const char* what) {
-    check(t.defined(), op, "{} is an undefined tensor", what);
-}
 
 // A Reduction made by casting an arbitrary integer would otherwise be treated as Sum, with a
 // zero gradient.
@@ -44,207 +38,6 @@ std::string position_str(std::size_t flat, const Shape& shape) {
 }
 
 }  // namespace
-
-// ---- linear (fused matmul + bias) ----------------------------------------------------------------
-// forward : Y (R, out) = X (R, in) · Wᵀ + b,      R = all leading dims of x flattened
-// backward: dX (R, in)   = G (R, out) · W (out, in)
-//           dW (out, in) = Gᵀ (out, R) · X (R, in)
-//           db (out)     = Σ_r G[r, :]
-// One gemm each, with W used transposed in place (no Wᵀ copy): the reason this op is fused
-// rather than composed as matmul(x, transpose(W)) + b.
-// ref: PyTorch docs, torch.nn.functional.linear
-// Empty sizes: R = 0 (an empty batch) gives an empty y and dW = 0; in = 0 gives y = b. A gemm
-// whose inner size K is 0 is an empty sum, so its output is zero-filled here rather than left
-// to the BLAS library.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-    check_defined(x, "linear", "the input");
-    check_defined(weight, "linear", "the weight");
-    // Shapes are read by reference and formatted only on failure (lazy_shape): this op runs
-    // twice per step of a small model, where such overheads add up (bench/, workload W1).
-    const auto& ws = weight.data().shape();
-    const auto& xs = x.data().shape();
-    check(ws.size() == 2, "linear", "weight must be (out, in); got shape {}", lazy_shape(ws));
-    const std::size_t out = ws[0], in = ws[1];
-    check(xs.size() >= 1 && xs.back() == in, "linear",
-          "input of shape {} does not end in in_features = {} (weight {})", lazy_shape(xs), in, lazy_shape(ws));
-    if (bias.defined())
-        check(bias.dim() == 1 && bias.data().shape()[0] == out, "linear", "bias of shape {} does not match ({},)",
-              lazy_shape(bias.data().shape()), out);
-    std::size_t R = 1;  // product of the leading dims (not numel / in, which fails for in = 0)
-    for (std::size_t i = 0; i + 1 < xs.size(); ++i) R *= xs[i];
-    Shape ys(xs.begin(), xs.end());
-    ys.back() = out;
-    Array y(ys);
-    if (in == 0) y.fill(0);
-    gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, 0, y.data(), out);
-    if (bias.defined()) {
-        const real* b = bias.data().data();
-        real* py = y.data();  // (plain pointers: the loop vectorises)
-        for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t j = 0; j < out; ++j) py[r * out + j] += b[j];
-    }
-    std::vector<Tensor> inputs{x, weight};
-    if (bias.defined()) inputs.push_back(bias);
-    // The backward keeps the handles of x and W, not copies of their arrays.
-    return make_result(
-        std::move(y), "linear", inputs,
-        [x, weight, R, in, out, has_bias = bias.defined(), rx = x.requires_grad(),
-         rw = weight.requires_grad(), rb = bias.defined() && bias.requires_grad()](const Array& g, const Array&) {
-            const Array& X = x.data();
-            const Array& W = weight.data();
-            Grads grads(has_bias ? 3 : 2);
-            if (rx) {
-                Array dx(X.shape());
-                gemm(false, false, R, in, out, 1, g.data(), out, W.data(), in, 0, dx.data(), in);
-                grads[0] = std::move(dx);
-            }
-            if (rw) {
-                Array dw(W.shape());
-                if (R == 0) dw.fill(0);
-                gemm(true, false, out, in, R, 1, g.data(), out, X.data(), in, 0, dw.data(), in);
-                grads[1] = std::move(dw);
-            }
-            if (rb) {
-                Array db = xt::zeros<real>({out});
-                real* pdb = db.data();
-                const real* pg = g.data();
-                for (std::size_t r = 0; r < R; ++r)
-                    for (std::size_t j = 0; j < out; ++j) pdb[j] += pg[r * out + j];
-                grads[2] = std::move(db);
-            }
-            return grads;
-        });
-}
-
-// ---- embedding ---------------------------------------------------------------------------------------
-// forward : y[p, :] = E[ids[p], :]           E (V, d), ids (P...) flattened to P, y (P..., d)
-//           the same as one_hot(ids, V) @ E, but d copies per token instead of V·d products
-// backward: dL/dE[r, :] = Σ_{p : ids[p] = r, r ≠ padding_idx} g[p, :]
-//           a scatter-add into the k distinct rows that appeared: O(P·d) work. Rows that did
-//           not appear get no gradient at all (their gradient is exactly 0).
-// ref: PyTorch docs, torch.nn.functional.embedding; the lesson "From Token IDs to Embedding Vectors"
-Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx,
-                 bool sparse, std::shared_ptr<EmbeddingStats> stats) {
-    check_defined(weight, "embedding", "the weight");
-    check(weight.dim() == 2, "embedding", "weight must be (V, d); got shape {}", lazy_shape(weight.shape()));
-    const auto V = static_cast<std::int64_t>(weight.shape()[0]);
-    const std::size_t d = weight.shape()[1];
-    if (padding_idx) {
-        check(*padding_idx >= -V && *padding_idx < V, "embedding", "padding_idx {} out of range [{}, {})",
-              *padding_idx, -V, V);
-        if (*padding_idx < 0) padding_idx = *padding_idx + V;
-    }
-    check(!sparse || !weight.requires_grad() || weight.is_leaf(), "embedding",
-          "sparse=true needs the weight to be a leaf tensor (a parameter)");
-    check_ids(ids, V, "embedding");
-
-    const std::size_t P = ids.numel();
-    Shape ys = ids.shape();
-    ys.push_back(d);
-    Array y(ys);
-    const std::int64_t* id = ids.data().data();
-    const real* table = weight.data().data();
-    for (std::size_t p = 0; p < P; ++p) {
-        // Fast path for large tables: the rows are scattered over memory that the caches do not
-        // hold, so row p + 2 is requested while row p is copied (bench/, W4 at V = 1e6).
-        if (p + 2 < P) {
-            const char* ahead = reinterpret_cast<const char*>(table + static_cast<std::size_t>(id[p + 2]) * d);
-            for (std::size_t b = 0; b < d * sizeof(real); b += 64) __builtin_prefetch(ahead + b);
-        }
-        std::copy_n(table + static_cast<std::size_t>(id[p]) * d, d, y.data() + p * d);
-    }
-
-    const std::int64_t pad = padding_idx.value_or(-1);
-    auto leaf = weight.is_leaf() ? weight.impl_ptr() : nullptr;
-    return make_result(std::move(y), "embedding", {weight},
-                       [ids, leaf, pad, sparse, stats, d, shape = weight.shape()](const Array& g, const Array&) -> Grads {
-        const std::size_t P = ids.numel();
-        const std::int64_t* id = ids.data().data();
-
-        // A sparse table that already holds a dense gradient is tied to an output head
-        // (nn/tying.hpp), whose matmul gradient covers all V rows: the sum is dense anyway, so
-        // the lookup's rows are added into it as in the dense case.
-        if (!sparse || leaf->grad) {
-            // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
-            // into weight.grad (allocated as zeros once); otherwise into a fresh array.
-            std::optional<Array> fresh;  // for a non-leaf weight only
-            Array* dst;
-            if (leaf) {
-                if (!leaf->grad) accumulate_grad(*leaf, zeros_array(shape));
-                dst = &leaf->grad->data;
-            } else {
-                fresh = zeros_array(shape);
-                dst = &*fresh;
-            }
-            std::size_t kept = 0;  // lookups other than padding_idx
-            for (std::size_t p = 0; p < P; ++p) {
-                if (id[p] == pad) continue;
-                real* row = dst->data() + static_cast<std::size_t>(id[p]) * d;
-                const real* src = g.data() + p * d;
-                for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
-                ++kept;
-            }
-            if (stats) {
-                std::vector<std::int64_t> distinct;  // sorted only to count them
-                distinct.reserve(kept);
-                for (std::size_t p = 0; p < P; ++p)
-                    if (id[p] != pad) distinct.push_back(id[p]);
-                std::sort(distinct.begin(), distinct.end());
-                const std::size_t k = static_cast<std::size_t>(
-                    std::unique(distinct.begin(), distinct.end()) - distinct.begin());
-                stats->tokens = P;
-                stats->rows_touched = k;
-                stats->duplicates = kept - k;
-                // kept additions of d values; the one-time zero-fill of a new (V, d) .grad is not counted.
-                stats->bytes_written = kept * d * sizeof(real);
-            }
-            if (leaf) return make_grads(std::nullopt);
-            return make_grads(std::move(*fresh));
-        }
-
-        // Row-sparse: one coalesced row per distinct index, rows ascending. The lookups are
-        // sorted by (row, position), and each row's lookups are summed straight from g into a
-        // (k, d) block, in position order; copying the (n, d) rows out first and merging them
-        // into a zeroed block moved three times the bytes (memmove was 26% of a sparse step,
-        // bench/ W3).
-        std::vector<std::pair<std::int64_t, std::size_t>> lookups;  // (row, position p in g)
-        lookups.reserve(P);
-        for (std::size_t p = 0; p < P; ++p)
-            if (id[p] != pad) lookups.emplace_back(id[p], p);  // every lookup but padding_idx's
-        std::sort(lookups.begin(), lookups.end());
-        std::vector<std::int64_t> distinct;  // the k rows that appeared, ascending
-        for (std::size_t i = 0; i < lookups.size(); ++i)
-            if (i == 0 || lookups[i].first != lookups[i - 1].first) distinct.push_back(lookups[i].first);
-        if (stats) {
-            stats->tokens = P;
-            stats->rows_touched = distinct.size();
-            stats->duplicates = lookups.size() - distinct.size();
-        }
-        Array values(Shape{distinct.size(), d});
-        std::size_t k = 0;    // output rows started so far
-        real* out = nullptr;  // the output row being summed
-        for (std::size_t i = 0; i < lookups.size(); ++i) {
-            const real* src = g.data() + lookups[i].second * d;
-            if (i == 0 || lookups[i].first != lookups[i - 1].first) {
-                out = values.data() + d * k++;
-                std::copy_n(src, d, out);
-            } else {  // a repeated row: add to its sum
-                for (std::size_t j = 0; j < d; ++j) out[j] += src[j];
-            }
-        }
-        if (!leaf->sparse_grad || leaf->sparse_grad->indices.empty()) {
-            auto grad = std::make_unique<SparseGrad>();
-            grad->dense_shape = shape;
-            grad->indices = distinct;
-            grad->values = std::move(values);
-            leaf->sparse_grad = std::move(grad);
-        } else {  // a second backward before zero_grad: merge with what is there
-            leaf->sparse_grad->accumulate(distinct, values);
-        }
-        if (stats) stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
-        return make_grads(std::nullopt);
-    });
-}
 
 // ---- shared by the classification losses --------------------------------------------------------
 namespace {
@@ -310,10 +103,9 @@ Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_va
 // ref: PyTorch docs, torch.nn.functional.cross_entropy (label smoothing: Szegedy et al. 2016)
 namespace {
 
-// The max of one row of C values, with four independent running values. With a single one,
-// every step waits for the one before (a dependent chain of C compares); on the short rows of
-// a small model, (32, 27) logits in bench/ workload W1, this and the row sums of sum_double
-// (core/ops.hpp), which works the same way, took cross_entropy's forward from 2.3 to 1.75 µs.
+// The max of one row of C values, with four independent running values: with a single one,
+// every step waits for the one before (a dependent chain of C compares). sum_double
+// (core/reduction.cpp) sums rows the same way.
 real row_max(const real* x, std::size_t C) {
     if (C == 0) return 0;
     real m[4] = {x[0], x[0], x[0], x[0]};
@@ -336,8 +128,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
     const double eps = o.label_smoothing;
 
     // Two passes over the (N, C) logits. Pass 1 stores x - m and exponentiates the whole array
-    // at once (xt::exp is vectorised; std::exp on each element, twice, was 12% of a small training
-    // step, bench/ workload W1). Pass 2 sums each row in double, giving lse, the loss and
+    // at once (xt::exp is vectorised). Pass 2 sums each row in double, giving lse, the loss and
     // p_c = e^(x_c - m) / Σ_c' e^(x_c' - m)  (= e^(x_c - lse)).
     Array probs(Shape{N, C});  // softmax, saved for the backward
     std::vector<double> max_i(N, 0.0);  // m of each row

@@ -1,0 +1,29 @@
+// core/op_helpers.hpp — small shape helpers shared by the op files (internal; not for users).
+//
+// DimSplit views a tensor around one dim as (outer, n, inner): reductions (core/reduction.cpp)
+// and concat (core/shape.cpp) loop over that split.
+#pragma once
+
+#include <cstddef>
+
+#include "core/tensor.hpp"
+
+namespace xgrad {
+
+// An Array's shape as a Shape (xtensor keeps its own small-vector type).
+inline Shape array_shape(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+
+// View a tensor of `shape` as (outer, n, inner) around `dim`: element (o, i, j) sits at
+// flat offset (o·n + i)·inner + j. Reductions and concat loop over this split.
+struct DimSplit {
+    std::size_t outer = 1, n = 1, inner = 1;
+};
+inline DimSplit split_at(const Shape& shape, std::size_t dim) {
+    DimSplit s;
+    for (std::size_t i = 0; i < dim; ++i) s.outer *= shape[i];
+    s.n = shape[dim];
+    for (std::size_t i = dim + 1; i < shape.size(); ++i) s.inner *= shape[i];
+    return s;
+}
+
+}  // namespace xgrad

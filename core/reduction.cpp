@@ -1,0 +1,152 @@
+// core/reduction.cpp — reductions: sum, mean, max (all elements or along one dim), argmax.
+//
+// Legend: x the input; y the output; g = dL/dy. Along a dim, x is viewed as (outer, n, inner)
+// (DimSplit, core/op_helpers.hpp) and y drops the n axis (or keeps it as 1 with keepdim).
+#include <algorithm>
+#include <cmath>
+
+#include "core/op_helpers.hpp"
+#include "core/ops.hpp"
+
+namespace xgrad {
+
+// The shape of x reduced along dim: the dim removed, or kept as 1.
+static Shape reduced_shape(const Shape& shape, std::size_t dim, bool keepdim) {
+    Shape out = shape;
+    if (keepdim) out[dim] = 1;
+    else out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
+    return out;
+}
+
+// ==== reductions =====================================================================================
+
+// ---- sum (all) -----------------------------------------------------------------------------------
+// forward : y = Σ_i x_i                    x: any shape, y: ()
+// backward: dL/dx_i = g                    (g broadcast to x's shape)
+// The sum is accumulated in double: a float accumulator stops growing at 2^24. Eight
+// interleaved partial sums let the additions pipeline and vectorise instead of each waiting
+// for the one before.
+double sum_double(const real* p, std::size_t n) {
+    double lane[8] = {};
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (std::size_t l = 0; l < 8; ++l) lane[l] += p[i + l];
+    double acc = 0;
+    for (; i < n; ++i) acc += p[i];
+    for (double v : lane) acc += v;
+    return acc;
+}
+
+Tensor sum(const Tensor& x) {
+    const double acc = sum_double(x.data().data(), x.numel());
+    Array y = xt::zeros<real>(Shape{});
+    y() = static_cast<real>(acc);
+    return make_result(std::move(y), "sum", {x}, [shape = x.shape()](const Array& g, const Array&) {
+        Array gx(shape);
+        gx.fill(g());
+        return make_grads(std::move(gx));
+    });
+}
+
+// ---- sum (dim) -----------------------------------------------------------------------------------
+// forward : y[o, j] = Σ_i x[o, i, j]        x viewed as (outer, n, inner) around dim
+// backward: dL/dx[o, i, j] = g[o, j]        (g broadcast back along dim)
+Tensor sum(const Tensor& x, int dim, bool keepdim) {
+    const Shape xs = x.shape();
+    const std::size_t d = normalize_dim(dim, xs.size(), "sum");
+    const DimSplit s = split_at(xs, d);
+    Array y = xt::zeros<real>(reduced_shape(xs, d, keepdim));
+    const real* px = x.data().data();
+    real* py = y.data();
+    for (std::size_t o = 0; o < s.outer; ++o)
+        for (std::size_t i = 0; i < s.n; ++i)
+            for (std::size_t j = 0; j < s.inner; ++j) py[o * s.inner + j] += px[(o * s.n + i) * s.inner + j];
+    return make_result(std::move(y), "sum_dim", {x}, [xs, s](const Array& g, const Array&) {
+        Array gx(xs);
+        for (std::size_t o = 0; o < s.outer; ++o)
+            for (std::size_t i = 0; i < s.n; ++i)
+                std::copy_n(g.data() + o * s.inner, s.inner, gx.data() + (o * s.n + i) * s.inner);
+        return make_grads(std::move(gx));
+    });
+}
+
+// ---- mean ----------------------------------------------------------------------------------------
+// forward : y = sum(x) / n                  backward: dL/dx = g / n   (through sum and mul)
+Tensor mean(const Tensor& x) {
+    check(x.numel() > 0, "mean", "mean of an empty tensor of shape {}", shape_str(x.shape()));
+    return mul(sum(x), real(1) / static_cast<real>(x.numel()));
+}
+
+Tensor mean(const Tensor& x, int dim, bool keepdim) {
+    const std::size_t d = normalize_dim(dim, x.dim(), "mean");
+    check(x.shape()[d] > 0, "mean", "mean over an empty dim {} of shape {}", dim, shape_str(x.shape()));
+    return mul(sum(x, dim, keepdim), real(1) / static_cast<real>(x.shape()[d]));
+}
+
+// ---- max (all) -----------------------------------------------------------------------------------
+// forward : y = max_i x_i                   backward: dL/dx_k = g at the first maximal k, else 0
+// (PyTorch's max(dim) also routes the gradient to the one index it returns.) NaN is larger than
+// every number, and the first NaN wins: max([1, NaN, 3]) = NaN, as in PyTorch.
+static bool beats(real v, real best) { return !std::isnan(best) && (v > best || std::isnan(v)); }
+
+Tensor max(const Tensor& x) {
+    check(x.numel() > 0, "max", "max of an empty tensor of shape {}", shape_str(x.shape()));
+    const real* px = x.data().data();
+    std::size_t k = 0;
+    for (std::size_t i = 1; i < x.numel(); ++i) k = beats(px[i], px[k]) ? i : k;
+    Array y = xt::zeros<real>(Shape{});
+    y() = px[k];
+    return make_result(std::move(y), "max", {x}, [shape = x.shape(), k](const Array& g, const Array&) {
+        Array gx = xt::zeros<real>(shape);
+        gx.data()[k] = g();
+        return make_grads(std::move(gx));
+    });
+}
+
+// ---- max (dim) / argmax --------------------------------------------------------------------------
+// forward : y[o, j] = max_i x[o, i, j],  a[o, j] = the first such i
+// backward: dL/dx[o, a[o, j], j] = g[o, j], all other entries 0
+static IndexArray argmax_flat(const Array& x, std::size_t d, const DimSplit& s, bool keepdim) {
+    IndexArray arg = xt::zeros<std::int64_t>(reduced_shape(array_shape(x), d, keepdim));
+    const real* px = x.data();
+    for (std::size_t o = 0; o < s.outer; ++o)
+        for (std::size_t j = 0; j < s.inner; ++j) {
+            std::size_t best = 0;
+            for (std::size_t i = 1; i < s.n; ++i)
+                if (beats(px[(o * s.n + i) * s.inner + j], px[(o * s.n + best) * s.inner + j])) best = i;
+            arg.data()[o * s.inner + j] = static_cast<std::int64_t>(best);
+        }
+    return arg;
+}
+
+IndexTensor argmax(const Tensor& x, int dim, bool keepdim) {
+    const std::size_t d = normalize_dim(dim, x.dim(), "argmax");
+    check(x.shape()[d] > 0, "argmax", "argmax over an empty dim {} of shape {}", dim, shape_str(x.shape()));
+    return IndexTensor(argmax_flat(x.data(), d, split_at(x.shape(), d), keepdim));
+}
+
+Tensor max(const Tensor& x, int dim, bool keepdim) {
+    const Shape xs = x.shape();
+    const std::size_t d = normalize_dim(dim, xs.size(), "max");
+    check(xs[d] > 0, "max", "max over an empty dim {} of shape {}", dim, shape_str(xs));
+    const DimSplit s = split_at(xs, d);
+    IndexArray arg = argmax_flat(x.data(), d, s, keepdim);
+    Array y(reduced_shape(xs, d, keepdim));
+    for (std::size_t o = 0; o < s.outer; ++o)
+        for (std::size_t j = 0; j < s.inner; ++j) {
+            const auto i = static_cast<std::size_t>(arg.data()[o * s.inner + j]);
+            y.data()[o * s.inner + j] = x.data().data()[(o * s.n + i) * s.inner + j];
+        }
+    return make_result(std::move(y), "max_dim", {x},
+                       [xs, s, arg = std::move(arg)](const Array& g, const Array&) {
+                           Array gx = xt::zeros<real>(xs);
+                           for (std::size_t o = 0; o < s.outer; ++o)
+                               for (std::size_t j = 0; j < s.inner; ++j) {
+                                   const auto i = static_cast<std::size_t>(arg.data()[o * s.inner + j]);
+                                   gx.data()[(o * s.n + i) * s.inner + j] = g.data()[o * s.inner + j];
+                               }
+                           return make_grads(std::move(gx));
+                       });
+}
+
+}  // namespace xgrad
