@@ -38,9 +38,10 @@ cmake --build "$work/build" -j "$(nproc)"
 # Runs one program, shows its output, and checks it: exit 0, and the loss of its last
 # "step N  loss X nats" line below that of its first.
 run() {
-  local out
-  out=$("$work/build/$1")
+  local out rc=0
+  out=$("$work/build/$1") || rc=$?
   echo "$out"
+  if ((rc != 0)); then echo "consumer.sh: $1 exited with status $rc" >&2; exit 1; fi
   awk '$1 == "step" && $3 == "loss" { if (first == "") first = $4; last = $4 }
        END { if (first == "" || !(last < first)) { print "consumer.sh: loss did not fall (first " first ", last " last ")"; exit 1 }
              print "consumer.sh: loss " first " -> " last " nats" }' <<<"$out"
