@@ -1,5 +1,8 @@
 # Quick start for xgrad. Everything real lives in CMake; this file only strings the steps together.
 #   make run [ARGS="--steps 1000"]   install deps, Release build in build/, run the main example
+#   make install [PREFIX=dir]        install deps, build the libraries xgrad and xgrad_f64 in build/,
+#                                    install them with the headers and the CMake package under PREFIX
+#                                    (default ~/.local/xgrad); works right after make run
 #   make test                        install deps, Release build, run every test with ctest
 #   make sanitize                    the same tests under ASan + UBSan + LeakSanitizer, in build-asan/
 #   make fuzz [FUZZ_LOADS=30000]     mutated loads of a real checkpoint under ASan + UBSan, in build-asan/
@@ -18,12 +21,14 @@ MAKEFLAGS  += --no-print-directory
 # The main job: train the character-level MLP language model (examples/char_mlp).
 MAIN ?= $(BUILD)/examples/char_mlp
 ARGS ?=
+# Where make install puts xgrad: PREFIX/include/xgrad, PREFIX/lib, PREFIX/lib/cmake/xgrad.
+PREFIX ?= $(HOME)/.local/xgrad
 
 # One BLAS thread per test process: ctest runs tests in parallel, and OpenBLAS threads would oversubscribe.
 export OPENBLAS_NUM_THREADS := 1
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --test-dir
 
-.PHONY: deps run test sanitize fuzz tsan bench clean
+.PHONY: deps run install test sanitize fuzz tsan bench clean
 
 deps:
 	@bash .ci/install-deps
@@ -32,6 +37,15 @@ run: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS) --target $(notdir $(MAIN))
 	$(MAIN) $(ARGS)
+
+# The install needs both libraries (cmake/install.cmake installs xgrad_f64 beside xgrad), and make run
+# builds only its example, so they are built here first; tests/consumer.sh makes the same two calls.
+install: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS) --target xgrad xgrad_f64
+	cmake --install $(BUILD) --prefix $(PREFIX)
+	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a and libxgrad_f64.a in lib,"
+	@echo "the CMake package in lib/cmake/xgrad. A project finds it with -DCMAKE_PREFIX_PATH=$(PREFIX)."
 
 test: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release

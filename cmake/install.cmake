@@ -1,4 +1,5 @@
 # cmake/install.cmake — `cmake --install`: headers, libraries and the CMake package of xgrad
+# (`make install PREFIX=P` builds xgrad and xgrad_f64 in build/, then runs cmake --install)
 # (included from the top-level CMakeLists.txt when XGRAD_INSTALL is on, by default only when xgrad
 # is the top-level project: inside another project's add_subdirectory, that project's own
 # `cmake --install` does not also install xgrad unless it sets XGRAD_INSTALL=ON).

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# tests/consumer.sh — builds examples/standalone/ as another project would, and runs it.
+# tests/consumer.sh — builds examples/own_project/ as another project would, and runs it.
 #
 #   consumer.sh install  XGRAD_SOURCE XGRAD_BUILD WORK [COMPILER_LAUNCHER]
-#       cmake --install XGRAD_BUILD into WORK/prefix, then configure the consumer with
+#       the install of `make install` (Makefile: build xgrad and xgrad_f64, then cmake --install),
+#       from XGRAD_BUILD into WORK/prefix; then configure the project with
 #       -DCMAKE_PREFIX_PATH=WORK/prefix, so it finds xgrad through find_package(xgrad CONFIG)
 #   consumer.sh subdir   XGRAD_SOURCE XGRAD_BUILD WORK [COMPILER_LAUNCHER]
-#       configure the consumer with -DXGRAD_SOURCE_DIR=XGRAD_SOURCE, so it builds xgrad itself
+#       configure the project with -DXGRAD_SOURCE_DIR=XGRAD_SOURCE, so it builds xgrad itself
 #       through add_subdirectory (xgrad's tests, examples and bench are then off)
 #
-# Either way the consumer's two programs, standalone (float) and standalone_f64 (double), must
-# build and exit 0. WORK is emptied first, so every run configures from scratch; the compiler
-# launcher (ccache, if the parent build uses one) makes the repeated compiles cheap.
+# Either way the project's two programs, own_project (float) and own_project_f64 (double), must
+# build, exit 0, and print a last training loss below the first. WORK is emptied first, so every
+# run configures from scratch; the compiler launcher (ccache, if the parent build uses one) makes
+# the repeated compiles cheap.
 # Registered with ctest as consumer_find_package and consumer_add_subdirectory (tests/CMakeLists.txt).
 set -euo pipefail
 mode=$1 source=$2 build=$3 work=$4 launcher=${5:-}
@@ -21,6 +23,7 @@ args=(-DCMAKE_BUILD_TYPE=Release)
 [[ -n $launcher ]] && args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher")
 case $mode in
   install)
+    cmake --build "$build" -j "$(nproc)" --target xgrad xgrad_f64
     cmake --install "$build" --prefix "$work/prefix"
     args+=("-DCMAKE_PREFIX_PATH=$work/prefix") ;;
   subdir)
@@ -29,9 +32,19 @@ case $mode in
   *) echo "consumer.sh: unknown mode '$mode' (install | subdir)" >&2; exit 2 ;;
 esac
 
-start=$SECONDS
-cmake -S "$source/examples/standalone" -B "$work/build" "${args[@]}"
+cmake -S "$source/examples/own_project" -B "$work/build" "${args[@]}"
 cmake --build "$work/build" -j "$(nproc)"
-echo "consumer.sh $mode: configured and built in $((SECONDS - start)) s"
-"$work/build/standalone"
-"$work/build/standalone_f64"
+
+# Runs one program, shows its output, and checks it: exit 0, and the loss of its last
+# "step N  loss X nats" line below that of its first.
+run() {
+  local out rc=0
+  out=$("$work/build/$1") || rc=$?
+  echo "$out"
+  if ((rc != 0)); then echo "consumer.sh: $1 exited with status $rc" >&2; exit 1; fi
+  awk '$1 == "step" && $3 == "loss" { if (first == "") first = $4; last = $4 }
+       END { if (first == "" || !(last < first)) { print "consumer.sh: loss did not fall (first " first ", last " last ")"; exit 1 }
+             print "consumer.sh: loss " first " -> " last " nats" }' <<<"$out"
+}
+run own_project
+run own_project_f64

@@ -39,8 +39,10 @@
 
 #include <fmt/format.h>
 
-#include "checkpoint.hpp"  // examples/char_mlp
+#include "char_mlp/model.hpp"     // the model whose checkpoints are mutated
+#include "common/checkpoint.hpp"  // save_checkpoint / load_checkpoint under test
 #include "core/parse.hpp"
+#include "optim/optim.hpp"
 
 using namespace xgrad;
 namespace fs = std::filesystem;
@@ -227,8 +229,8 @@ int main(int argc, char** argv) {
         loss.backward();
         opt.step();
     }
-    const char_mlp::RunFlags flags{{"--steps", "100"}, {"--lr", "0.003"}, {"--data", "/usr/share/dict/words"}};
-    char_mlp::save_checkpoint(pristine_path, model, opt, 3, batch_rng, flags);
+    const examples::RunFlags flags{{"--steps", "100"}, {"--lr", "0.003"}, {"--data", "/usr/share/dict/words"}};
+    examples::save_checkpoint(pristine_path, model, opt, 3, batch_rng, flags);
     const std::string pristine = read_file(pristine_path);
     std::uint64_t n = 0;
     std::memcpy(&n, pristine.data(), 8);
@@ -250,7 +252,7 @@ int main(int argc, char** argv) {
         std::string error_type;
         std::string error;
         try {
-            char_mlp::load_checkpoint(mutant_path, model, opt, batch_rng, flags);
+            examples::load_checkpoint(mutant_path, model, opt, batch_rng, flags);
         } catch (const ValueError& e) {
             error_type = "ValueError";
             error = e.what();
@@ -270,7 +272,7 @@ int main(int argc, char** argv) {
         }
         if (error_type.empty()) {
             ++loaded;  // e.g. a changed lr digit: legal; go back to the reference state
-            char_mlp::load_checkpoint(pristine_path, model, opt, batch_rng, flags);
+            examples::load_checkpoint(pristine_path, model, opt, batch_rng, flags);
         } else {
             ++refused[error_type];
         }

@@ -1,5 +1,5 @@
-// tests/test_reliability_ckpt.cpp — the checkpoint, loader and optimizer bugs of issue 14,
-// one test per bug, each written to fail before its fix (float32 build).
+// tests/test_reliability_ckpt.cpp — checkpoint, loader and optimizer reliability: one test per
+// failure mode, each with the value or error the fixed code must give (float32 build).
 //
 //   bug 2   an optimizer step count that overflows Adam after a resume
 //   bug 6   concurrent saves to one path; temp files of failed and crashed saves
@@ -31,7 +31,8 @@
 #include <thread>
 #include <vector>
 
-#include "checkpoint.hpp"  // examples/char_mlp
+#include "char_mlp/model.hpp"     // the model the checkpoint tests save
+#include "common/checkpoint.hpp"  // save_checkpoint / load_checkpoint
 #include "core/parse.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
@@ -179,10 +180,10 @@ TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 a
     char_mlp::CharMLP model(27, 3, 4, 8);
     optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(3e-3));
     std::mt19937_64 rng(42);
-    const char_mlp::RunFlags flags{{"--steps", "10"}};
-    char_mlp::save_checkpoint(path, model, opt, 5, rng, flags);
+    const examples::RunFlags flags{{"--steps", "10"}};
+    examples::save_checkpoint(path, model, opt, 5, rng, flags);
     std::mt19937_64 rng2;
-    REQUIRE(char_mlp::load_checkpoint(path, model, opt, rng2, flags) == 5);
+    REQUIRE(examples::load_checkpoint(path, model, opt, rng2, flags) == 5);
     REQUIRE(rng2 == rng);
 
     // The file with one metadata value replaced (the header is rewritten; data unchanged).
@@ -197,7 +198,7 @@ TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 a
         INFO("train.step = '" << step << "'");
         const std::string bad = with_meta("train.step", step);
         const std::string msg = message_of<std::runtime_error>(
-            [&] { char_mlp::load_checkpoint(bad, model, opt, rng2, flags); });
+            [&] { examples::load_checkpoint(bad, model, opt, rng2, flags); });
         CHECK_THAT(msg, Contains("train.step"));
     }
     std::ostringstream text;
@@ -205,7 +206,7 @@ TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 a
     for (const std::string& state : {text.str() + " 1", "+" + text.str(), text.str() + "x"}) {
         const std::string bad = with_meta("train.rng", state);
         const std::string msg = message_of<std::runtime_error>(
-            [&] { char_mlp::load_checkpoint(bad, model, opt, rng2, flags); });
+            [&] { examples::load_checkpoint(bad, model, opt, rng2, flags); });
         CHECK_THAT(msg, Contains("train.rng"));
     }
 }

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "corpus.hpp"
-#include "model.hpp"
 #include "optim/optim.hpp"
-#include "similarity.hpp"
+#include "word2vec/corpus.hpp"
+#include "word2vec/model.hpp"
+#include "word2vec/similarity.hpp"
 
 using namespace word2vec;
 using Words = std::vector<std::string>;

@@ -18,7 +18,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "checkpoint.hpp"
+#include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
+#include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include "core/blas.hpp"
 #include "data.hpp"
 #include "model.hpp"
@@ -27,6 +28,7 @@
 
 using namespace xgrad;
 using namespace char_mlp;
+using namespace examples;
 
 struct Config {
     int steps = 30000;          // optimizer steps in the whole run
@@ -35,7 +37,7 @@ struct Config {
     double weight_decay = 0.0;  // AdamW's decoupled decay λ
     int warmup = 500;           // steps of linear warmup (capped at steps/10 unless given)
     int block_size = 5;         // characters of context
-    int embed_dim = 24;         // d (16 reached test 1.99 nats, 24 reaches 1.96)
+    int embed_dim = 24;         // d, the width of a character's vector
     int hidden = 256;           // tanh units
     std::uint64_t seed = 42;    // data split, initialisation, batches and samples
     int threads = 1;            // xgrad threads (set_num_threads, core/blas.hpp)

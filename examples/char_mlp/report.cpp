@@ -1,27 +1,15 @@
-// examples/char_mlp/report.cpp — evaluation, sampling, embedding neighbours, logs and plots.
+// examples/char_mlp/report.cpp — evaluation, sampling and embedding neighbours of a CharMLP
+// (the loss log, progress line and loss curve are examples/common/run_log).
 #include "report.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <xtensor/xadapt.hpp>
 
-#include "common/gnuplot.hpp"
-
 namespace char_mlp {
-
-double now_seconds() {
-    using clock = std::chrono::steady_clock;
-    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
 
 double evaluate(const CharMLP& model, const Examples& data) {
     NoGradGuard no_grad;
@@ -87,54 +75,6 @@ void print_neighbours(const CharMLP& model, const std::string& letters, int k) {
         }
     fmt::print("  mean cosine vowel–vowel {:+.3f}  vs  vowel–consonant {:+.3f}  ({})\n", within / n_within,
                across / n_across, within / n_within > across / n_across ? "the vowels cluster" : "no vowel cluster");
-}
-
-LossLog::LossLog(const std::string& path, bool append) {
-    const bool continuing = append && std::filesystem::exists(path);  // else start a fresh file
-    out_.open(path, continuing ? std::ios::app : std::ios::trunc);
-    if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
-    if (!continuing) out_ << "step,train_loss,val_loss,lr\n";
-}
-
-void LossLog::write(int step, double train_loss, double val_loss, double lr) {
-    out_ << fmt::format("{},{:.6f},{},{:.6g}\n", step, train_loss,
-                        std::isnan(val_loss) ? std::string() : fmt::format("{:.6f}", val_loss), lr);
-    out_.flush();
-}
-
-std::string plot_losses(const std::string& dir, const std::string& title, const std::string& yrange) {
-    std::ostringstream gp;
-    gp << "set terminal pngcairo size 900,540 noenhanced\n"
-       << "set output '" << dir << "/loss.png'\n"
-       << "set datafile separator ','\n"
-       << "set title '" << title << "'\n"
-       << "set xlabel 'step'\nset ylabel 'loss (nats)'\nset grid\nset key top right\n"
-       << "set yrange " << yrange << "\n"
-       << "plot '" << dir << "/loss.csv' using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
-       << "     '' using 1:2 every ::1 smooth bezier lw 2 lc rgb '#2c5d9f' title 'train (smoothed)', \\\n"
-       << "     '' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' title 'validation'\n";
-    return examples::run_gnuplot(dir + "/loss.gp", gp.str(), dir + "/loss.png", "loss curve");
-}
-
-Progress::Progress(int first, int total) : first_(first), total_(total), tty_(::isatty(STDOUT_FILENO)), start_(now_seconds()) {}
-
-void Progress::update(int step, double loss, double lr, double val_loss) {
-    if (!std::isnan(val_loss)) last_val_ = val_loss;
-    const double elapsed = now_seconds() - start_;
-    const double rate = (step - first_) / std::max(elapsed, 1e-9);
-    const double eta = (total_ - step) / std::max(rate, 1e-9);
-    // On a terminal the line stays and shows the latest validation loss; in a log, only the
-    // lines of an evaluation show one.
-    const bool show_val = tty_ ? last_val_ >= 0 : !std::isnan(val_loss);
-    const std::string val = show_val ? fmt::format("  val {:.4f}", last_val_) : "";
-    const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.{}f} steps/s  ETA {:>4.0f} s{}",
-                                         step, total_, loss, lr, rate, rate < 100 ? 2 : 0, eta, val);  // slow runs: 2 decimals
-    if (tty_) fmt::print("\r{:<100}", line), std::fflush(stdout);
-    else fmt::print("{}\n", line);
-}
-
-void Progress::finish() {
-    if (tty_) fmt::print("\n");
 }
 
 }  // namespace char_mlp

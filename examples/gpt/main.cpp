@@ -23,9 +23,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "../char_mlp/checkpoint.hpp"  // save/load of model + optimizer + sampler state
-#include "../char_mlp/report.hpp"      // LossLog, Progress, plot_losses, now_seconds
-#include "../word2vec/corpus.hpp"      // read_text: the KJV through `bible`, or a file
+#include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
+#include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
+#include "common/text.hpp"        // read_text: the KJV through `bible`, or a file
 #include "core/blas.hpp"
 #include "data.hpp"
 #include "model.hpp"
@@ -33,9 +33,9 @@
 
 using namespace xgrad;
 using namespace gpt;
-using char_mlp::LossLog;
-using char_mlp::Progress;
-using char_mlp::RunFlags;
+using examples::LossLog;
+using examples::Progress;
+using examples::RunFlags;
 
 struct Config {
     GPTConfig model;              // L 4, H 4, d 128, block 64, pos learned, tied, biases, dropout 0
@@ -83,7 +83,7 @@ static RunFlags trajectory_flags(const Config& c) {
 }
 
 static int run(Config cfg, bool prompt_given) {
-    const double t0 = char_mlp::now_seconds();
+    const double t0 = examples::now_seconds();
     set_num_threads(cfg.threads);
     std::error_code ec;
     std::filesystem::create_directories(cfg.out, ec);
@@ -91,7 +91,7 @@ static int run(Config cfg, bool prompt_given) {
 
     // ---- data ------------------------------------------------------------------------------
     const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
-    const std::string text = word2vec::read_text(cfg.data);
+    const std::string text = examples::read_text(cfg.data);
     const Vocab vocab = build_vocab(text);
     const Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
     cfg.model.vocab = vocab.size();
@@ -107,7 +107,7 @@ static int run(Config cfg, bool prompt_given) {
     const RunFlags flags = trajectory_flags(cfg);
     int start = 0;
     if (!cfg.resume.empty()) {
-        start = char_mlp::load_checkpoint(cfg.resume, model, *opt, batch_rng, flags);
+        start = examples::load_checkpoint(cfg.resume, model, *opt, batch_rng, flags);
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
@@ -157,7 +157,7 @@ static int run(Config cfg, bool prompt_given) {
         if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, r.loss, lr, val_loss);
     }
     progress.finish();
-    char_mlp::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags);
+    examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags);
     model.save(cfg.out + "/model.safetensors");
     if (end < cfg.steps) {
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
@@ -175,7 +175,7 @@ static int run(Config cfg, bool prompt_given) {
                train_random, val_fixed, cfg.eval_batches, cfg.batch_size, cfg.eval_batches, val_random);
     fmt::print("bigram baseline  train {:.4f}   val {:.4f}   (add-one smoothed counts from train)\n",
                bigram_nll(split.train, split.train, vocab.size()), bigram_nll(split.train, split.val, vocab.size()));
-    fmt::print("wall time        {:.1f} s{}\n", char_mlp::now_seconds() - t0,
+    fmt::print("wall time        {:.1f} s{}\n", examples::now_seconds() - t0,
                start > 0 ? " (this process, since the resume)" : "");
 
     std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
@@ -193,7 +193,7 @@ static int run(Config cfg, bool prompt_given) {
                    sample_text(model, vocab, cfg.prompt, cfg.sample, cfg.temperature, cfg.top_k, sample_rng));
     }
     fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
-    fmt::print("{}\n", char_mlp::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]"));
+    fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]"));
     fmt::print("{}\n", heatmap());
     return 0;
 }

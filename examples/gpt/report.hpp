@@ -1,7 +1,7 @@
 // examples/gpt/report.hpp — what a GPT run shows: losses, the graph's memory, samples, heatmaps.
 //
 // Legend: B batch, T time, V vocabulary, d width, H heads, L blocks.
-// (The loss log, the progress line and the loss-curve plot are char_mlp's: examples/char_mlp/report.hpp.)
+// (The loss log, the progress line and the loss-curve plot are examples/common/run_log.hpp.)
 #pragma once
 
 #include <cstdint>

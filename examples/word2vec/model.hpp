@@ -48,8 +48,8 @@ public:
 
     // centres (B, 1), contexts (B, 1+k) → logits (B, 1+k), logits[b, j] = u_{contexts[b,j]}·v_{centres[b]}
     // The B dot-product groups are one batched matmul, (B, 1+k, d) @ (B, d, 1). The same
-    // numbers come from (u * v).sum(-1) with v broadcast over the 1+k contexts; in xgrad that
-    // form is about 2.5x slower here, as its backward copies one element at a time.
+    // numbers come from (u * v).sum(-1) with v broadcast over the 1+k contexts; the matmul is
+    // preferred because that form's backward copies one element at a time.
     Tensor forward(const IndexTensor& centres, const IndexTensor& contexts) const {
         const auto B = static_cast<std::int64_t>(contexts.shape()[0]);
         const auto K1 = static_cast<std::int64_t>(contexts.shape()[1]);

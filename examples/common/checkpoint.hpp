@@ -1,5 +1,6 @@
-// examples/char_mlp/checkpoint.hpp — one safetensors file holding a whole training state
-// (of any nn::Module and optimizer: examples/gpt saves and resumes with it too).
+// examples/common/checkpoint.hpp — one safetensors file holding a whole training state: any
+// nn::Module, its optimizer, the step count and the batch sampler's generator (char_mlp and gpt
+// save and resume with it).
 //
 //   tensors   "model.<param>"            the model's parameters (emb.weight, fc1.weight, ...)
 //             "optim.<param>.<buffer>"   AdamW's exp_avg / exp_avg_sq
@@ -15,21 +16,21 @@
 #include <random>
 #include <string>
 
-#include "model.hpp"
-#include "optim/optim.hpp"
+#include "nn/module.hpp"
+#include "optim/optimizer.hpp"
 
-namespace char_mlp {
+namespace examples {
 
 // Flag name → value as typed on the command line, e.g. {"--lr", "0.003"}.
 using RunFlags = std::map<std::string, std::string>;
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
-                     const std::mt19937_64& rng, const RunFlags& flags);
+void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, const xgrad::optim::Optimizer& opt,
+                     int step, const std::mt19937_64& rng, const RunFlags& flags);
 
 // Restores model, optimizer and rng; returns the step to continue from. Throws
 // std::runtime_error (leaving the model and optimizer untouched) if the file is unreadable,
-// is not a char_mlp checkpoint, or was saved with other flags (naming the flag and both values).
-int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, std::mt19937_64& rng,
-                    const RunFlags& flags);
+// is not a training checkpoint, or was saved with other flags (naming the flag and both values).
+int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
+                    std::mt19937_64& rng, const RunFlags& flags);
 
-}  // namespace char_mlp
+}  // namespace examples

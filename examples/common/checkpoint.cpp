@@ -1,5 +1,6 @@
-// examples/char_mlp/checkpoint.cpp — save and restore model + optimizer + sampler state.
-#include "checkpoint.hpp"
+// examples/common/checkpoint.cpp — save and restore model + optimizer + sampler state
+// (the file's layout is listed in checkpoint.hpp).
+#include "common/checkpoint.hpp"
 
 #include <climits>
 #include <optional>
@@ -9,8 +10,11 @@
 #include <fmt/format.h>
 
 #include "core/parse.hpp"
+#include "nn/serialize.hpp"
 
-namespace char_mlp {
+namespace examples {
+
+using namespace xgrad;
 
 namespace {
 const std::string kModel = "model.", kOptim = "optim.", kFlag = "flag.";
@@ -96,4 +100,4 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
     return static_cast<int>(*step);
 }
 
-}  // namespace char_mlp
+}  // namespace examples

@@ -1,0 +1,25 @@
+# examples/libraries.cmake — the libraries of the examples, which the tests link too.
+#
+#   xgrad_examples_common  examples/common/: checkpoint (model + optimizer + sampler state in one
+#                          safetensors file), run_log (loss CSV, progress line, loss curve, clock),
+#                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs).
+#                          Included as "common/checkpoint.hpp"; its include path is examples/, so
+#                          "char_mlp/model.hpp" (header-only) is reachable the same way.
+#   word2vec_lib           examples/word2vec's data and similarity code (test_word2vec.cpp)
+#   gpt_lib                examples/gpt's data and model (test_gpt.cpp)
+# An example links xgrad_examples_common and its own library, never another example's sources.
+# Included from examples/CMakeLists.txt, and from tests/CMakeLists.txt when the examples are off.
+include_guard(GLOBAL)
+set(_xgrad_examples ${CMAKE_CURRENT_LIST_DIR})
+
+add_library(xgrad_examples_common STATIC ${_xgrad_examples}/common/checkpoint.cpp
+            ${_xgrad_examples}/common/gnuplot.cpp ${_xgrad_examples}/common/run_log.cpp
+            ${_xgrad_examples}/common/text.cpp)
+target_include_directories(xgrad_examples_common PUBLIC ${_xgrad_examples})
+target_link_libraries(xgrad_examples_common PUBLIC xgrad)
+
+add_library(word2vec_lib STATIC ${_xgrad_examples}/word2vec/corpus.cpp ${_xgrad_examples}/word2vec/similarity.cpp)
+target_link_libraries(word2vec_lib PUBLIC xgrad_examples_common)
+
+add_library(gpt_lib STATIC ${_xgrad_examples}/gpt/data.cpp ${_xgrad_examples}/gpt/model.cpp)
+target_link_libraries(gpt_lib PUBLIC xgrad_examples_common)
