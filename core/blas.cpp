@@ -64,8 +64,7 @@ constexpr std::size_t kSplitGrain = 16;
 // sgemm: band [r0, r1) of C = op(A)[r0:r1, :] · op(B). Each element of C is still one dot
 // product over K. The bands depend only on the sizes and T, so a fixed T gives the same C from
 // run to run. Against one thread, OpenBLAS may pick a different kernel for a band than for the
-// whole product (it chooses by size), and so round differently; on the shapes of
-// tests/test_parallel.cpp, OpenBLAS 0.3.21 gives the same bits.
+// whole product (it chooses by size and by CPU), and so round differently in the last bits.
 // Why bands and not OpenBLAS's own threads: the bands scale better on the examples' products
 // (bench/thread_handoff), and one pool for every loop means the two never oversubscribe the cores.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,

@@ -166,7 +166,7 @@ TEST_CASE("gelu: float accuracy over a dense grid against double std::erfc", "[n
 }
 
 TEST_CASE("hostile: gelu tanh with ±inf and NaN - bad approximate", "[nn][activation][gelu][hostile]") {
-    // The same limits as the exact form (test_nn.cpp): 0 at -inf, x at +inf; slopes 0 and 1.
+    // The same limits as the exact form (test_activation.cpp): 0 at -inf, x at +inf; slopes 0 and 1.
     Tensor x({kInf, -kInf, kNaN, 30, -30}, true);
     Tensor y = F::gelu(x, "tanh");
     REQUIRE(y.at({0}) == kInf);

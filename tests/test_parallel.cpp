@@ -156,7 +156,7 @@ TEST_CASE("a parallel_for inside a body runs on that body's thread", "[threads][
     for (const auto& c : inner) REQUIRE(c == std::make_pair(std::size_t(0), std::size_t(100)));
 }
 
-TEST_CASE("gemm split into bands over 2 threads equals the one-thread product bit for bit", "[threads][parallel]") {
+TEST_CASE("gemm split into bands over 2 threads: the same bits run to run, the one-thread product to rounding", "[threads][parallel][regression]") {
     ThreadsGuard guard;
     // (M, N, K) above the split size (2^20 multiply-adds), cut by rows (M ≥ N) and by columns
     // (M < N), with every transpose flag, and beta = 1 accumulating into a non-zero C.
@@ -177,8 +177,12 @@ TEST_CASE("gemm split into bands over 2 threads equals the one-thread product bi
                         return C;
                     };
                     INFO("M " << M << " N " << N << " K " << K << " trans_a " << ta << " trans_b " << tb << " beta " << beta);
-                    const Array one = product(1), two = product(2);
-                    REQUIRE(same_bits(one, two));
+                    // A band may run a different OpenBLAS kernel than the whole product (it picks
+                    // by size, and the pick depends on the CPU), so one and two threads agree to
+                    // rounding; a fixed thread count gives the same bits every time.
+                    const Array one = product(1), two = product(2), two_again = product(2);
+                    REQUIRE(same_bits(two, two_again));
+                    REQUIRE(double(xt::amax(xt::abs(one - two))()) <= 1e-5 * std::max(1.0, double(xt::amax(xt::abs(one))())));
                     // and it is the product: one element checked against a plain sum in double
                     double ref = beta * C0[N + 2];
                     for (std::size_t k = 0; k < K; ++k)

@@ -20,7 +20,7 @@
 
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
-#include "core/blas.hpp"
+#include "core/threads.hpp"
 #include "data.hpp"
 #include "model.hpp"
 #include "optim/optim.hpp"
@@ -40,7 +40,7 @@ struct Config {
     int embed_dim = 24;         // d, the width of a character's vector
     int hidden = 256;           // tanh units
     std::uint64_t seed = 42;    // data split, initialisation, batches and samples
-    int threads = 1;            // xgrad threads (set_num_threads, core/blas.hpp)
+    int threads = 1;            // xgrad threads (set_num_threads, core/threads.hpp)
     std::string data = "/usr/share/dict/words";
     std::string out = "out/char_mlp";
     std::string resume;         // checkpoint to continue from

@@ -26,7 +26,7 @@
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include "common/text.hpp"        // read_text: the KJV through `bible`, or a file
-#include "core/blas.hpp"
+#include "core/threads.hpp"
 #include "data.hpp"
 #include "model.hpp"
 #include "report.hpp"
@@ -48,7 +48,7 @@ struct Config {
     double weight_decay = 0.1;    // AdamW's decoupled λ, on the ≥2-D weights only
     double grad_clip = 1.0;       // max global gradient norm (0: no clipping)
     std::uint64_t seed = 1337;    // initialisation, batches, samples
-    int threads = 1;              // xgrad threads (set_num_threads, core/blas.hpp)
+    int threads = 1;              // xgrad threads (set_num_threads, core/threads.hpp)
     std::string data;             // empty: the KJV from `bible`
     std::string out = "out/gpt";
     std::string resume;

@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "core/blas.hpp"  // set_num_threads
+#include "core/threads.hpp"  // set_num_threads
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 
@@ -71,9 +71,10 @@ double mask_conventions_max_diff() {
 }
 
 int main() {
-    // Threads: set_num_threads(n) sizes xgrad's pool and OpenBLAS's together. A program that
-    // never calls it leaves OpenBLAS on its own default (a thread per core, or
-    // OPENBLAS_NUM_THREADS), which oversubscribes a machine shared with other processes.
+    // Threads: set_num_threads(n) gives xgrad's pool n threads and keeps OpenBLAS on one (xgrad
+    // cuts large products into bands itself). A program that never calls it leaves OpenBLAS on
+    // its own default (a thread per core, or OPENBLAS_NUM_THREADS), which oversubscribes a
+    // machine shared with other processes. Use no more threads than idle cores.
     set_num_threads(1);
     manual_seed(0);
     std::mt19937_64 rng(0);  // the batch sampler

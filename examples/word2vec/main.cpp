@@ -24,7 +24,7 @@
 #include <fmt/format.h>
 
 #include "common/run_log.hpp"  // now_seconds
-#include "core/blas.hpp"
+#include "core/threads.hpp"
 #include "corpus.hpp"
 #include "model.hpp"
 #include "optim/optim.hpp"
@@ -50,7 +50,7 @@ struct Config {
     int batch_size = 1024;        // B pairs per step
     double lr = 5e-3;             // Adam's γ at the start; decays linearly to γ·1e-4
     std::uint64_t seed = 1;       // initialisation, subsampling, windows, shuffles, negatives
-    int threads = 1;              // xgrad threads (set_num_threads, core/blas.hpp)
+    int threads = 1;              // xgrad threads (set_num_threads, core/threads.hpp)
     int compare_dense = 200;      // steps timed with lazy and with dense updates (0: skip)
     std::string out = "out/word2vec";
 };
