@@ -7,14 +7,16 @@
 #include <cmath>
 #include <limits>
 
+#include "core/autograd.hpp"
+
 namespace xgrad::optim {
 
 namespace {
 
 // The stored gradient values of a parameter as (pointer, count): n dense elements, or the
 // k·d values of a row-sparse gradient; (null, 0) without a gradient.
-std::pair<real*, std::size_t> grad_values(const Tensor& p) {
-    TensorImpl& t = *p.impl();
+std::pair<const real*, std::size_t> grad_values(const Tensor& p) {
+    const TensorImpl& t = *p.impl();
     if (t.sparse_grad) return {t.sparse_grad->values.data(), t.sparse_grad->values.size()};
     if (t.grad) return {t.grad->data.data(), t.grad->data.size()};
     return {nullptr, 0};
@@ -62,10 +64,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     const double coef = max_norm / (total + 1e-6);   // clip coefficient
     if (!(coef >= 1.0)) {                              // coef < 1, or NaN (propagates, as PyTorch)
         const real c = static_cast<real>(coef);
-        for (const auto& p : params) {
-            auto [g, n] = grad_values(p);
-            for (std::size_t i = 0; i < n; ++i) g[i] *= c;  // g ← g · max_norm / (‖G‖ + 1e-6)
-        }
+        for (const auto& p : params) scale_grad_(*p.impl(), c);  // g ← g · max_norm / (‖G‖ + 1e-6)
     }
     return total;
 }

@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/autograd.hpp"
 #include "core/parse.hpp"
 
 namespace xgrad::optim {
@@ -167,16 +168,8 @@ void Optimizer::step() {
 void Optimizer::zero_grad(bool set_to_none) {
     for (auto& group : groups_) {
         for (auto& [name, p] : group.params) {
-            if (set_to_none) {
-                p.reset_grad();
-                continue;
-            }
-            TensorImpl& t = *p.impl();
-            if (t.grad) std::fill(t.grad->data.begin(), t.grad->data.end(), real(0));
-            if (t.sparse_grad) {  // an empty coalesced gradient: k = 0 rows
-                t.sparse_grad->indices.clear();
-                t.sparse_grad->values = Array(Shape{0, t.sparse_grad->dense_shape.at(1)});
-            }
+            if (set_to_none) clear_grad(*p.impl());
+            else zero_grad_(*p.impl());  // a row-sparse gradient keeps k = 0 rows
         }
     }
 }
