@@ -1,15 +1,13 @@
 // core/autograd.cpp — the backward pass: topological order, chain rule, accumulation.
 //
 // backward(L) computes dL/dp for every leaf p that requires grad:
-//   1. Sort the graph below L topologically, with an explicit stack (no recursion), so that
-//      every node comes after all the nodes that consume its output.
-//   2. Seed dL/dL = 1 (or the given gradient), then visit nodes in that order. Each node's
-//      backward runs exactly once, after all gradient contributions to its output have been
-//      summed, even when its output feeds many consumers (x*x, x + x, diamonds).
-//   3. Contributions to a leaf are added into leaf.grad with +=, so gradients accumulate
-//      across backward() calls until zero_grad().
-//   4. Unless retain_graph, each node's backward closure (and with it every saved array) is
-//      freed right after it runs; a second backward through it throws.
+//   1. Sort the graph below L topologically, with an explicit stack (no recursion): every node
+//      comes after all the nodes that consume its output.
+//   2. Seed dL/dL = 1 (or the given gradient), then run each node's backward exactly once,
+//      after all contributions to its output are summed (x*x, x + x, diamonds).
+//   3. Add what reaches a leaf into leaf.grad (+=, dense or row-sparse), so gradients
+//      accumulate across backward() calls until zero_grad(). This file alone writes .grad.
+//   4. Unless retain_graph, free each closure (and its saved arrays) right after it runs.
 #include "core/autograd.hpp"
 
 #include <algorithm>
@@ -21,13 +19,10 @@
 namespace xgrad {
 
 // ---- Node destruction without recursion --------------------------------------------------------
-// Dropping the last handle to the end of a long chain would otherwise free node n, which
-// frees input n-1, which frees node n-1, ... one stack frame per op. Instead, the outermost
-// ~Node keeps a queue, on its own stack, of the inputs it took over; a ~Node nested inside
-// it only appends to that queue, so the depth stays constant.
-// The queue is found through a thread_local raw pointer, which has no destructor: a graph
-// may be freed after this thread's thread_local objects are gone (a graph held by a static
-// or thread_local Tensor, freed at exit), so ~Node must not rely on one.
+// Freeing a long chain recursively takes one stack frame per op. Instead the outermost ~Node
+// keeps a queue of the inputs it took over, and a nested ~Node only appends to it. The queue is
+// found through a thread_local raw pointer (no destructor: a graph may be freed at exit, after
+// this thread's thread_local objects are gone).
 Node::~Node() {
     thread_local std::vector<std::shared_ptr<TensorImpl>>* queue = nullptr;
     if (queue) {  // inside an outer ~Node: hand the inputs over and return
@@ -66,10 +61,8 @@ DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
 
 // ---- recording an op --------------------------------------------------------------------------
 namespace {
-// Throws if `a` holds a NaN or ±inf, naming the op and where (anomaly mode only). With
-// `inputs`, a ±inf is let through when an input already held one: the op passed it on (x - max
-// inside softmax after a -inf attention mask) and did not produce it; the op that made it was
-// checked when it ran. A NaN is always an anomaly.
+// Throws if `a` holds a NaN or ±inf, naming the op (anomaly mode). With `inputs`, a ±inf is let
+// through when an input already held one: the op passed it on (a -inf attention mask).
 void check_finite(const Array& a, const std::string& op, const char* what, const Tensor* inputs = nullptr,
                   std::size_t n = 0) {
     const real* p = a.data();
@@ -316,9 +309,8 @@ void scale_grad_(TensorImpl& leaf, real c) {
 // ---- the backward pass --------------------------------------------------------------------------
 namespace {
 
-// Post-order DFS from the root with an explicit stack; returns non-leaf tensors, each after
-// all of its inputs. Throws before touching any gradient if part of the graph was freed.
-// Marks every node it reaches `visited`; the caller's ScratchReset clears the marks.
+// Post-order DFS from the root with an explicit stack: non-leaf tensors, each after all its
+// inputs. Throws before any gradient is touched if part of the graph was freed.
 void topological_order(TensorImpl* root, std::vector<TensorImpl*>& order) {
     root->grad_fn->visited = true;
     order.push_back(root);  // (moved to its place below; here so that a throw clears its mark)
@@ -409,8 +401,6 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     ScratchReset reset{order};
     topological_order(r, order);
 
-    // dL/d(output) of each non-leaf (its node's grad_sum), summed over its consumers before
-    // its node runs.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         TensorImpl* t = *it;
         std::optional<Array> summed;  // (an empty Array would allocate: a 0-d array has 1 element)

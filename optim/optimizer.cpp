@@ -276,11 +276,8 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
                       has_step ? "a step count" : "no step count",
                       st.initialized ? "has buffers" : "no buffers");
                 if (has_step) {
-                    // t is bounded where it is read: 1 <= t <= 2^53. Every such t is exact
-                    // as the double that Adam's bias corrections 1 − β^t use, and t + 1 cannot
-                    // overflow int64 for another 2^63 − 2^53 steps (at 10^9 steps a second,
-                    // 290 years). An unbounded t (9223372036854775807) overflowed at the next
-                    // step().
+                    // 1 <= t <= 2^53: exact as the double of Adam's 1 − β^t, and far from
+                    // overflowing int64 at t + 1.
                     const std::string& text = get(step_key);
                     st.step = parse_int64(text, op.c_str(), step_key);
                     check(st.step >= 1 && st.step <= kMaxStep, op.c_str(),
