@@ -1,15 +1,13 @@
 // core/autograd.cpp — the backward pass: topological order, chain rule, accumulation.
 //
 // backward(L) computes dL/dp for every leaf p that requires grad:
-//   1. Sort the graph below L topologically, with an explicit stack (no recursion), so that
-//      every node comes after all the nodes that consume its output.
-//   2. Seed dL/dL = 1 (or the given gradient), then visit nodes in that order. Each node's
-//      backward runs exactly once, after all gradient contributions to its output have been
-//      summed, even when its output feeds many consumers (x*x, x + x, diamonds).
-//   3. Contributions to a leaf are added into leaf.grad with +=, so gradients accumulate
-//      across backward() calls until zero_grad().
-//   4. Unless retain_graph, each node's backward closure (and with it every saved array) is
-//      freed right after it runs; a second backward through it throws.
+//   1. Sort the graph below L topologically, with an explicit stack (no recursion): every node
+//      comes after all the nodes that consume its output.
+//   2. Seed dL/dL = 1 (or the given gradient), then run each node's backward exactly once,
+//      after all contributions to its output are summed (x*x, x + x, diamonds).
+//   3. Add what reaches a leaf into leaf.grad (+=, dense or row-sparse), so gradients
+//      accumulate across backward() calls until zero_grad(). This file alone writes .grad.
+//   4. Unless retain_graph, free each closure (and its saved arrays) right after it runs.
 #include "core/autograd.hpp"
 
 #include <algorithm>
@@ -21,13 +19,10 @@
 namespace xgrad {
 
 // ---- Node destruction without recursion --------------------------------------------------------
-// Dropping the last handle to the end of a long chain would otherwise free node n, which
-// frees input n-1, which frees node n-1, ... one stack frame per op. Instead, the outermost
-// ~Node keeps a queue, on its own stack, of the inputs it took over; a ~Node nested inside
-// it only appends to that queue, so the depth stays constant.
-// The queue is found through a thread_local raw pointer, which has no destructor: a graph
-// may be freed after this thread's thread_local objects are gone (a graph held by a static
-// or thread_local Tensor, freed at exit), so ~Node must not rely on one.
+// Freeing a long chain recursively takes one stack frame per op. Instead the outermost ~Node
+// keeps a queue of the inputs it took over, and a nested ~Node only appends to it. The queue is
+// found through a thread_local raw pointer (no destructor: a graph may be freed at exit, after
+// this thread's thread_local objects are gone).
 Node::~Node() {
     thread_local std::vector<std::shared_ptr<TensorImpl>>* queue = nullptr;
     if (queue) {  // inside an outer ~Node: hand the inputs over and return
@@ -66,10 +61,8 @@ DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
 
 // ---- recording an op --------------------------------------------------------------------------
 namespace {
-// Throws if `a` holds a NaN or ±inf, naming the op and where (anomaly mode only). With
-// `inputs`, a ±inf is let through when an input already held one: the op passed it on (x - max
-// inside softmax after a -inf attention mask) and did not produce it; the op that made it was
-// checked when it ran. A NaN is always an anomaly.
+// Throws if `a` holds a NaN or ±inf, naming the op (anomaly mode). With `inputs`, a ±inf is let
+// through when an input already held one: the op passed it on (a -inf attention mask).
 void check_finite(const Array& a, const std::string& op, const char* what, const Tensor* inputs = nullptr,
                   std::size_t n = 0) {
     const real* p = a.data();
@@ -123,38 +116,201 @@ Tensor make_result(Array out, const char* name, const std::vector<Tensor>& input
     return make_result(std::move(out), name, inputs.data(), inputs.size(), std::move(backward));
 }
 
-// `g` is taken by value: the first gradient of a leaf is moved in, not copied (a copy of a
-// 50,257 × 768 embedding gradient was 9% of a dense embedding step, bench W3).
-void accumulate_grad(TensorImpl& leaf, Array g) {
-    check(g.shape() == leaf.data.shape(), "accumulate_grad",
-          "gradient of shape {} does not match the tensor's shape {}", lazy_shape(g.shape()),
-          lazy_shape(leaf.data.shape()));
+// ---- a leaf's gradient: the one place that writes .grad and sparse_grad ------------------------
+// The rules of accumulation (as PyTorch's AccumulateGrad, and torch.sparse's coalesce):
+//   dense + dense   = dense    .grad += g; the first gradient is moved in, not copied
+//   sparse + sparse = sparse   rows merged: unique ascending indices, duplicates summed
+//   sparse + dense  = dense    a sparse table tied to an output head (nn/tying.hpp): the head's
+//                              matmul gradient covers all V rows, so the sum is dense anyway
+//   rows, keep_sparse = false  scatter-added into the dense .grad: O(n·d), never a (V, d) temporary
+// Everything is checked against the leaf's CURRENT shape before anything is written: a table
+// resized through data() after a backward must not receive rows, or hold ones, past its end.
+namespace xgrad_detail {
+// Who is adding a gradient, for messages: "op 'embedding', input 0", or a plain description.
+// Formatted only when a check fails (a string built per edge would cost every backward).
+struct Source {
+    const char* op;
+    std::ptrdiff_t input = -1;  // -1: `op` is the whole description
+};
+}  // namespace xgrad_detail
+}  // namespace xgrad
+
+template <>
+struct fmt::formatter<xgrad::xgrad_detail::Source> : fmt::formatter<std::string> {
+    template <class FormatContext>
+    auto format(const xgrad::xgrad_detail::Source& s, FormatContext& ctx) const {
+        return fmt::formatter<std::string>::format(
+            s.input < 0 ? std::string(s.op) : fmt::format("op '{}', input {}", s.op, s.input), ctx);
+    }
+};
+
+namespace xgrad {
+namespace {
+using xgrad_detail::Source;
+
+constexpr const char* kAfterResize = "call zero_grad() (set_to_none) after resizing a parameter";
+
+template <class A, class B>
+bool shapes_equal(const A& a, const B& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
+// Elements per row of a table of shape (V, d...): d·...
+std::size_t row_width(const Array::shape_type& shape) {
+    std::size_t w = 1;
+    for (std::size_t i = 1; i < shape.size(); ++i) w *= shape[i];
+    return w;
+}
+
+// Throws unless the gradient `leaf` holds fits its current shape. `source` names who is adding.
+void check_held(const TensorImpl& leaf, const Source& source) {
+    const auto& now = leaf.data.shape();
+    if (leaf.grad) {
+        check(shapes_equal(leaf.grad->data.shape(), now), "backward",
+              "gradient of shape {} held for a leaf now of shape {} ({}); {}",
+              lazy_shape(leaf.grad->data.shape()), lazy_shape(now), source, kAfterResize);
+    }
     if (leaf.sparse_grad) {
-        // A row-sparse gradient (nn::Embedding, sparse=true) meets a dense one (the same table
-        // used as a tied output head, nn/tying.hpp): their sum is dense, so the k sparse rows
-        // are added into g, which becomes the gradient.
         const SparseGrad& sg = *leaf.sparse_grad;
-        const std::size_t d = sg.dense_shape.at(1);
-        for (std::size_t i = 0; i < sg.indices.size(); ++i) {
-            real* row = g.data() + static_cast<std::size_t>(sg.indices[i]) * d;
-            const real* src = sg.values.data() + i * d;
-            for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
+        check(shapes_equal(sg.dense_shape, now), "backward",
+              "row-sparse gradient of shape {} held for a leaf now of shape {} ({}); {}",
+              lazy_shape(sg.dense_shape), lazy_shape(now), source, kAfterResize);
+        for (std::int64_t row : sg.indices) {
+            check(row >= 0 && static_cast<std::size_t>(row) < now[0], "backward",
+                  "row-sparse gradient holds row {} of a leaf now of shape {} ({}); {}", row,
+                  lazy_shape(now), source, kAfterResize);
         }
+    }
+}
+
+// Throws unless `g` is a gradient for a tensor of shape `shape`.
+void check_new(const Grad& g, const Array::shape_type& shape, const char* op, const Source& source) {
+    if (const Array* dense = std::get_if<Array>(&g.value)) {
+        check(shapes_equal(dense->shape(), shape), op, "{} gives a gradient of shape {} for a tensor of shape {}",
+              source, lazy_shape(dense->shape()), lazy_shape(shape));
+        return;
+    }
+    const RowSparseGrad& r = std::get<RowSparseGrad>(g.value);
+    const auto& rs = r.rows.shape();
+    check(!shape.empty() && rs.size() == shape.size() && rs[0] == r.indices.size() &&
+              std::equal(rs.begin() + 1, rs.end(), shape.begin() + 1),
+          op, "{} gives {} gradient rows of shape {} for a table of shape {}", source, r.indices.size(),
+          lazy_shape(rs), lazy_shape(shape));
+    check(!r.keep_sparse || shape.size() == 2, op, "{} gives a sparse gradient for a table of shape {}; "
+          "sparse gradients are for (V, d) tables", source, lazy_shape(shape));
+    for (std::size_t i = 0; i < r.indices.size(); ++i) {
+        const std::int64_t row = r.indices[i];
+        check(row >= 0 && static_cast<std::size_t>(row) < shape[0], op,
+              "{} gives a gradient for row {} (position {}) of a table of shape {}; rows are in [0, {})",
+              source, row, i, lazy_shape(shape), shape[0]);
+    }
+}
+
+// dst[indices[i], ...] += rows[i, ...]: the row scatter-add, duplicates summing.
+void scatter_add(Array& dst, const RowSparseGrad& r) {
+    const std::size_t w = row_width(dst.shape());
+    for (std::size_t i = 0; i < r.indices.size(); ++i) {
+        real* row = dst.data() + static_cast<std::size_t>(r.indices[i]) * w;
+        const real* src = r.rows.data() + i * w;
+        for (std::size_t j = 0; j < w; ++j) row[j] += src[j];
+    }
+}
+
+bool strictly_ascending(const std::vector<std::int64_t>& v) {
+    return std::adjacent_find(v.begin(), v.end(), std::greater_equal<>()) == v.end();
+}
+
+// Adds a checked `g` into `leaf`'s gradient (check_held and check_new have passed).
+void add_to_leaf(TensorImpl& leaf, Grad g) {
+    if (Array* dense = std::get_if<Array>(&g.value)) {
+        if (leaf.sparse_grad) {  // sparse + dense = dense
+            const SparseGrad& sg = *leaf.sparse_grad;
+            scatter_add(*dense, RowSparseGrad{sg.indices, sg.values});
+            leaf.sparse_grad.reset();
+        }
+        if (!leaf.grad) leaf.grad = std::make_shared<TensorImpl>(std::move(*dense));
+        else xt::noalias(leaf.grad->data) += *dense;
+        return;
+    }
+    RowSparseGrad& r = std::get<RowSparseGrad>(g.value);
+    if (r.keep_sparse && !leaf.grad) {  // sparse + sparse = sparse
+        if (!leaf.sparse_grad) {
+            leaf.sparse_grad = std::make_unique<SparseGrad>();
+            leaf.sparse_grad->dense_shape = Shape(leaf.data.shape().begin(), leaf.data.shape().end());
+            leaf.sparse_grad->values = Array(Shape{0, leaf.data.shape()[1]});
+        }
+        SparseGrad& sg = *leaf.sparse_grad;
+        if (sg.indices.empty() && strictly_ascending(r.indices)) {  // already coalesced: moved in
+            sg.indices = std::move(r.indices);
+            sg.values = std::move(r.rows);
+        } else {
+            sg.accumulate(r.indices, r.rows);
+        }
+        return;
+    }
+    if (!leaf.grad) {  // the one-time (V, d...) dense gradient; a held sparse one joins it
+        const Shape now(leaf.data.shape().begin(), leaf.data.shape().end());
+        leaf.grad = std::make_shared<TensorImpl>(leaf.sparse_grad ? leaf.sparse_grad->to_dense() : zeros_array(now));
         leaf.sparse_grad.reset();
     }
-    if (!leaf.grad) {
-        leaf.grad = std::make_shared<TensorImpl>(std::move(g));
-    } else {
-        xt::noalias(leaf.grad->data) += g;
+    scatter_add(leaf.grad->data, r);
+}
+
+void accumulate_leaf(TensorImpl& leaf, Grad g, const char* op, const Source& source) {
+    check_new(g, leaf.data.shape(), op, source);
+    check_held(leaf, source);
+    add_to_leaf(leaf, std::move(g));
+}
+
+// A non-leaf's dL/d(output), summed over its consumers; row-sparse gradients are densified.
+void add_to_sum(std::optional<Array>& sum, Grad g, const Array::shape_type& shape) {
+    if (Array* dense = std::get_if<Array>(&g.value)) {
+        if (!sum) sum = std::move(*dense);
+        else xt::noalias(*sum) += *dense;
+        return;
     }
+    if (!sum) sum = zeros_array(Shape(shape.begin(), shape.end()));
+    scatter_add(*sum, std::get<RowSparseGrad>(g.value));
+}
+
+const Array& values_of(const Grad& g) {
+    if (const Array* dense = std::get_if<Array>(&g.value)) return *dense;
+    return std::get<RowSparseGrad>(g.value).rows;
+}
+
+}  // namespace
+
+void set_leaf_grad(TensorImpl& leaf, Grad g) {
+    check_new(g, leaf.data.shape(), "set_grad", Source{"set_grad"});
+    clear_grad(leaf);
+    add_to_leaf(leaf, std::move(g));
+}
+
+void clear_grad(TensorImpl& leaf) {
+    leaf.grad.reset();
+    leaf.sparse_grad.reset();
+}
+
+void zero_grad_(TensorImpl& leaf) {
+    if (leaf.grad) leaf.grad->data.fill(0);
+    if (leaf.sparse_grad) {  // an empty coalesced gradient: k = 0 rows
+        leaf.sparse_grad->indices.clear();
+        leaf.sparse_grad->values = Array(Shape{0, leaf.sparse_grad->dense_shape.at(1)});
+    }
+}
+
+void scale_grad_(TensorImpl& leaf, real c) {
+    Array* a = leaf.sparse_grad ? &leaf.sparse_grad->values : leaf.grad ? &leaf.grad->data : nullptr;
+    if (!a) return;
+    real* p = a->data();
+    for (std::size_t i = 0; i < a->size(); ++i) p[i] *= c;
 }
 
 // ---- the backward pass --------------------------------------------------------------------------
 namespace {
 
-// Post-order DFS from the root with an explicit stack; returns non-leaf tensors, each after
-// all of its inputs. Throws before touching any gradient if part of the graph was freed.
-// Marks every node it reaches `visited`; the caller's ScratchReset clears the marks.
+// Post-order DFS from the root with an explicit stack: non-leaf tensors, each after all its
+// inputs. Throws before any gradient is touched if part of the graph was freed.
 void topological_order(TensorImpl* root, std::vector<TensorImpl*>& order) {
     root->grad_fn->visited = true;
     order.push_back(root);  // (moved to its place below; here so that a throw clears its mark)
@@ -238,15 +394,13 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 
     TensorImpl* r = root.impl();
     if (!r->grad_fn) {  // backward on a leaf: dL/dL
-        accumulate_grad(*r, root_grad);
+        accumulate_leaf(*r, Array(root_grad), "backward", Source{"backward() on a leaf"});
         return;
     }
     std::vector<TensorImpl*> order;
     ScratchReset reset{order};
     topological_order(r, order);
 
-    // dL/d(output) of each non-leaf (its node's grad_sum), summed over its consumers before
-    // its node runs.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         TensorImpl* t = *it;
         std::optional<Array> summed;  // (an empty Array would allocate: a 0-d array has 1 element)
@@ -270,17 +424,14 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         for (std::size_t i = 0; i < in_grads.size(); ++i) {
             TensorImpl* in = node.inputs[i].tensor.get();
             if (!in_grads[i] || !in->requires_grad) continue;
-            Array& g = *in_grads[i];
-            if (g_anomaly) check_finite(g, node.name, fmt::format("its backward's gradient for input {}", i).c_str());
-            check(g.shape() == in->data.shape(), "backward",
-                  "op '{}' produced a gradient of shape {} for input {} of shape {}", node.name,
-                  lazy_shape(g.shape()), i, lazy_shape(in->data.shape()));
+            Grad& g = *in_grads[i];
+            if (g_anomaly) check_finite(values_of(g), node.name, fmt::format("its backward's gradient for input {}", i).c_str());
+            const Source source{node.name.c_str(), static_cast<std::ptrdiff_t>(i)};
             if (!in->grad_fn) {
-                accumulate_grad(*in, std::move(g));  // a leaf: .grad += g
+                accumulate_leaf(*in, std::move(g), "backward", source);
             } else {
-                std::optional<Array>& sum = in->grad_fn->grad_sum;
-                if (!sum) sum = std::move(g);
-                else xt::noalias(*sum) += g;
+                check_new(g, in->data.shape(), "backward", source);
+                add_to_sum(in->grad_fn->grad_sum, std::move(g), in->data.shape());
             }
         }
         if (!retain_graph) {

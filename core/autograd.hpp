@@ -1,46 +1,55 @@
 // core/autograd.hpp — the graph that reverse-mode autodiff walks, and how an op joins it.
 //
-// Every op that produces a tensor from inputs which require grad records one Node:
+// An op producing y = f(x1, ..., xn) from inputs that require grad records one Node, y->grad_fn,
+// holding the inputs and a backward closure. backward(grad_out, out) receives dL/dy (y's shape)
+// and y's values, and returns dL/dxi = dL/dy · dy/dxi for each input (the chain rule).
 //
-//     y = f(x1, ..., xn)        y->grad_fn = Node{ inputs = [x1, ..., xn], backward = ... }
-//
-// backward(grad_out, out) receives dL/dy (the shape of y) and y's own values, and returns
-// dL/dxi for each input (the shape of xi), by the chain rule: dL/dxi = dL/dy · dy/dxi.
-//
-// Ownership runs one way only: output -> Node -> inputs. A backward closure captures the
-// inputs and saved arrays it needs, never its own output (that would be a shared_ptr
-// cycle, a leak); it gets the output's values through the `out` argument instead.
-//
-// Writing a new op (see core/ops.cpp for many):
+// Ownership runs one way: output -> Node -> inputs. A closure captures the inputs and arrays it
+// needs, never its own output (a shared_ptr cycle, a leak); it reads y through `out` instead.
 //
 //     Tensor square(const Tensor& x) {
-//         Array y = x.data() * x.data();                       // forward
-//         return make_result(std::move(y), "square", {x},
-//             [x](const Array& grad_out, const Array&) {      // the handle: shares x's array
-//                 return make_grads(Array(2 * x.data() * grad_out));  // dL/dx = 2x · dL/dy
-//             });
+//         Array y = x.data() * x.data();
+//         return make_result(std::move(y), "square", {x}, [x](const Array& grad_out, const Array&) {
+//             return make_grads(Array(2 * x.data() * grad_out));   // dL/dx = 2x · dL/dy
+//         });
 //     }
 //
-// declare it in core/ops.hpp, and add a gradcheck test for it to tests/test_gradcheck_core.cpp
-// (README.md, "Adding an op", walks through it).
+// A backward only returns gradients; the engine (core/autograd.cpp) is the one writer of .grad.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/tensor.hpp"
 
 namespace xgrad {
 
-// One gradient per input, in input order. std::nullopt means "nothing to add for this
-// input": it does not require grad, or the backward already accumulated into it directly
-// (the row scatter of index_select and nn::Embedding does this).
-using Grads = std::vector<std::optional<Array>>;
-// Builds Grads from one gradient per input, moving each in. (Grads{std::move(g)} would copy g:
-// the elements of a brace list are const. Every backward paid that extra array, bench/ W1.)
+// ---- what a backward returns ------------------------------------------------------------------
+// The gradient of a row gather (index_select, embedding) of a table (V, d...): n rows, one per
+// lookup, at `indices` (n,), duplicates allowed (they sum), in any order. Never a (V, d...) array.
+//   keep_sparse = true : a leaf keeps it row-sparse, coalesced (Embedding(sparse=true); 2-D only)
+//   keep_sparse = false: it is scatter-added into the leaf's dense .grad (the default Embedding)
+struct RowSparseGrad {
+    std::vector<std::int64_t> indices;  // (n,) rows of the table
+    Array rows;                         // (n, d...)
+    bool keep_sparse = false;
+};
+
+// dL/dx for one input: a dense array of x's shape (what almost every op returns; the implicit
+// conversion lets a backward return a plain Array), or a RowSparseGrad of x's rows.
+struct Grad {
+    Grad(Array dense) : value(std::move(dense)) {}
+    Grad(RowSparseGrad rows) : value(std::move(rows)) {}
+    std::variant<Array, RowSparseGrad> value;
+};
+
+// One gradient per input, in input order; std::nullopt where an input gets nothing.
+using Grads = std::vector<std::optional<Grad>>;
+// Builds Grads from one gradient per input, moving each in (a brace list would copy them).
 template <class... G>
 Grads make_grads(G&&... grads) {
     Grads out;
@@ -51,23 +60,15 @@ Grads make_grads(G&&... grads) {
 using BackwardFn = std::function<Grads(const Array& grad_out, const Array& out)>;
 
 // An input of a recorded op, with its version and shape when the op ran. Before a backward
-// runs, the engine checks that every input still has both: a backward reads its inputs' arrays
-// through these handles, so an array replaced or modified in between (through Tensor::data(),
-// or by an optimizer step) would give wrong gradients, or run gemm on shapes it never checked.
-// This is PyTorch's version counter ("one of the variables needed for gradient computation has
-// been modified by an inplace operation"), with two differences:
-//   * it is stricter: every input is checked, not only those an op saved (xgrad's ops keep
-//     input handles, not saved copies), so changing b after y = a + b is an error too;
-//   * an op's own output is checked only as the input of the ops that consumed it: reading an
-//     output through a non-const handle (y.data()(0) in a test) counts as a change, and checking
-//     outputs themselves made that common read an error. A change to y made before any op
-//     consumed it is therefore not seen by the backward of the op that made y. Its SHAPE is
-//     checked (Node::out_shape): every backward assumes grad_out has the output's shape, and an
-//     output array replaced by a smaller one made gelu, narrow or dropout read past grad_out.
+// runs, the engine checks both: the closure reads its inputs through these handles, so an array
+// changed in between (Tensor::data(), an optimizer step) would give wrong gradients. PyTorch's
+// version counter, stricter: every input is checked, not only saved ones. An op's output is
+// checked only as the input of its consumers, and for its shape (Node::out_shape), which every
+// backward assumes grad_out has.
 struct NodeInput {
     std::shared_ptr<TensorImpl> tensor;
     std::uint64_t version = 0;
-    Array::shape_type shape;  // inline storage up to 4 dims: recording it allocates nothing
+    Array::shape_type shape;
 };
 
 struct Node {
@@ -77,10 +78,8 @@ struct Node {
     BackwardFn backward;                               // null once released
     bool released = false;                             // saved arrays freed after a backward
 
-    // Scratch of one backward pass (core/autograd.cpp), cleared when it ends: whether the
-    // topological sort reached this node, and dL/d(output) summed so far over the output's
-    // consumers. Fields here rather than hash tables keyed by tensor, whose allocations were
-    // 40% of those of a small training step (bench/, W1).
+    // Scratch of one backward pass, cleared when it ends: reached by the topological sort, and
+    // dL/d(output) summed so far over the output's consumers.
     bool visited = false;
     std::optional<Array> grad_sum;
 
@@ -103,14 +102,10 @@ private:
 };
 
 // ---- anomaly mode -----------------------------------------------------------------------------
-// While a DetectAnomalyGuard lives (RAII, per thread, like NoGradGuard), every op's forward
-// output and every gradient a backward returns is checked for NaN and ±inf, and the first one
-// found throws ValueError naming the op ("anomaly: op 'log' produced NaN in its forward output
-// of shape (2,) at flat index 0"). A forward output's ±inf counts only if the op produced it: an
-// inf an input already held and the op passed on is not flagged again (a -inf attention mask
-// flows through softmax's x - max), and masked_fill's ±inf fill is intended. Off, it costs one
-// branch per op. As torch.autograd's
-// detect_anomaly / set_detect_anomaly; DetectAnomalyGuard(false) turns it off for a scope.
+// While a DetectAnomalyGuard lives (RAII, per thread), every forward output and every gradient a
+// backward returns is checked for NaN and ±inf; the first throws ValueError naming the op. A ±inf
+// an input already held and the op passed on is not flagged (a -inf attention mask). As
+// torch.autograd.detect_anomaly.
 bool anomaly_enabled();
 void set_detect_anomaly(bool on);
 class DetectAnomalyGuard {
@@ -127,27 +122,24 @@ private:
 // ---- building ops -----------------------------------------------------------------------------
 // Wraps the forward result `out`. If grad mode is on and any input requires grad, the result
 // requires grad and gets a Node with `backward`; otherwise `backward` is dropped unused.
-// Ops pass their inputs as a brace list, {x} or {a, b}, which costs no allocation; a vector
-// serves ops with a variable number of inputs (linear's optional bias, concat).
 Tensor make_result(Array out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward);
 Tensor make_result(Array out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
-
-// Adds `g` into a leaf's dense .grad (allocating zeros on first use). Throws ValueError naming
-// both shapes when they differ. A row-sparse gradient already held is added in and dropped:
-// sparse + dense is dense (a sparse table tied to an output head, nn/tying.hpp). Public so
-// that ops with a sparse backward can accumulate directly (nn::Embedding).
-void accumulate_grad(TensorImpl& leaf, Array g);
 
 // Runs reverse-mode autodiff from `root` (what Tensor::backward calls).
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
+// ---- a leaf's gradient: the only functions that write .grad and sparse_grad ------------------
+// Each throws ValueError, before any write, when the gradient held or the new one does not fit
+// the leaf's current shape, or a row index is out of [0, V).
+void set_leaf_grad(TensorImpl& leaf, Grad g);  // replaces the gradient (Tensor::set_grad)
+void clear_grad(TensorImpl& leaf);             // drops it: zero_grad(set_to_none=true)
+void zero_grad_(TensorImpl& leaf);             // dense: zeros in place; row-sparse: k = 0 rows
+void scale_grad_(TensorImpl& leaf, real c);    // g ← c·g (clip_grad_norm_)
+
 // ---- inspecting a graph -----------------------------------------------------------------------
-// Calls visit(t) once for every tensor the graph below `root` keeps alive: root itself, then
-// every input of every Node reachable from it (leaves included), depth first, with an explicit
-// stack (deep graphs are fine). t.grad_fn is the op that made t, null for a leaf; t.data.size()
-// · sizeof(real) its bytes. Changes nothing. Arrays a backward closure saved beyond its inputs
-// (a softmax's probabilities, say) are not tensors and are not visited. Used for reports of
-// the memory a graph holds for backward (examples/gpt).
+// Calls visit(t) once for every tensor the graph below `root` keeps alive (root, then every
+// input of every reachable Node, leaves included), with an explicit stack. Arrays a closure saved
+// beyond its inputs are not visited. Used for reports of a graph's memory (examples/gpt).
 void visit_graph(const Tensor& root, const std::function<void(const TensorImpl& t)>& visit);
 
 }  // namespace xgrad

@@ -29,9 +29,8 @@ void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op) {
 // forward : y[p, :] = src[index[p], :]          src (V, d...), index any shape (P...),
 //                                               y (P..., d...)  (PyTorch needs a 1-D index)
 // backward: dL/dsrc[r, :] = Σ_{p : index[p] = r} g[p, :]     a row scatter-add
-// Only the rows that appeared are touched, and duplicates sum. When src is a leaf (an
-// embedding table) the rows are added straight into src.grad: O(P·d) work, never O(V·d)
-// beyond the one-time allocation of the dense gradient.
+// Only the rows that appeared are touched, and duplicates sum: the backward returns the P rows
+// of g with their indices (a RowSparseGrad), which the engine adds into src.grad in O(P·d).
 Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
     check(src.dim() >= 1, "index_select", "source must have at least 1 dim; got shape {}",
           lazy_shape(src.shape()));
@@ -50,28 +49,14 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
         std::copy_n(src.data().data() + static_cast<std::size_t>(ids[p]) * width, width, y.data() + p * width);
 
     return make_result(std::move(y), "index_select", {src},
-                       [leaf = src.is_leaf() ? src.impl_ptr() : nullptr, ss, index, width, P](
-                           const Array& g, const Array&) -> Grads {
-                           std::optional<Array> fresh;  // for a non-leaf source only
-                           Array* dst;
-                           if (leaf) {  // scatter straight into the table's gradient
-                               if (!leaf->grad) accumulate_grad(*leaf, zeros_array(ss));
-                               check(leaf->grad->data.shape() == leaf->data.shape(), "index_select",
-                                     "gradient shape {} does not match table shape {}",
-                                     lazy_shape(leaf->grad->data.shape()), lazy_shape(ss));
-                               dst = &leaf->grad->data;
-                           } else {
-                               fresh = zeros_array(ss);
-                               dst = &*fresh;
-                           }
+                       [ss, index, width, P](const Array& g, const Array&) -> Grads {
+                           // rows (P, d...) = g reshaped; the engine scatter-adds them at `index`
+                           Shape rs{P};
+                           rs.insert(rs.end(), ss.begin() + 1, ss.end());
+                           Array rows(rs);
+                           std::copy_n(g.data(), P * width, rows.data());
                            const std::int64_t* ids = index.data().data();
-                           for (std::size_t p = 0; p < P; ++p) {
-                               real* row = dst->data() + static_cast<std::size_t>(ids[p]) * width;
-                               const real* gp = g.data() + p * width;
-                               for (std::size_t j = 0; j < width; ++j) row[j] += gp[j];
-                           }
-                           if (leaf) return make_grads(std::nullopt);
-                           return make_grads(std::move(*fresh));
+                           return make_grads(RowSparseGrad{std::vector<std::int64_t>(ids, ids + P), std::move(rows)});
                        });
 }
 

@@ -214,20 +214,11 @@ bool Tensor::has_grad() const {
 }
 
 void Tensor::set_grad(const Tensor& g) {
-    auto& t = checked("set_grad");
-    check(g.defined() && g.data().shape() == t.data.shape(), "set_grad",
-          "gradient shape {} does not match tensor shape {}",
-          g.defined() ? shape_str(g.shape()) : std::string("(undefined)"), shape_str(t.data.shape()));
-    t.sparse_grad.reset();
-    t.grad = std::make_shared<TensorImpl>();
-    t.grad->data = g.data();
+    check(g.defined(), "set_grad", "got an undefined gradient");
+    set_leaf_grad(checked("set_grad"), Array(g.data()));  // a copy, shape-checked there
 }
 
-void Tensor::reset_grad() {
-    auto& t = checked("reset_grad");
-    t.grad.reset();
-    t.sparse_grad.reset();
-}
+void Tensor::reset_grad() { clear_grad(checked("reset_grad")); }
 
 std::shared_ptr<Node> Tensor::grad_fn() const { return checked("grad_fn").grad_fn; }
 

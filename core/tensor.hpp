@@ -183,7 +183,9 @@ struct TensorImpl {
     // optimizers' steps. backward checks it against the version each op recorded (core/autograd.hpp).
     std::uint64_t version = 0;
     bool requires_grad = false;
-    std::shared_ptr<TensorImpl> grad;          // dense gradient, same shape as data; or null
+    // The gradient, written only by core/autograd.cpp (backward, set_grad, zero_grad): at most
+    // one of the two is set, and it has data's shape.
+    std::shared_ptr<TensorImpl> grad;          // dense gradient; or null
     std::unique_ptr<SparseGrad> sparse_grad;   // row-sparse gradient; or null
     std::shared_ptr<Node> grad_fn;             // the op that made this tensor; null for leaves
 };
@@ -231,7 +233,7 @@ public:
     Tensor grad() const;
     const SparseGrad* sparse_grad() const;   // null unless the gradient is row-sparse
     bool has_grad() const;                   // dense or sparse
-    void set_grad(const Tensor& g);          // replace the dense gradient (shape-checked)
+    void set_grad(const Tensor& g);          // replace the gradient by a copy of g (shape-checked)
     void reset_grad();                       // drop the gradient (set_to_none)
     std::shared_ptr<Node> grad_fn() const;
     // A new leaf with the same values (copied) and no history.

@@ -54,40 +54,24 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
     }
 
     const std::int64_t pad = padding_idx.value_or(-1);
-    auto leaf = weight.is_leaf() ? weight.impl_ptr() : nullptr;
     return make_result(std::move(y), "embedding", {weight},
-                       [ids, leaf, pad, sparse, stats, d, shape = weight.shape()](const Array& g, const Array&) -> Grads {
+                       [ids, pad, sparse, stats, d](const Array& g, const Array&) -> Grads {
         const std::size_t P = ids.numel();
         const std::int64_t* id = ids.data().data();
 
-        // A sparse table that already holds a dense gradient is tied to an output head
-        // (nn/tying.hpp), whose matmul gradient covers all V rows: the sum is dense anyway, so
-        // the lookup's rows are added into it as in the dense case.
-        if (!sparse || leaf->grad) {
-            // Dense: add each row of g into its row of the (V, d) gradient. For a leaf, straight
-            // into weight.grad (allocated as zeros once); otherwise into a fresh array.
-            std::optional<Array> fresh;  // for a non-leaf weight only
-            Array* dst;
-            if (leaf) {
-                if (!leaf->grad) accumulate_grad(*leaf, zeros_array(shape));
-                dst = &leaf->grad->data;
-            } else {
-                fresh = zeros_array(shape);
-                dst = &*fresh;
-            }
-            std::size_t kept = 0;  // lookups other than padding_idx
-            for (std::size_t p = 0; p < P; ++p) {
-                if (id[p] == pad) continue;
-                real* row = dst->data() + static_cast<std::size_t>(id[p]) * d;
-                const real* src = g.data() + p * d;
-                for (std::size_t j = 0; j < d; ++j) row[j] += src[j];
-                ++kept;
-            }
+        if (!sparse) {
+            // Dense: the (kept, d) rows of g with their ids; the engine adds each into its row
+            // of weight.grad (allocated as zeros once). A non-leaf weight gets them densified.
+            RowSparseGrad r;
+            r.indices.reserve(P);
+            for (std::size_t p = 0; p < P; ++p)
+                if (id[p] != pad) r.indices.push_back(id[p]);  // every lookup but padding_idx's
+            const std::size_t kept = r.indices.size();
+            r.rows = Array(Shape{kept, d});
+            for (std::size_t p = 0, k = 0; p < P; ++p)
+                if (id[p] != pad) std::copy_n(g.data() + p * d, d, r.rows.data() + d * k++);
             if (stats) {
-                std::vector<std::int64_t> distinct;  // sorted only to count them
-                distinct.reserve(kept);
-                for (std::size_t p = 0; p < P; ++p)
-                    if (id[p] != pad) distinct.push_back(id[p]);
+                std::vector<std::int64_t> distinct(r.indices);  // sorted only to count them
                 std::sort(distinct.begin(), distinct.end());
                 const std::size_t k = static_cast<std::size_t>(
                     std::unique(distinct.begin(), distinct.end()) - distinct.begin());
@@ -97,15 +81,13 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
                 // kept additions of d values; the one-time zero-fill of a new (V, d) .grad is not counted.
                 stats->bytes_written = kept * d * sizeof(real);
             }
-            if (leaf) return make_grads(std::nullopt);
-            return make_grads(std::move(*fresh));
+            return make_grads(std::move(r));
         }
 
         // Row-sparse: one coalesced row per distinct index, rows ascending. The lookups are
         // sorted by (row, position), and each row's lookups are summed straight from g into a
-        // (k, d) block, in position order; copying the (n, d) rows out first and merging them
-        // into a zeroed block moved three times the bytes (memmove was 26% of a sparse step,
-        // bench/ W3).
+        // (k, d) block, in position order. The engine merges it with a sparse gradient held,
+        // or adds it into a dense one (a table tied to an output head, nn/tying.hpp).
         std::vector<std::pair<std::int64_t, std::size_t>> lookups;  // (row, position p in g)
         lookups.reserve(P);
         for (std::size_t p = 0; p < P; ++p)
@@ -118,6 +100,7 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
             stats->tokens = P;
             stats->rows_touched = distinct.size();
             stats->duplicates = lookups.size() - distinct.size();
+            stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
         }
         Array values(Shape{distinct.size(), d});
         std::size_t k = 0;    // output rows started so far
@@ -131,17 +114,7 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
                 for (std::size_t j = 0; j < d; ++j) out[j] += src[j];
             }
         }
-        if (!leaf->sparse_grad || leaf->sparse_grad->indices.empty()) {
-            auto grad = std::make_unique<SparseGrad>();
-            grad->dense_shape = shape;
-            grad->indices = distinct;
-            grad->values = std::move(values);
-            leaf->sparse_grad = std::move(grad);
-        } else {  // a second backward before zero_grad: merge with what is there
-            leaf->sparse_grad->accumulate(distinct, values);
-        }
-        if (stats) stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
-        return make_grads(std::nullopt);
+        return make_grads(RowSparseGrad{std::move(distinct), std::move(values), /*keep_sparse=*/true});
     });
 }
 

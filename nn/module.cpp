@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "core/autograd.hpp"
 #include "nn/serialize.hpp"
 
 namespace xgrad::nn {
@@ -203,8 +204,8 @@ void Module::train(bool on) {
 
 void Module::zero_grad(bool set_to_none) {
     for (auto& [_, t] : named_parameters()) {
-        if (set_to_none || t.sparse_grad()) t.reset_grad();
-        else if (t.grad().defined()) t.grad().data().fill(0);
+        if (set_to_none || t.sparse_grad()) clear_grad(*t.impl());
+        else zero_grad_(*t.impl());
     }
 }
 

@@ -16,13 +16,10 @@
 //                                                   raw v, corrected afterwards)
 //   θ  ← θ − γ · m̂ / (√v̂ + ε)
 //
-// The code evaluates the last line in the arrangement of Kingma & Ba (end of section 2), which
-// needs one division per element instead of two: with b2 = √(1 − β2^t),
-//   γ · m̂ / (√v̂ + ε) = [γ · b2 / (1 − β1^t)] · m / (√v + ε · b2)
-// (PyTorch divides √v by b2 first; the two agree to rounding). All the lines run in one
-// fused pass over raw pointers, element by element: each array is read and written once (an
-// xtensor expression per line would allocate temporaries and sweep memory ten times), and no
-// Tensor op is called, so the update is never recorded by autograd.
+// The last line is evaluated as Kingma & Ba arrange it (end of section 2), one division per
+// element: with b2 = √(1 − β2^t), γ · m̂ / (√v̂ + ε) = [γ · b2 / (1 − β1^t)] · m / (√v + ε · b2).
+// One fused pass over raw pointers reads and writes each array once, and calls no Tensor op,
+// so the update is never recorded by autograd.
 //
 // Legend: n elements, V rows, d width, k rows present in a row-sparse gradient.
 #include "optim/adam.hpp"
@@ -111,8 +108,7 @@ void AdamBase::update_dense(const ParamGroup& group, Array& param, const Array& 
                             ParamState& st) {
     const Coefficients c = begin_step(group, param, hyper_, st);
     real* v_max = hyper_.amsgrad ? st.max_exp_avg_sq.data() : nullptr;
-    // Each element is updated alone, so the elements are shared out over the threads of
-    // core/parallel.hpp (parallel_for_values: blocks of 64, one thread below 32,768 elements).
+    // Each element is updated alone: shared out over the threads of core/parallel.hpp.
     parallel_for_values(param.size(), [&](std::size_t i0, std::size_t i1) {
         adam_kernel(param.data() + i0, grad.data() + i0, st.exp_avg.data() + i0, st.exp_avg_sq.data() + i0,
                     v_max ? v_max + i0 : nullptr, i1 - i0, c);
@@ -127,10 +123,8 @@ void AdamBase::update_sparse(const ParamGroup& group, Array& param, const Sparse
     const Coefficients c = begin_step(group, param, hyper_, st);
     const std::size_t d = param.shape()[1];
     const std::size_t k = grad.indices.size();
-    // Fast path for large tables: the k rows lie scattered over θ, m and v, far beyond the
-    // caches, and the hardware cannot guess which row comes next, so each row would stall on
-    // memory. Its θ, m and v rows are requested kAhead rows early (bench/, W4: the step at
-    // V = 1e6 against V = 1e3).
+    // The k rows lie scattered over θ, m and v beyond the caches, in an order the hardware
+    // cannot guess: each row's θ, m and v are requested kAhead rows early.
     constexpr std::size_t kAhead = 4;
     auto prefetch_row = [d](const real* row) {
         const char* bytes = reinterpret_cast<const char*>(row);

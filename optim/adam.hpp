@@ -96,24 +96,17 @@ private:
 
 }  // namespace detail
 
-// Adam: per parameter it keeps m and v (n elements each; v_max too with amsgrad) and a step
-// count t (one std::int64_t). Weight decay λ is an L2 term added to the gradient, as in
-// torch.optim.Adam: g ← g + λ·θ, which Adam's 1/√v̂ then rescales.
-//
-// Row-sparse gradients (nn::Embedding(sparse=true)) are applied lazily, in the manner of
-// PyTorch's SparseAdam: only the k rows present in the gradient update their m, v and θ; rows
-// never seen keep θ, m = 0 and v = 0. Bias correction counts steps per parameter tensor: t is
-// incremented at every step() at which the tensor has a gradient (any k, even 0), as in
-// SparseAdam, so a row touched for the first time at t = 50 is corrected with 1 − β^50 (its m
-// is then small: the correction assumes the row was seen every step). Weight decay reaches
-// touched rows only. Unlike SparseAdam (eps added to √v before the correction), ε is added
-// after it, exactly as in the dense update, so when every row is touched at every step the
-// lazy and dense updates are the same. amsgrad with a sparse gradient throws ValueError
-// (SparseAdam does not support it either).
+// Adam: per parameter m and v (n elements each; v_max with amsgrad) and a step count t. Weight
+// decay is L2 in the gradient, g ← g + λ·θ, as torch.optim.Adam.
+// Row-sparse gradients are applied lazily, as PyTorch's SparseAdam: only the k rows present
+// update their m, v and θ (and decay). t counts the tensor's steps with a gradient (any k), so
+// a row first touched at t = 50 is corrected with 1 − β^50. ε is added after the correction,
+// as in the dense update, so touching every row every step equals the dense update. amsgrad
+// with a sparse gradient throws ValueError (as SparseAdam).
 class Adam : public detail::AdamBase {
 public:
-    // Throws ValueError for lr < 0, eps < 0, β outside [0, 1), weight_decay < 0 (and
-    // non-finite values), and the base-class conditions (empty list, non-leaf or duplicates).
+    // Throws ValueError for lr < 0, eps < 0, β outside [0, 1), weight_decay < 0, non-finite
+    // values, and the base-class conditions.
     Adam(NamedTensors params, AdamOptions options = AdamOptions());
     Adam(std::vector<ParamGroup> groups, AdamOptions defaults = AdamOptions());
     const AdamOptions& options() const { return options_; }
@@ -122,12 +115,10 @@ private:
     AdamOptions options_;
 };
 
-// AdamW: Adam with decoupled weight decay (Loshchilov & Hutter 2019, "Decoupled Weight Decay
-// Regularization"), as torch.optim.AdamW. The difference from Adam, for one step:
+// AdamW: Adam with decoupled weight decay (Loshchilov & Hutter 2019), as torch.optim.AdamW:
 //     Adam:   g ← g + λ·θ,  then  θ ← θ − γ·m̂/(√v̂ + ε)          (λ·θ passes through m and v)
 //     AdamW:  θ ← θ − γ·λ·θ, then  θ ← θ − γ·m̂/(√v̂ + ε)          (m and v see only ∇L)
-// so the decay is γ·λ·θ for every weight, not rescaled by Adam's per-weight step size.
-// Same state and sparse semantics as Adam; on the sparse path only touched rows decay.
+// Same state and sparse semantics as Adam.
 class AdamW : public detail::AdamBase {
 public:
     AdamW(NamedTensors params, AdamWOptions options = AdamWOptions());

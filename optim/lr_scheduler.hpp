@@ -22,15 +22,12 @@ namespace xgrad::optim {
 //     lr(t) = min_lr + (γ0 − min_lr) · ½ · (1 + cos(π · (t − W) / max(1, T − W)))
 //                                                                     W ≤ t ≤ T
 //     lr(t) = min_lr                                                  t > T
-// so lr rises from 0 to γ0 over the first W steps and falls to min_lr at step T.
-// The constructor sets every group's lr to lr(0); step() advances t by one and sets lr(t).
-// The scheduler keeps a reference: the optimizer must outlive it. To resume, build the
-// scheduler first (base lrs are read at construction), load the optimizer's state, then
-// call set_step(t) with the number of steps already taken.
+// The constructor sets every group's lr to lr(0). The optimizer must outlive the scheduler. To
+// resume: build the scheduler, load the optimizer's state, then set_step(steps taken).
 class CosineWithWarmup {
 public:
-    // Throws ValueError for warmup_steps < 0, total_steps < warmup_steps or ≤ 0, or a min_lr
-    // outside [0, γ0] for some group.
+    // Throws ValueError for warmup_steps < 0, total_steps < warmup_steps or ≤ 0, or min_lr
+    // outside [0, γ0].
     CosineWithWarmup(Optimizer& optimizer, std::int64_t warmup_steps, std::int64_t total_steps,
                      double min_lr = 0.0);
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/autograd.hpp"
 #include "core/parse.hpp"
 
 namespace xgrad::optim {
@@ -167,16 +168,8 @@ void Optimizer::step() {
 void Optimizer::zero_grad(bool set_to_none) {
     for (auto& group : groups_) {
         for (auto& [name, p] : group.params) {
-            if (set_to_none) {
-                p.reset_grad();
-                continue;
-            }
-            TensorImpl& t = *p.impl();
-            if (t.grad) std::fill(t.grad->data.begin(), t.grad->data.end(), real(0));
-            if (t.sparse_grad) {  // an empty coalesced gradient: k = 0 rows
-                t.sparse_grad->indices.clear();
-                t.sparse_grad->values = Array(Shape{0, t.sparse_grad->dense_shape.at(1)});
-            }
+            if (set_to_none) clear_grad(*p.impl());
+            else zero_grad_(*p.impl());  // a row-sparse gradient keeps k = 0 rows
         }
     }
 }
@@ -283,11 +276,8 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
                       has_step ? "a step count" : "no step count",
                       st.initialized ? "has buffers" : "no buffers");
                 if (has_step) {
-                    // t is bounded where it is read: 1 <= t <= 2^53. Every such t is exact
-                    // as the double that Adam's bias corrections 1 − β^t use, and t + 1 cannot
-                    // overflow int64 for another 2^63 − 2^53 steps (at 10^9 steps a second,
-                    // 290 years). An unbounded t (9223372036854775807) overflowed at the next
-                    // step().
+                    // 1 <= t <= 2^53: exact as the double of Adam's 1 − β^t, and far from
+                    // overflowing int64 at t + 1.
                     const std::string& text = get(step_key);
                     st.step = parse_int64(text, op.c_str(), step_key);
                     check(st.step >= 1 && st.step <= kMaxStep, op.c_str(),

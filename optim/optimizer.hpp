@@ -1,16 +1,9 @@
 // optim/optimizer.hpp — what every optimizer shares: parameter groups, zero_grad(), the
-// per-parameter state, state_dict()/load_state_dict(), and the optimizer-state memory report.
-//
-// The algorithms live beside their formulas in optim/sgd.cpp and optim/adam.cpp; a training
-// loop uses them the way LibTorch's C++ frontend does:
-//
+// per-parameter state, state_dict()/load_state_dict(), and the memory report. The algorithms
+// live beside their formulas in optim/sgd.cpp and optim/adam.cpp. Used as in LibTorch:
 //     optim::Adam opt(model.named_parameters(), optim::AdamOptions(3e-3));
-//     std::cout << opt.memory_report() << "\n";   // bytes per parameter tensor
 //     opt.zero_grad();  loss.backward();  opt.step();
-//
-// State is lazy, as in PyTorch: a parameter gets its buffers (momentum, Adam's moments) at the
-// first step() at which it has a gradient. Before that the optimizer holds 0 state bytes.
-//
+// State is lazy, as in PyTorch: a parameter gets its buffers at its first step with a gradient.
 // Legend: V rows of an embedding table, d its width, k rows present in a row-sparse gradient,
 //         t the step count of one parameter tensor, n the elements of a parameter.
 #pragma once
@@ -30,12 +23,9 @@ namespace xgrad::optim {
 using Metadata = std::map<std::string, std::string>;
 
 // ---- parameter groups -------------------------------------------------------------------------
-// A set of parameters that share a learning rate and a weight decay, as in PyTorch's
-// param_groups. A NaN field (the default) means "take it from the optimizer's options":
-//     ParamGroup{model.named_parameters()}            lr and weight_decay from the options
-//     ParamGroup{head.named_parameters(), 1e-2, 0.0}  its own lr and no weight decay
-// After the optimizer is constructed every group holds plain numbers, and a scheduler may set
-// `lr` (and a user `weight_decay`) between steps through param_groups().
+// Parameters sharing a learning rate and a weight decay, as PyTorch's param_groups. A NaN
+// field (the default) is taken from the optimizer's options: ParamGroup{model.named_parameters()},
+// or ParamGroup{head.named_parameters(), 1e-2, 0.0}. A scheduler sets `lr` between steps.
 struct ParamGroup {
     NamedTensors params;
     double lr = std::numeric_limits<double>::quiet_NaN();            // learning rate γ
@@ -43,20 +33,12 @@ struct ParamGroup {
 };
 
 // ---- state dict -------------------------------------------------------------------------------
-// Everything needed to resume training bit for bit, in the shape of a safetensors file
-// (nn::save_safetensors(path, s.tensors, s.metadata) writes it). Names:
-//   tensors    "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.max_exp_avg_sq" (Adam, AdamW),
-//              "<param>.momentum_buffer" (SGD); each the parameter's shape; only for
-//              parameters whose state exists (those that have been stepped)
-//   metadata   "optimizer"                 "SGD", "Adam" or "AdamW"
-//              "momentum", "beta1", ...     the options (decimal strings; bools "true"/"false")
-//              "param_groups"               number of groups
-//              "group.<g>.lr", "group.<g>.weight_decay"
-//              "<param>.group"              the group index of every parameter
-//              "<param>.step"               t, for optimizers that count steps (Adam, AdamW);
-//                                           1 <= t <= 2^53 on load (see load_state_dict)
-// Doubles are written in the shortest form that reads back to the same double, so lr and the
-// options survive the round trip exactly.
+// Everything needed to resume training bit for bit, as a safetensors file's tensors and
+// metadata (nn::save_safetensors writes it). Tensors, for stepped parameters only, each of the
+// parameter's shape: "<param>.exp_avg", ".exp_avg_sq", ".max_exp_avg_sq" (Adam, AdamW),
+// "<param>.momentum_buffer" (SGD). Metadata: "optimizer", the options ("beta1", ...),
+// "param_groups", "group.<g>.lr", "group.<g>.weight_decay", "<param>.group", and "<param>.step"
+// (t, 1 <= t <= 2^53; Adam, AdamW). Doubles are written in their shortest exact form.
 struct OptimizerState {
     NamedTensors tensors;
     Metadata metadata;
@@ -66,10 +48,8 @@ struct OptimizerState {
 // How the last step() changed a parameter.
 enum class LastUpdate { none, dense, sparse };
 
-// One parameter tensor. All sizes in bytes, counted exactly: the payload of each array
-// (elements · sizeof(real)) and sizeof(std::int64_t) = 8 per step counter. The C++ object
-// headers around them (an xarray's shape and strides, about 100 bytes each) are not counted,
-// just as PyTorch's tensor metadata is not.
+// One parameter tensor. Sizes in bytes, exact: each array's elements · sizeof(real), and 8
+// per step counter; object headers (shape, strides) are not counted, as in PyTorch.
 struct MemoryRow {
     std::string name;
     Shape shape;
@@ -97,15 +77,14 @@ struct MemoryReport {
     MemoryRow total() const;                 // column sums (name "total"; no shape)
 };
 
-// An aligned table: exact bytes per column, a human-readable (B/KiB/MiB/GiB) column for the
-// state, then a summary line with parameters, gradients and state in human-readable units.
+// An aligned table of exact bytes per column, then a summary line in B/KiB/MiB/GiB.
 std::ostream& operator<<(std::ostream& os, const MemoryReport& report);
 // "812 B", "1.50 KiB", "3.00 MiB" (powers of 1024).
 std::string human_bytes(std::size_t bytes);
 
 // ---- per-parameter state ---------------------------------------------------------------------------
-// What an algorithm keeps for one parameter between steps. Buffers are empty (0 elements)
-// until the parameter's first step; then those the optimizer uses have the parameter's shape.
+// What an algorithm keeps for one parameter between steps: buffers are empty (0 elements)
+// until its first step, then of the parameter's shape.
 struct ParamState {
     bool initialized = false;                // set after the first step that saw a gradient
     std::int64_t step = 0;                   // t (Adam, AdamW)
@@ -129,15 +108,13 @@ public:
     Optimizer(const Optimizer&) = delete;  // two optimizers would share parameters but not state
     Optimizer& operator=(const Optimizer&) = delete;
 
-    // One update of every parameter that has a gradient (dense or row-sparse); parameters
-    // without one are skipped and keep their state unchanged. Updates write the parameters'
-    // .data() arrays directly, so they are never recorded by autograd: parameters stay leaves.
-    // Throws ValueError before changing anything if a gradient is malformed (shape, indices)
-    // or if the optimizer does not support it (SGD with momentum, or amsgrad, on a sparse one).
+    // One update of every parameter with a gradient (dense or row-sparse), written into its
+    // .data() array (never recorded: parameters stay leaves). Throws ValueError before changing
+    // anything for a malformed gradient, or a sparse one with SGD momentum or amsgrad.
     void step();
 
-    // set_to_none (the default, as in PyTorch ≥ 2.0): drop every gradient (reset_grad()).
-    // Otherwise: fill dense gradients with 0 in place, and empty sparse ones (k = 0).
+    // set_to_none (the default, as in PyTorch ≥ 2.0): drop every gradient. Otherwise dense
+    // gradients are zeroed in place and sparse ones emptied (k = 0), by core/autograd.cpp.
     void zero_grad(bool set_to_none = true);
 
     std::vector<ParamGroup>& param_groups() { return groups_; }
@@ -148,13 +125,10 @@ public:
 
     // A deep copy of the state (see OptimizerState for the names).
     OptimizerState state_dict() const;
-    // Restores state from state_dict(): step counts, buffers, and every group's lr and
-    // weight_decay. The options (betas, momentum, ...) are checked, not restored: they must
-    // equal this optimizer's. Throws ValueError naming the first difference (optimizer kind,
-    // option, group count, a parameter's group, a missing or unexpected tensor or key, a
-    // shape, a step count outside [1, 2^53]) and then leaves the optimizer exactly as it was.
-    // Every number is parsed strictly (core/parse.hpp): "0x10", "+1", " 1" or "5abc" are
-    // refused, naming the key and the text.
+    // Restores step counts, buffers and every group's lr and weight_decay; the options must
+    // equal this optimizer's. Throws ValueError naming the first difference (kind, option,
+    // groups, a missing or unexpected tensor or key, a shape, a step outside [1, 2^53], a number
+    // not strictly parsed by core/parse.hpp) and leaves the optimizer as it was.
     void load_state_dict(const OptimizerState& state);
 
     // Bytes of each parameter, its gradient and its optimizer state, as they are now.
@@ -163,9 +137,8 @@ public:
     const std::string& name() const { return kind_; }  // "SGD", "Adam", "AdamW"
 
 protected:
-    // `kind` names the algorithm in messages and state dicts; NaN group fields are filled
-    // with default_lr / default_weight_decay. Throws ValueError for an empty parameter list,
-    // an undefined or non-leaf parameter, duplicates, or a negative lr or weight_decay.
+    // `kind` names the algorithm in messages and state dicts. Throws ValueError for an empty
+    // list, an undefined or non-leaf parameter, duplicates, or a negative lr or weight_decay.
     Optimizer(std::string kind, std::vector<ParamGroup> groups, double default_lr,
               double default_weight_decay);
 
@@ -175,8 +148,7 @@ protected:
                               ParamState& state) = 0;
     virtual void update_sparse(const ParamGroup& group, Array& param, const SparseGrad& grad,
                                ParamState& state) = 0;
-    // Throws ValueError if `param_name`'s row-sparse gradient cannot be used (checked by step()
-    // for every parameter before any update, so a failed step changes nothing).
+    // Throws ValueError if `param_name`'s row-sparse gradient cannot be used.
     virtual void check_sparse_supported(const std::string& param_name) const = 0;
     // The buffers one parameter's state holds after its first step, by state-dict name.
     virtual std::vector<std::string> state_buffer_names() const = 0;

@@ -1,6 +1,6 @@
 // optim/sgd.cpp — SGD with momentum, the algorithm of torch.optim.SGD (PyTorch docs):
 //
-//   g ← ∇θ L(θ)                                          the gradient, as stored in .grad
+//   g ← ∇θ L(θ)                                          the gradient
 //   g ← g + λ·θ                       if λ ≠ 0           L2 weight decay, added to the gradient
 //   if μ ≠ 0:
 //       b ← g                         at the first step  (no zero-initialised buffer, no damping)
@@ -35,9 +35,8 @@ const SGDOptions& validated(const SGDOptions& o) {
     return o;
 }
 
-// One fused pass over n elements: p (n), g (n) read-only, b (n) or null when μ = 0.
-// Writing through raw pointers reads and writes each array once (xtensor expressions would
-// make a temporary per line), and it calls no Tensor op, so autograd records nothing.
+// One fused pass over n elements: p (n), g (n) read-only, b (n) or null when μ = 0. It calls no
+// Tensor op, so autograd records nothing.
 void sgd_kernel(real* p, const real* g, real* b, std::size_t n, real lr, real wd, real mu,
                 real damp, bool nesterov, bool first) {
     for (std::size_t i = 0; i < n; ++i) {

@@ -10,8 +10,7 @@
 
 namespace xgrad::optim {
 
-// Options with LibTorch's names and PyTorch's defaults. Setters chain and return *this; a
-// getter of the same name reads the value. Checked when an SGD is constructed.
+// Options with LibTorch's names and PyTorch's defaults; setters chain, getters share the name.
 class SGDOptions {
 public:
     explicit SGDOptions(double lr) : lr_(lr) {}  // lr has no default, as in PyTorch
@@ -36,17 +35,13 @@ private:
     bool nesterov_ = false;
 };
 
-// SGD state per parameter: the momentum buffer b (n elements) when momentum ≠ 0; none otherwise.
-//
-// Row-sparse gradients (nn::Embedding(sparse=true)): with momentum = 0 only the k rows in
-// the gradient change, p_r ← p_r − γ·(g_r + λ·p_r), so weight decay reaches touched rows
-// only. With momentum ≠ 0 step() throws ValueError: a lazily updated momentum buffer would
-// not be PyTorch's SGD, and a dense one would touch every row anyway.
+// State per parameter: the momentum buffer b (n elements) when momentum ≠ 0.
+// Row-sparse gradients: with momentum = 0 only the k rows change, p_r ← p_r − γ·(g_r + λ·p_r).
+// With momentum ≠ 0 step() throws ValueError: a lazy buffer would not be PyTorch's SGD.
 class SGD : public Optimizer {
 public:
-    // Throws ValueError for lr < 0, momentum < 0, weight_decay < 0 (non-finite values too),
-    // nesterov without momentum > 0 and dampening = 0, and the base-class conditions
-    // (empty list, non-leaf or duplicate parameters).
+    // Throws ValueError for lr < 0, momentum < 0, weight_decay < 0, non-finite values, nesterov
+    // without momentum > 0 and dampening = 0, and the base-class conditions.
     SGD(NamedTensors params, SGDOptions options);
     SGD(std::vector<ParamGroup> groups, SGDOptions defaults);
 

@@ -17,6 +17,7 @@
 
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
+#include "nn/nn.hpp"
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -335,11 +336,123 @@ TEST_CASE("an op whose backward returns a gradient of the wrong shape is caught"
     REQUIRE_THROWS_WITH(y.sum().backward(), Contains("bad_op") && Contains("(2)") && Contains("(3)"));
 }
 
-TEST_CASE("accumulating a dense gradient of the wrong shape throws with both shapes", "[autograd][errors]") {
+TEST_CASE("setting a dense gradient of the wrong shape throws with both shapes", "[autograd][errors]") {
     Tensor x({1, 2, 3}, true);
-    REQUIRE_THROWS_AS(accumulate_grad(*x.impl(), xt::ones<real>({4})), ValueError);
-    REQUIRE_THROWS_WITH(accumulate_grad(*x.impl(), xt::ones<real>({4})),
-                        Contains("accumulate_grad") && Contains("(4)") && Contains("(3)"));
+    REQUIRE_THROWS_AS(set_leaf_grad(*x.impl(), Array(xt::ones<real>({4}))), ValueError);
+    REQUIRE_THROWS_WITH(set_leaf_grad(*x.impl(), Array(xt::ones<real>({4}))),
+                        Contains("set_grad") && Contains("(4)") && Contains("(3)"));
+    REQUIRE_FALSE(x.has_grad());
+}
+
+// ---- the engine as the one writer of .grad: row-sparse gradients ---------------------------------
+
+TEST_CASE("a table resized after a backward: zero_grad(false) keeps a (4, 2) .grad, the next backward "
+          "throws instead of writing row 999", "[autograd][regression]") {
+    nn::Embedding emb(4, 2);
+    emb.forward(IndexTensor{0, 3}).sum().backward();
+    emb.zero_grad(/*set_to_none=*/false);              // .grad stays (4, 2), all zeros
+    emb.weight.data() = zeros({1000, 2}).data();       // the table now has 1000 rows
+    auto step = [&] { emb.forward(IndexTensor{999}).sum().backward(); };
+    REQUIRE_THROWS_AS(step(), ValueError);
+    REQUIRE_THROWS_WITH(step(), Contains("backward") && Contains("(4, 2)") && Contains("(1000, 2)") &&
+                                    Contains("embedding") && Contains("zero_grad()"));
+    require_values(emb.weight.grad(), {{0, 0}, {0, 0}, {0, 0}, {0, 0}});  // untouched
+
+    emb.zero_grad();  // set_to_none: the next gradient takes the new shape
+    step();
+    REQUIRE(emb.weight.grad().shape() == Shape{1000, 2});
+    REQUIRE(emb.weight.grad().data()(999, 0) == 1);
+    REQUIRE(xt::sum(emb.weight.grad().data())() == 2);  // row 999 only: (1, 1)
+}
+
+TEST_CASE("a row-sparse gradient left on a table shrunk to 10 rows meets a dense one: throws, "
+          "nothing written", "[autograd][regression]") {
+    Tensor w = zeros({1000, 2}, true);
+    nn::functional::embedding(w, IndexTensor{999}, std::nullopt, /*sparse=*/true).sum().backward();
+    REQUIRE(w.sparse_grad()->indices == std::vector<std::int64_t>{999});
+    w.data() = zeros({10, 2}).data();
+    // the same table as a tied output head: logits (1, 10) = h (1, 2) · wᵀ (wᵀ is a permute),
+    // a dense gradient for w
+    auto head = [&] { matmul(Tensor({{1, 2}}), transpose(w, 0, 1)).sum().backward(); };
+    REQUIRE_THROWS_AS(head(), ValueError);
+    REQUIRE_THROWS_WITH(head(), Contains("backward") && Contains("(1000, 2)") && Contains("(10, 2)") &&
+                                    Contains("permute") && Contains("zero_grad()"));
+    REQUIRE(w.sparse_grad()->indices == std::vector<std::int64_t>{999});  // untouched
+    REQUIRE(w.sparse_grad()->values == Array{{1, 1}});
+    REQUIRE(w.impl()->grad == nullptr);
+}
+
+TEST_CASE("sparse + sparse stays row-sparse and coalesced: unique sorted rows, duplicates summed",
+          "[autograd][sparse]") {
+    using nn::functional::embedding;
+    Tensor w = zeros({5, 2}, true);
+    // one backward, two lookups of w: rows 3, 1 (weight 1) and 1, 0 (weight 2)
+    add(embedding(w, IndexTensor{3, 1}, std::nullopt, true),
+        mul(embedding(w, IndexTensor{1, 0}, std::nullopt, true), Tensor(2.0)))
+        .sum()
+        .backward();
+    // a second backward before zero_grad: rows 4, 3, 3 (weight 1)
+    embedding(w, IndexTensor{4, 3, 3}, std::nullopt, true).sum().backward();
+    const SparseGrad* sg = w.sparse_grad();
+    REQUIRE(sg != nullptr);
+    REQUIRE(w.impl()->grad == nullptr);
+    REQUIRE(sg->indices == std::vector<std::int64_t>{0, 1, 3, 4});
+    //   row 0: 2;  row 1: 1 + 2 = 3;  row 3: 1 + 2 = 3;  row 4: 1
+    REQUIRE(sg->values == Array{{2, 2}, {3, 3}, {3, 3}, {1, 1}});
+}
+
+TEST_CASE("a sparse table tied to a dense head: sparse then dense is dense (values by hand)", "[autograd][sparse]") {
+    using nn::functional::embedding;
+    // w (3, 2) = [[1, 2], [3, 4], [5, 6]]; h (2, 2) = w[{2, 0}] = [[5, 6], [1, 2]]
+    Tensor w({{1, 2}, {3, 4}, {5, 6}}, true);
+    // backward 1, the lookup alone: L1 = sum(h · wᵀ) with wᵀ a constant copy here, so
+    // dL1/dh[p, :] = Σ_j w[j, :] = [9, 12], for rows 2 and 0: row-sparse
+    Tensor wt = transpose(w.detach(), 0, 1);
+    matmul(embedding(w, IndexTensor{2, 0}, std::nullopt, true), wt).sum().backward();
+    REQUIRE(w.sparse_grad()->indices == std::vector<std::int64_t>{0, 2});
+    // backward 2, the head alone: L2 = sum(h0 · wᵀ) with h0 the constant h, so
+    // dL2/dw[j, :] = Σ_p h0[p, :] = [6, 8] for every row j: dense
+    matmul(Tensor({{5, 6}, {1, 2}}), transpose(w, 0, 1)).sum().backward();
+    REQUIRE(w.sparse_grad() == nullptr);
+    require_values(w.grad(), {{15, 20}, {6, 8}, {15, 20}});
+
+    // both in one graph, h · wᵀ through the tied table, in whichever order the engine runs them
+    Tensor v({{1, 2}, {3, 4}, {5, 6}}, true);
+    matmul(embedding(v, IndexTensor{2, 0}, std::nullopt, true), transpose(v, 0, 1)).sum().backward();
+    REQUIRE(v.sparse_grad() == nullptr);
+    require_values(v.grad(), {{15, 20}, {6, 8}, {15, 20}});
+}
+
+TEST_CASE("index_select of a computed tensor: its row-sparse gradient is densified", "[autograd][sparse]") {
+    Tensor x({{1, 2}, {3, 4}, {5, 6}}, true);
+    Tensor y = mul(x, Tensor(2.0));                       // non-leaf (3, 2)
+    Tensor z = index_select(y, 0, IndexTensor{2, 0, 2});  // rows 2, 0, 2
+    // L = sum(z) + sum(y): dL/dy = [[1, 1], [0, 0], [2, 2]] + 1 = [[2, 2], [1, 1], [3, 3]]
+    add(z.sum(), y.sum()).backward();
+    require_values(x.grad(), {{4, 4}, {2, 2}, {6, 6}});   // dL/dx = 2 · dL/dy
+    Tensor x2({{1, 2}, {3, 4}, {5, 6}}, true);            // the row gradient alone
+    index_select(mul(x2, Tensor(2.0)), 0, IndexTensor{2, 0, 2}).sum().backward();
+    require_values(x2.grad(), {{2, 2}, {0, 0}, {4, 4}});
+}
+
+TEST_CASE("a custom op's row-sparse gradient that does not fit its input throws, naming the op",
+          "[autograd][errors][sparse]") {
+    Tensor x = zeros({3, 2}, true);
+    auto returning = [&](std::vector<std::int64_t> ids, Array rows) {
+        return make_result(Array(x.data()), "bad_rows", {x}, [ids, rows](const Array&, const Array&) {
+            return make_grads(RowSparseGrad{ids, rows});
+        });
+    };
+    REQUIRE_THROWS_WITH(returning({5}, Array{{1, 1}}).sum().backward(),
+                        Contains("bad_rows") && Contains("row 5") && Contains("[0, 3)"));
+    REQUIRE_THROWS_WITH(returning({-1}, Array{{1, 1}}).sum().backward(),
+                        Contains("bad_rows") && Contains("row -1"));
+    REQUIRE_THROWS_WITH(returning({1}, Array{{1, 1, 1}}).sum().backward(),
+                        Contains("bad_rows") && Contains("(1, 3)") && Contains("(3, 2)"));
+    REQUIRE_THROWS_AS(returning({1, 2}, Array{{1, 1}}).sum().backward(), ValueError);
+    REQUIRE_FALSE(x.has_grad());
+    returning({1, 1}, Array{{1, 2}, {3, 4}}).sum().backward();  // a fitting one is scatter-added
+    require_values(x.grad(), {{0, 0}, {4, 6}, {0, 0}});
 }
 
 TEST_CASE("visit_graph visits every tensor the graph holds once", "[autograd][visit_graph]") {
