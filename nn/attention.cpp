@@ -3,10 +3,8 @@
 // Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
 // d model width (d = H·hd). "..." is any number of leading dims (usually (B, H)).
 //
-// scaled_dot_product_attention has no backward of its own: every step is a core op (matmul,
-// transpose, masked_fill, softmax, dropout), already gradchecked, and autograd chains them.
-// It always runs these steps; it is the oracle of the fused kernel (nn/attention_fused.cpp).
-// CausalSelfAttention::forward (below) is the one place that picks the fused kernel.
+// scaled_dot_product_attention has no backward of its own: every step is a gradchecked core op.
+// It is the fused kernel's oracle; CausalSelfAttention::forward alone picks that kernel.
 //
 // The lesson in one picture, for one head of a sequence of T = 3 tokens with causal masking:
 //
@@ -102,7 +100,6 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
     Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
     if (!attn_mask.defined() && !is_causal) {
         // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1.
-        // (softmax is core/softmax.cpp's fused row kernel; its oracle is softmax_composed.)
         return softmax(scores, -1);
     }
 
@@ -112,11 +109,9 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
     // scores (..., Tq, Tk), -inf where keep = 0: e^-inf = 0, so those keys get weight 0
     scores = masked_fill(scores, eq(keep, 0), -std::numeric_limits<real>::infinity());
 
-    // A query with no key left would have a row of -inf, and softmax would give 0/0 = NaN, in
-    // the output and, through matmul's backward, in every gradient. PyTorch ≥ 2.5 returns 0
-    // for such a row, and so do we: the row is refilled with 0 before the softmax (any finite
-    // value would do) and its weights are set to 0 after it. masked_fill passes no gradient
-    // through filled entries, so the row sends exactly 0 back to q and k.
+    // A query with no key left has a row of -inf, whose softmax is 0/0 = NaN. As PyTorch ≥ 2.5,
+    // the row is refilled with 0 before the softmax and its weights set to 0 after it; masked_fill
+    // passes no gradient through filled entries, so the row sends exactly 0 back to q and k.
     // empty (..., Tq, 1) = [Σ_j keep[..., i, j] = 0]
     const Tensor empty = eq(sum(keep, -1, /*keepdim=*/true), 0);
     bool any_empty = false;
