@@ -1,5 +1,4 @@
-// nn/positional.cpp — learned, sinusoidal and rotary positions (the lesson is in
-// nn/positional.hpp; the math of each is repeated beside its code).
+// nn/positional.cpp — learned, sinusoidal and rotary positions (overview in nn/positional.hpp).
 //
 // Legend: B batch, H heads, T time, d width, hd head width, i pair index, t position.
 #include "nn/positional.hpp"
@@ -27,8 +26,8 @@ Tensor LearnedPositions::forward(std::int64_t T) const {
 // ---- sinusoidal -----------------------------------------------------------------------------------
 // PE[t, 2i]   = sin(t · ω_i)
 // PE[t, 2i+1] = cos(t · ω_i),     ω_i = 10000^(-2i/d) = exp(-(2i/d) · ln 10000)
-// Wavelengths run from 2π (i = 0) to about 10000 · 2π (i = d/2 - 1): low pairs tell nearby
-// positions apart, high pairs far ones. ref: Vaswani et al. 2017, §3.5.
+// Wavelengths 2π .. 10000·2π: low pairs tell near positions apart, high pairs far ones.
+// ref: Vaswani et al. 2017, §3.5.
 Tensor sinusoidal_positions(std::int64_t T, std::int64_t d) {
     check(T > 0 && d > 0, "sinusoidal_positions", "T and d must be positive; got T = {}, d = {}", T, d);
     check(std::uint64_t(d) <= SIZE_MAX / sizeof(real) / std::uint64_t(T), "sinusoidal_positions",
