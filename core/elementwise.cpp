@@ -85,7 +85,6 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
     check_broadcastable(a, b, "mul");
     Array y = a.data() * b.data();
-    // The backward keeps the input handles, not copies of their arrays (as every op here).
     return make_result(std::move(y), "mul", {a, b},
                        [a, b, ra = a.requires_grad(), rb = b.requires_grad()](const Array& g, const Array&) {
                            Grads out(2);

@@ -17,7 +17,6 @@ namespace xgrad {
 // ---- masked_fill -----------------------------------------------------------------------------------
 // forward : y = value where mask != 0, else x       x (...), mask broadcasts to x's shape, y x's shape
 // backward: dL/dx = g where mask == 0, else 0       (a filled entry no longer depends on x)
-//           mask: no gradient (it only selects)
 // value may be -inf: how attention hides a key. The mask must broadcast to x's shape (as the
 // in-place masked_fill_). ref: PyTorch docs, torch.Tensor.masked_fill.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
@@ -43,8 +42,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     }
     // The mask is an input without gradient, so its version is checked before the backward reads it.
     return make_result(std::move(y), "masked_fill", {x, mask}, [mask](const Array& g, const Array&) {
-        // in the forward pass this was: y = mask ? value : x
-        // so dy/dx = 0 where the mask is set, and 1 elsewhere.
+        // in the forward pass this was: y = mask ? value : x; so dy/dx = 0 where the mask is set
         Array gx = xt::where(xt::not_equal(mask.data(), real(0)), real(0), g);
         return make_grads(std::move(gx), std::nullopt);
     });

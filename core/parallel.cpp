@@ -134,8 +134,7 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         return;
     }
     const std::size_t T = std::size_t(get_pool_threads());  // read under the lock: the pool has T threads
-    // T chunks of (nearly) equal size; chunk t = [t·n/T, (t+1)·n/T): a function of n and T only.
-    // Every chunk runs to its end; exceptions are kept per chunk and the first in chunk order is
+    // Chunk t = [t·n/T, (t+1)·n/T). Exceptions are kept per chunk; the first in chunk order is
     // rethrown once all are done, so no worker outlives the body's frame.
     std::vector<std::exception_ptr> errors(T);
     struct InBody {  // marks this thread as inside a body until the chunks are done, however they end

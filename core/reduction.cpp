@@ -18,8 +18,6 @@ static Shape reduced_shape(const Shape& shape, std::size_t dim, bool keepdim) {
     return out;
 }
 
-// ==== reductions =====================================================================================
-
 // ---- sum (all) -----------------------------------------------------------------------------------
 // forward : y = Σ_i x_i                    x: any shape, y: ()
 // backward: dL/dx_i = g                    (g broadcast to x's shape)

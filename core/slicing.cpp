@@ -47,8 +47,7 @@ Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length)
         std::copy_n(x.data().data() + o * x_row + offset, run, y.data() + o * run);
 
     return make_result(std::move(y), "narrow", {x}, [xs, outer, run, x_row, offset](const Array& g, const Array&) {
-        // in the forward pass this was: y[o] = x[o, start : start + length]
-        // so dL/dx[o, start : start + length] = g[o], and every other entry of dL/dx is 0.
+        // in the forward pass this was: y[o] = x[o, start : start + length]; so dL/dx there = g[o]
         Array gx = xt::zeros<real>(xs);
         for (std::size_t o = 0; o < outer; ++o)
             std::copy_n(g.data() + o * run, run, gx.data() + o * x_row + offset);

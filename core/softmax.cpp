@@ -26,8 +26,7 @@ using simd::W;
 
 // One row of n values, `stride` apart (1: vectorised). Sums run in real, as PyTorch's CPU kernel.
 
-// y = softmax(x) on one row: c = max_i x_i, e_i = e^(x_i - c), y_i = e_i / Σ_j e_j
-// (the sum is ≥ 1: the max's own term is e^0)
+// e_i = e^(x_i - c); the sum is ≥ 1, as the max's own term is e^0
 void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
     std::size_t i = 0;
     real c = -std::numeric_limits<real>::infinity();
@@ -67,7 +66,6 @@ void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
     for (; i < n; ++i) y[i * stride] *= inv;
 }
 
-// dx = y ⊙ (g − Σ_k g_k y_k) on one row
 void softmax_backward_row(const real* y, const real* g, real* dx, std::size_t n, std::size_t stride) {
     std::size_t i = 0;
     real dot = 0;

@@ -4,8 +4,7 @@
 //   real          float32 (library `xgrad`) or float64 (`xgrad_f64`, for gradcheck's precision)
 //   Array         xt::xarray of real, row-major; every op writes a fresh Array, so no aliasing
 //   IndexTensor   int64 token IDs and class targets; a separate type, so floats cannot pass as IDs
-//   SparseGrad    a row-sparse gradient (k unique rows of a (V, d) table), made by
-//                 nn::Embedding(sparse=true)
+//   SparseGrad    a row-sparse gradient (k unique rows of a (V, d) table), nn::Embedding(sparse)
 //   Tensor        a shared handle, like torch::Tensor: a copy shares data, gradient and graph
 //
 // Legend used in shape comments throughout xgrad:
@@ -46,8 +45,7 @@ using Shape = std::vector<std::size_t>;
 // At most 2^60 elements, so byte offsets of 8-byte elements fit xtensor's signed 64-bit strides.
 constexpr std::size_t kMaxNumel = std::size_t{1} << 60;
 // The element count of `shape` (1 for 0-d). Throws ValueError naming `op` and the shape when the
-// product of its non-zero sizes exceeds kMaxNumel (zeros({0, 2^62, 4}) is empty, but its strides
-// would overflow).
+// product of its non-zero sizes exceeds kMaxNumel (an empty shape's strides can overflow too).
 std::size_t checked_numel(const Shape& shape, const char* op);
 // Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
 using Dims = std::vector<std::int64_t>;
@@ -65,8 +63,7 @@ std::mt19937_64& generator();
 std::mutex& generator_mutex();
 
 // ---- NestedList: brace-initialised values -------------------------------------------------
-// A scalar, or a brace list of NestedLists, so that Tensor({{1, 2}, {3, 4}}) is (2, 2) and
-// Tensor({{0.5}, {-1}}) is (2, 1) without overload ambiguity (as torch::tensor accepts).
+// A scalar or a brace list of NestedLists: Tensor({{1, 2}, {3, 4}}) is (2, 2), as torch::tensor.
 // to_array() throws ValueError for ragged lists such as {{1, 2}, {3}}.
 template <class T>
 class NestedList {

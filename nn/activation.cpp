@@ -58,7 +58,6 @@ struct CdfPdf {
     const Batch inv_sqrt_2pi(real(0.39894228040143267794));  // 1/√(2π)
     const Batch e = xsimd::exp(-(kHalf * (x * x)));  // e^(-z²) = e^(-x²/2); 0 at ±∞
     if constexpr (!std::is_same_v<real, float>) {
-        // xgrad_f64: xsimd's double erfc has other ranges and rational kernels; call it whole.
         const Batch inv_sqrt2(real(0.70710678118654752440));  // 1/√2
         return {kHalf * xsimd::erfc(-x * inv_sqrt2), e * inv_sqrt_2pi};
     } else {
@@ -104,7 +103,6 @@ const Batch kFar(real(20));
     return xsimd::select(xsimd::abs(x) > kFar, xsimd::select(x > kZero, kOne, kZero), dy);
 }
 
-// The two forms as types, for the loops below.
 struct ExactForm {
     [[gnu::always_inline]] static Batch value(const Batch& x) { return gelu_none(x); }
     [[gnu::always_inline]] static Batch grad(const Batch& x) { return gelu_none_grad(x); }
@@ -145,10 +143,8 @@ void check_approximate(const std::string& approximate, const char* op) {
 }  // namespace
 
 // ---- gelu ------------------------------------------------------------------------------------------
-// forward : y = x Φ(x)                          ("none")
-//           y = ½ x (1 + tanh(√(2/π)(x + 0.044715 x³)))   ("tanh")
-// backward: dL/dx = grad_out · dy/dx, with dy/dx recomputed from the saved x (formulas above)
-//           x: any shape, y and dL/dx: the same shape
+// forward : y = x Φ(x) ("none") or the tanh form (formulas above)     x, y, dL/dx: any shape
+// backward: dL/dx = grad_out · dy/dx, with dy/dx recomputed from the saved x
 // ref: Hendrycks & Gimpel 2016, "Gaussian Error Linear Units"; PyTorch docs, torch.nn.GELU
 namespace functional {
 

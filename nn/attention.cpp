@@ -1,7 +1,6 @@
 // nn/attention.cpp — attention, step by step, composed from core ops; and the module.
 //
-// Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
-// d model width (d = H·hd). "..." is any number of leading dims (usually (B, H)).
+// Legend as in nn/attention.hpp; "..." is any number of leading dims (usually (B, H)).
 //
 // scaled_dot_product_attention has no backward of its own: every step is a gradchecked core op.
 // It is the fused kernel's oracle; CausalSelfAttention::forward alone picks that kernel.
@@ -171,8 +170,7 @@ CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) con
     auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, hd}).transpose(1, 2); };
     Heads h{heads(parts[0]), heads(parts[1]), heads(parts[2])};
     if (options_.rope) {
-        // q, k (B, H, T, hd) rotated pair by pair by angle t · 10000^(-2i/hd) at position t:
-        // q_t·k_s then depends on t - s only (v is not rotated).
+        // q, k (B, H, T, hd) rotated by their positions, so q_t·k_s depends on t - s only
         const IndexTensor positions = IndexTensor::arange(T);
         h.q = apply_rotary(h.q, positions);
         h.k = apply_rotary(h.k, positions);
@@ -190,9 +188,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     const Heads h = split_heads(x);
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
     const double p = is_training() ? options_.dropout : 0.0;
-    // y (B, H, T, hd) = attention of each head, causal. As nanoGPT's `if self.flash:`, the fused
-    // kernel runs where it computes exactly the composed function: no extra mask, no dropout on
-    // the weights. tests/test_attention_fused.cpp holds the two paths equal.
+    // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, the fused
+    // kernel runs where it is exactly the composed function (tests/test_attention_fused.cpp).
     const bool use_fused = options_.fused && !attn_mask.defined() && p == 0;
     Tensor y;
     if (use_fused) {

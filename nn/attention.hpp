@@ -69,8 +69,7 @@ struct CausalSelfAttentionOptions {
     double dropout = 0.0;  // nanoGPT's attn_dropout and resid_dropout, training mode only; [0, 1)
     bool bias = true;      // c_attn and c_proj have biases
     bool rope = false;     // rotate q and k by their positions (apply_rotary, Su et al. 2021)
-    bool fused = true;     // nanoGPT's self.flash: fused_causal_attention where it is exact;
-                           // false always runs the composed scaled_dot_product_attention
+    bool fused = true;     // nanoGPT's self.flash: fused_causal_attention where it is exact
 };
 
 // Multi-head causal self-attention, as nanoGPT's:
@@ -78,8 +77,7 @@ struct CausalSelfAttentionOptions {
 //     q, k, v (B, H, T, hd)    = reshape (B, T, H, hd), transpose(1, 2)
 //     q, k                     = apply_rotary(q, k, positions 0..T-1)   if options.rope
 //     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: fused_causal_attention
-//                                if options.fused, no attn_mask and no attention dropout, else
-//                                scaled_dot_product_attention (the same function, composed)
+//                                if options.fused, no attn_mask and no dropout, else composed
 //     out (B, T, d)            = c_proj(y transposed back to (B, T, H, hd), reshaped (B, T, d))
 // Parameters (nanoGPT's names and layouts, so its checkpoints load by name):
 //     c_attn.weight (3d, d), c_attn.bias (3d), c_proj.weight (d, d), c_proj.bias (d).
@@ -89,9 +87,8 @@ public:
     // width is odd while rope is on, or options.dropout is outside [0, 1).
     CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
 
-    // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T),
-    // 1 = may attend; a pair is kept when both it and causality allow it.
-    // Throws ValueError if x is not (B, T, d) or the mask does not fit.
+    // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T), ANDed
+    // with causality. Throws ValueError if x is not (B, T, d) or the mask does not fit.
     Tensor forward(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 
     // The softmax weights of every head, (B, H, T, T), with no graph and no dropout (heatmaps).

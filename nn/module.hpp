@@ -44,8 +44,7 @@ public:
     Tensor register_buffer(const std::string& name, Tensor tensor);
 
     // Registers a child module; its parameters appear as "<name>.<param>". Returns `module`.
-    // Throws ValueError on a bad name, a null module, or a cycle (`module` is this module or
-    // one of its ancestors).
+    // Throws ValueError on a bad name, a null module, or a cycle (`module` is an ancestor).
     template <class M>
     std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
         add_child(name, module);
@@ -82,8 +81,7 @@ public:
     // Writes safetensors (nn/serialize.hpp) atomically, via a temporary file and a rename.
     // Throws std::runtime_error on I/O failure.
     void save(const std::string& path) const;
-    // Reads a safetensors file and load_state_dict()s it. A missing, truncated or corrupted
-    // file, or a wrong name or shape, throws and leaves the module untouched.
+    // load_state_dict() of a safetensors file; a bad file, name or shape throws, module untouched.
     void load(const std::string& path);
 
 protected:

@@ -3,9 +3,7 @@
 //
 // Oracle: layer_norm_composed (below), whose backward autograd derives; tests/test_layers.cpp
 // ("layer_norm: fused equals composed") and tests/test_gradcheck_layers.cpp hold them equal.
-//
-// Legend (as in nn/normalization.hpp): x viewed as (N, D), N rows of D normalized values;
-// weight w and bias b (D); mean and rstd (N), one per row.
+// Legend as in nn/normalization.hpp: x (N, D), weight w and bias b (D), mean and rstd (N).
 #include "nn/normalization.hpp"
 
 #include <algorithm>
@@ -137,7 +135,6 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             const real* pg = grad_out.data();
             Array dx(x.data().shape());
             Array dw = xt::zeros<real>(normalized_shape), db = xt::zeros<real>(normalized_shape);  // Σ over rows
-            // dL/dx: rows over the threads, each row whole on one thread.
             if (rx) parallel_for(N, grain_rows(D), [&](std::size_t r0, std::size_t r1) {
                 for (std::size_t r = r0; r < r1; ++r) {
                     const real* xr = px + r * D;
@@ -163,8 +160,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                     });
                 }
             });
-            // dL/dw, dL/db: columns over the threads, each summed over r in order by one thread,
-            // so the sums do not depend on the thread count.
+            // dL/dw, dL/db: columns over the threads, each summed over r in order (thread-count independent)
             if (rw || rb) parallel_for((D + W - 1) / W, grain_columns(N), [&](std::size_t c0, std::size_t c1) {
                 const std::size_t j0 = c0 * W, j1 = std::min(c1 * W, D);
                 for (std::size_t r = 0; r < N; ++r) {

@@ -1,6 +1,5 @@
-// nn/positional.cpp — learned, sinusoidal and rotary positions (overview in nn/positional.hpp).
-//
-// Legend: B batch, H heads, T time, d width, hd head width, i pair index, t position.
+// nn/positional.cpp — learned, sinusoidal and rotary positions (overview and legend in
+// nn/positional.hpp).
 #include "nn/positional.hpp"
 
 #include <cmath>
@@ -48,9 +47,7 @@ Tensor sinusoidal_positions(std::int64_t T, std::int64_t d) {
 // forward : for each pair i and position t, with a = pos[t] · base^(-2i/hd):
 //             [y_2i  ]   [cos a  −sin a] [x_2i  ]
 //             [y_2i+1] = [sin a   cos a] [x_2i+1]            y = R(a) x
-// backward: a rotation is orthogonal, R(a)ᵀ = R(−a), so dL/dx = R(a)ᵀ dL/dy:
-//             dL/dx_2i   =  g_2i · cos a + g_2i+1 · sin a
-//             dL/dx_2i+1 = −g_2i · sin a + g_2i+1 · cos a        (the rotation by −a)
+// backward: a rotation is orthogonal, R(a)ᵀ = R(−a), so dL/dx = R(−a) dL/dy
 // x, y, g: (..., T, hd); cos a and sin a: (T, hd/2), saved for the backward.
 // ref: Su et al. 2021, RoFormer, §3.4.2; facebookresearch/llama model.py, apply_rotary_emb.
 Tensor apply_rotary(const Tensor& x, const IndexTensor& positions, double base) {

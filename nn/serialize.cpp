@@ -211,8 +211,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
                                          parsed.get<std::string>()));
         return true;
     };
-    // The header is one JSON object, '{' first, then spaces only after its '}' (a JSON parser
-    // alone would take other whitespace, and stop quietly at a NUL byte).
+    // One JSON object, '{' first, spaces only after its '}' (a parser would stop quietly at a NUL).
     const std::string_view text(bytes.data() + 8, n);
     const std::size_t nul = text.find('\0');
     check(nul == std::string_view::npos, op, "'{}' has a NUL byte in its header, at byte {} of {}", path,

@@ -4,10 +4,8 @@
 //
 //   bytes [0, 8)        N, the header length, an unsigned 64-bit little-endian integer
 //   bytes [8, 8+N)      a UTF-8 JSON object, padded with spaces to a multiple of 8:
-//                       {"fc1.weight": {"dtype": "F32", "shape": [20, 10],
-//                                       "data_offsets": [0, 800]},
-//                        ...,
-//                        "__metadata__": {"format": "pt"}}
+//                       {"fc1.weight": {"dtype": "F32", "shape": [20, 10], "data_offsets": [0, 800]},
+//                        ..., "__metadata__": {"format": "pt"}}
 //   bytes [8+N, end)    the tensors' raw little-endian, row-major bytes, back to back;
 //                       data_offsets are relative to byte 8+N
 //
