@@ -12,8 +12,7 @@ namespace xgrad {
 
 namespace {
 
-// One product, or one band of it, on the calling thread (OpenBLAS runs with 1 thread). copy_bt
-// (the fast path below) is decided by gemm for the whole product, so all bands take the same call.
+// One product, or one band of it, on this thread; copy_bt (below) is decided for the whole product.
 void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                      const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                      std::size_t ldc, [[maybe_unused]] bool copy_bt) {

@@ -33,8 +33,7 @@ std::string shape_str(const Seq& shape) {
     return fmt::format("({})", fmt::join(shape, ", "));
 }
 
-// The same "(2, 3)", formatted only if a message is built: for check()s on the hot path. Use
-// it only as an argument of check(): it refers to `shape` and must not outlive the call.
+// The same, formatted only if a message is built (hot-path checks); use only as a check() argument.
 template <class Seq>
 struct LazyShape {
     const Seq& shape;

@@ -30,8 +30,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     check(ok, "masked_fill", "mask of shape {} does not broadcast to x's shape {}", shape_str(ms), shape_str(xs));
 
     Array y = xt::where(xt::not_equal(mask.data(), real(0)), value, x.data());
-    // Anomaly mode refuses a ±inf made from finite inputs, but an infinite fill is intended:
-    // the central check is off for this output, and only a NaN is refused here.
+    // Anomaly mode's ±inf check is off for an intended infinite fill; only a NaN is refused here.
     std::optional<DetectAnomalyGuard> intended_inf;
     if (anomaly_enabled() && std::isinf(value)) {
         for (std::size_t i = 0; i < y.size(); ++i)

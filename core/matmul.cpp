@@ -1,5 +1,4 @@
 // core/matmul.cpp — batched matrix multiply on BLAS gemm (core/blas.hpp).
-//
 // Legend: A (..., n, k), B (..., k, m), Y (..., n, m); G = dL/dY; (...) the batch dims.
 #include <algorithm>
 #include <functional>

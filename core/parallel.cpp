@@ -31,8 +31,7 @@ namespace xgrad {
 
 namespace {
 
-// How long a worker spins before it sleeps, in _mm_pause iterations: long enough to catch the
-// next op's task, short enough to sleep between steps. Spinning holds a core, so oversubscribing hurts.
+// How long a worker spins before it sleeps, in _mm_pause iterations: enough to catch the next op.
 constexpr int kSpinIterations = 20000;
 
 // True on a thread while it runs a parallel_for body: a nested parallel_for then runs inline.

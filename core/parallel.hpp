@@ -1,5 +1,4 @@
 // core/parallel.hpp — xgrad's own threads: one persistent pool, and parallel_for over it.
-//
 // Legend: n items (rows, heads, elements), T threads, chunk t = the items [t·n/T, (t+1)·n/T).
 //
 // T = 1 unless set_num_threads (core/threads.hpp) or set_pool_threads changes it. A persistent

@@ -1,5 +1,4 @@
 // core/reduction.cpp — reductions: sum, mean, max (all elements or along one dim), argmax.
-//
 // Legend: x the input; y the output; g = dL/dy. Along a dim, x is viewed as (outer, n, inner)
 // (DimSplit, core/op_helpers.hpp) and y drops the n axis (or keeps it as 1 with keepdim).
 #include <algorithm>

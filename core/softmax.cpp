@@ -1,5 +1,4 @@
 // core/softmax.cpp — softmax as one fused op: forward and backward over whole rows.
-//
 // Legend: x any shape, viewed around `dim` as (outer, n, inner): a "row" is the n values
 // x[o, :, j] that one softmax normalises, `inner` apart in memory (adjacent when dim is the
 // last dim, the common case: attention weights over the keys, (B, H, T, T)).

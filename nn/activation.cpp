@@ -1,5 +1,4 @@
 // nn/activation.cpp — GELU, forward and backward, computed with SIMD vectors.
-//
 // Legend: x any shape, n = x.numel(); a Batch is one SIMD register of W values of type real
 // (core/simd.hpp).
 //
@@ -117,8 +116,7 @@ std::size_t registers(std::size_t n) { return (n + W - 1) / W; }
 // The least work, in registers, handed to a second thread of the pool.
 constexpr std::size_t kGrain = 1024;
 
-// y = f(x), W at a time, in whole registers over the threads: the result does not depend on the
-// thread count. Form is a type so that value() and grad() inline into the loop.
+// y = f(x) in whole registers over the threads (thread-count independent); Form inlines.
 template <class Form>
 void map_values(const real* x, real* y, std::size_t n) {
     parallel_for(registers(n), kGrain, [&](std::size_t b0, std::size_t b1) {

@@ -1,5 +1,4 @@
 // nn/attention.cpp — attention, step by step, composed from core ops; and the module.
-//
 // Legend as in nn/attention.hpp; "..." is any number of leading dims (usually (B, H)).
 //
 // scaled_dot_product_attention has no backward of its own: every step is a gradchecked core op.
@@ -102,8 +101,7 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
         return softmax(scores, -1);
     }
 
-    // keep (Tq, Tk) or attn_mask's shape, 0/1: 1 where query i may attend key j.
-    // Causal: j ≤ i, the lower triangle (top-left aligned when Tq ≠ Tk, as PyTorch's).
+    // keep (Tq, Tk) or attn_mask's shape: 1 where query i may attend key j (causal: j ≤ i, top-left).
     const Tensor keep = is_causal ? tril(ones({s.Tq, s.Tk})) : attn_mask;
     // scores (..., Tq, Tk), -inf where keep = 0: e^-inf = 0, so those keys get weight 0
     scores = masked_fill(scores, eq(keep, 0), -std::numeric_limits<real>::infinity());
@@ -178,8 +176,7 @@ CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) con
     return h;
 }
 
-// keep (B or 1, H or 1, T, T) 0/1 = attn_mask · tril(ones(T, T)): a pair (t, s) is kept when
-// both the user's mask and causality (s ≤ t) allow it.
+// keep (B or 1, H or 1, T, T) = attn_mask · tril(ones(T, T)): both must allow a pair.
 Tensor CausalSelfAttention::causal_mask(std::size_t T, const Tensor& attn_mask) const {
     return attn_mask * tril(ones({T, T}));
 }

@@ -43,16 +43,12 @@ AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, cons
 //     out     (..., Tq, hv) = dropout(weights, dropout_p) · v (..., Tk, hv)
 //   q, k, v: the same leading dims ..., usually (B, H), possibly none; real.
 //   attn_mask: undefined, or 0/1 broadcasting to (..., Tq, Tk) (see the top).
-//   is_causal: query i may attend to keys 0..i only (tril of (Tq, Tk), aligned top-left as
-//       PyTorch's). With attn_mask too it throws, as PyTorch: multiply the mask by the tril.
-//   dropout_p: probability of zeroing each weight (the survivors are scaled by 1/(1-p));
-//       applied whenever p > 0, as PyTorch's, so pass 0 at evaluation.
+//   is_causal: query i attends to keys 0..i only (top-left aligned, as PyTorch); not with attn_mask.
+//   dropout_p: applied whenever p > 0 (inverted), as PyTorch's: pass 0 at evaluation.
 //   scale: defaults to 1/√hd.
-// Returns out (..., Tq, hv); rows whose keys are all masked are 0.
-// Throws ValueError for: q, k or v with fewer than 2 dims or different ranks; leading dims
-// that differ; q and k of different hd; k and v of different Tk; hd = 0; a mask that does not
-// broadcast to (..., Tq, Tk) or holds a value other than 0 and 1; a mask with is_causal;
-// dropout_p outside [0, 1].
+// Throws ValueError for: ranks below 2 or unequal; leading dims that differ; q and k of different
+// hd; k and v of different Tk; hd = 0; a mask that does not broadcast or holds other than 0 and 1;
+// a mask with is_causal; dropout_p outside [0, 1].
 // ref: PyTorch docs, torch.nn.functional.scaled_dot_product_attention (its reference code).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask = Tensor(), bool is_causal = false,

@@ -1,5 +1,4 @@
 // nn/dropout.hpp — dropout: the functional form and the Dropout module.
-//
 // Legend: x any shape; the mask has x's shape.
 // In training each element is kept with probability 1 - p and scaled by 1/(1 - p) ("inverted
 // dropout"), so E[y] = x and evaluation needs no rescaling (math in nn/dropout.cpp).

@@ -20,7 +20,7 @@ namespace xgrad::nn {
 
 namespace functional {
 
-// What one Embedding backward did; written by the backward pass, read by the caller.
+// What one Embedding backward did.
 struct EmbeddingStats {
     std::size_t tokens = 0;         // IDs looked up (padding included)
     std::size_t rows_touched = 0;   // distinct rows that received gradient (k)
@@ -30,10 +30,8 @@ struct EmbeddingStats {
 };
 
 // Row lookup y[..., :] = weight[ids[...], :].   weight (V, d), ids (...) int64, y (..., d).
-//   padding_idx: that row gets no gradient (may be negative, counting from the end).
-//   sparse=false: weight.grad is a dense (V, d) tensor; only the touched rows are written.
-//   sparse=true : weight.sparse_grad() is a coalesced row-sparse gradient (k unique rows);
-//                 weight must then be a leaf (a parameter).
+//   padding_idx: that row gets no gradient (negative counts from the end).
+//   sparse: weight.grad dense (V, d), or weight.sparse_grad() with k unique rows (weight a leaf).
 //   stats: if given, filled in by each backward.
 // Throws IndexError for an ID outside [0, V) (with its position and value), ValueError for
 // a bad padding_idx or a non-2-D weight.  ref: PyTorch docs, torch.nn.functional.embedding

@@ -16,9 +16,7 @@ namespace functional {
 
 // ---- linear (fused matmul + bias) ----------------------------------------------------------------
 // forward : Y (R, out) = X (R, in) · Wᵀ + b,      R = all leading dims of x flattened
-// backward: dX (R, in)   = G (R, out) · W (out, in)
-//           dW (out, in) = Gᵀ (out, R) · X (R, in)
-//           db (out)     = Σ_r G[r, :]
+// backward: dX (R, in) = G (R, out) · W,   dW (out, in) = Gᵀ · X (R, in),   db (out) = Σ_r G[r, :]
 // Fused so that each is one gemm with W transposed in place (no Wᵀ copy).
 // ref: PyTorch docs, torch.nn.functional.linear
 // Empty sizes: R = 0 gives an empty y and dW = 0; in = 0 gives y = b (gemm zero-fills when K = 0).

@@ -1,5 +1,4 @@
 // nn/loss.cpp — forward and backward of the losses in nn/loss.hpp.
-//
 // Legend: N rows, C classes; g = dL/d(loss), () for Mean/Sum or the targets' shape for None.
 #include "nn/loss.hpp"
 
@@ -123,8 +122,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
     const std::int64_t* t = targets.data().data();
     const double eps = o.label_smoothing;
 
-    // Pass 1: e^(x - m) for the whole (N, C) array. Pass 2: per row, Σ in double, lse, the loss
-    // and p_c = e^(x_c - m) / Σ_c' e^(x_c' - m).
+    // Pass 1: e^(x - m) for all of (N, C). Pass 2, per row: Σ in double, lse, the loss, p_c = e^(x_c - lse).
     Array probs(Shape{N, C});  // softmax, saved for the backward
     std::vector<double> max_i(N, 0.0);  // m of each row
     for (std::size_t i = 0; i < N; ++i) {

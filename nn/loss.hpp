@@ -22,10 +22,9 @@ struct CrossEntropyOptions {
     double label_smoothing = 0.0;      // in [0, 1]
 };
 
-// Softmax cross-entropy, fused (see the .cpp for the math).
-//   logits (N, C) with targets (N,), or logits (B, T, C) with targets (B, T): the class dim
-//   is always the LAST one (PyTorch wants (B, C, T); xgrad follows the llm.c layout).
-//   Returns () for Mean/Sum, the targets' shape for None. Nats.
+// Softmax cross-entropy, fused. logits (N, C) with targets (N,), or (B, T, C) with (B, T): the
+// class dim is LAST (llm.c's layout; PyTorch wants (B, C, T)). Returns () or, for None, the
+// targets' shape. Nats.
 // Mean divides by the non-ignored targets; all ignored gives 0 (PyTorch: nan) and gradient 0.
 // Throws IndexError for a target outside [0, C) other than ignore_index (value, position, C),
 // ValueError for mismatched shapes or label_smoothing outside [0, 1]. Non-finite logits give
@@ -37,8 +36,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
 // options and errors as cross_entropy (label_smoothing must be 0).
 Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const CrossEntropyOptions& options = {});
 
-// Mean squared error, (input - target)², reduced. input and target have the same shape.
-// The mean of an empty input is 0.
+// Mean squared error (input - target)², reduced; the same shapes; the mean of nothing is 0.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 // Binary cross-entropy on logits, fused and stable: ℓ = -[y log σ(x) + (1-y) log(1-σ(x))].

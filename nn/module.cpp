@@ -74,8 +74,7 @@ void Module::replace_parameter(const std::string& name, Tensor tensor) {
     throw ValueError(fmt::format("replace_parameter: this module has no parameter '{}'", name));
 }
 
-// The walks below use an explicit stack, never recursion, so a very deep tree cannot overflow
-// the thread's stack (backward() walks the graph the same way).
+// The walks below use an explicit stack, never recursion: a deep tree cannot overflow the stack.
 
 // True if `target` is this module or one of its descendants.
 bool Module::contains(const Module* target) const {
@@ -89,8 +88,7 @@ bool Module::contains(const Module* target) const {
     return false;
 }
 
-// Each solely owned child hands its children to this loop before it dies, so destructors never
-// nest one call per level.
+// Each solely owned child hands its children to this loop first, so destructors never nest.
 Module::~Module() {
     std::vector<std::shared_ptr<Module>> pending;
     for (auto& [_, child] : children_) pending.push_back(std::move(child));
@@ -148,8 +146,7 @@ void Module::collect(const std::string& prefix, bool with_params, bool with_buff
 }
 
 namespace {
-// A tensor under two names (a tied weight) is listed once, under its first name, as PyTorch:
-// otherwise it would be stepped, counted and saved twice.
+// A tensor under two names (a tied weight) is listed once, as PyTorch, so it is stepped once.
 NamedTensors first_names(NamedTensors all) {
     std::set<const TensorImpl*> seen;
     NamedTensors out;

@@ -78,15 +78,13 @@ public:
     // Copies values in by name, strictly: a missing, unexpected or mis-shaped entry throws
     // ValueError naming it, and the module is left untouched.
     void load_state_dict(const NamedTensors& state);
-    // Writes safetensors (nn/serialize.hpp) atomically, via a temporary file and a rename.
-    // Throws std::runtime_error on I/O failure.
+    // Writes safetensors (nn/serialize.hpp) atomically; throws std::runtime_error on I/O failure.
     void save(const std::string& path) const;
     // load_state_dict() of a safetensors file; a bad file, name or shape throws, module untouched.
     void load(const std::string& path);
 
 protected:
-    // This module's own parameter `name`; throws ValueError if none. Lets a forward check that a
-    // public member (Linear::weight) still is the registered tensor.
+    // Own parameter `name` (ValueError if none), to check a public member is still registered.
     const Tensor& registered_parameter(const std::string& name) const;
     // Replaces own parameter `name` in place in the order (nn::tie_weights).
     void replace_parameter(const std::string& name, Tensor tensor);

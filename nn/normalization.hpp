@@ -28,8 +28,7 @@ namespace functional {
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 
-// The same function composed from core ops, autograd deriving its backward: obviously right, the
-// tests' oracle for layer_norm. Same arguments and errors.
+// The same function composed from core ops (autograd's backward): the tests' oracle. Same errors.
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                            const Tensor& bias = Tensor(), double eps = 1e-5);
 

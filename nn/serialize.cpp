@@ -30,8 +30,7 @@ namespace xgrad::nn {
 
 namespace {
 
-// safetensors stores little-endian bytes; xgrad copies memory as is, which is only right on
-// a little-endian host (x86-64, arm64).
+// safetensors is little-endian; memory is copied as is, so only little-endian hosts are supported.
 bool host_is_little_endian() {
     const std::uint16_t one = 1;
     unsigned char first;
