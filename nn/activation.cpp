@@ -30,18 +30,15 @@ using simd::W;
 const Batch kZero(real(0)), kHalf(real(0.5)), kOne(real(1));
 
 // ---- the exact form: y = x·Φ(x) ------------------------------------------------------------------
-//   Φ(x) = ½ erfc(-x/√2)                 the standard normal CDF
-//   φ(x) = e^(-x²/2) / √(2π)              its density, Φ'(x)
+//   Φ(x) = ½ erfc(-x/√2) the standard normal CDF,   φ(x) = Φ'(x) = e^(-x²/2) / √(2π)
 // Φ and φ share one exp. With z = |x|/√2 and e = e^(-z²) = e^(-x²/2):
 //   erfc(z) = e · R(z),   R(z) = erfc(z) e^(z²)   (erfcx, a Mills ratio: R(0) = 1, R(z) ~ 1/(√π z))
 //   Φ(x) = ½ e R(z) for x < 0,  1 - ½ e R(z) for x ≥ 0
 // R is smooth and bounded on [0, ∞), so ONE approximation serves every x (xsimd's float erfc
-// switches polynomials at z = 2/3, and a register's lanes would need both):
-//   t = 1 / (1 + p z),  p = 0.5,   R(z) ≈ t · P(t),  P of degree 10
-// P is fitted for relative error by tests/reference/fit_gelu_mills_ratio.py (about 3e-7 after float
-// rounding); xgrad_f64 calls xsimd's double erfc instead. Never forming 1 + erf(x/√2) keeps the left
-// tail's relative accuracy (gelu(-10) = -7.62e-23); x·x is rounded once, as exp(-a) magnifies a's
-// error a times. At x = ±∞, t = 0 and e = 0: Φ is 0 or 1.
+// switches polynomials at z = 2/3, which a register's lanes would both need):
+//   t = 1 / (1 + p z),  p = 0.5,   R(z) ≈ t · P(t),  P of degree 10, fitted for relative error
+// (about 3e-7 in float); xgrad_f64 calls xsimd's double erfc. Never forming 1 + erf(x/√2) keeps
+// the left tail accurate (gelu(-10) = -7.62e-23). At x = ±∞, t = e = 0: Φ is 0 or 1.
 const Batch kMillsP[11] = {  // P(t) = Σ kMillsP[k] tᵏ, from tests/reference/fit_gelu_mills_ratio.py 10 0.5
     Batch(2.820948064e-01f), Batch(2.820938528e-01f),  Batch(2.468805760e-01f), Batch(1.753769666e-01f),
     Batch(9.299967438e-02f), Batch(-5.722896382e-02f), Batch(1.270810813e-01f), Batch(-4.469649792e-01f),
@@ -55,7 +52,7 @@ struct CdfPdf {
 
 [[gnu::always_inline]] inline CdfPdf normal_cdf_pdf(const Batch& x) {
     const Batch inv_sqrt_2pi(real(0.39894228040143267794));  // 1/√(2π)
-    const Batch e = xsimd::exp(-(kHalf * (x * x)));  // e^(-z²) = e^(-x²/2); 0 at ±∞
+    const Batch e = xsimd::exp(-(kHalf * (x * x)));  // e^(-x²/2): x·x rounds once, as exp magnifies it
     if constexpr (!std::is_same_v<real, float>) {
         const Batch inv_sqrt2(real(0.70710678118654752440));  // 1/√2
         return {kHalf * xsimd::erfc(-x * inv_sqrt2), e * inv_sqrt_2pi};

@@ -90,8 +90,7 @@ Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_va
 
 // ---- cross_entropy (fused log-softmax + NLL) ---------------------------------------------------
 // For row i with logits x (C,), target t and smoothing ε, with the max-subtracted log-sum-exp
-//   m = max_c x_c,   lse = m + log Σ_c e^(x_c - m)              (every exponent ≤ 0)
-//   log p_c = x_c - lse
+//   m = max_c x_c,   lse = m + log Σ_c e^(x_c - m),   log p_c = x_c - lse
 //   q_c = (1 - ε)·[c = t] + ε / C                                   (the smoothed target)
 //   loss_i = -Σ_c q_c log p_c = (1 - ε)(lse - x_t) + ε (lse - mean_c x_c)
 // backward: dL/dx_c = s_i · (p_c - q_c),  s_i = g / N_valid (mean), g (sum) or g_i (none)
