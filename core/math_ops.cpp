@@ -1,7 +1,6 @@
 // core/math_ops.cpp — square roots and the variance: sqrt, rsqrt, var.
 //
-// Normalisation layers divide by a standard deviation: layer norm's x̂ = (x - mean) · rsqrt(var + eps),
-// and attention divides its scores by √hd. These are the pieces, each with its own backward.
+// The pieces of normalisation, x̂ = (x - mean) · rsqrt(var + eps), each with its own backward.
 // Shape legend: x input, y output, g = dL/dy ("grad_out"); N = x.shape[dim] for var.
 #include <algorithm>
 #include <cmath>

@@ -53,9 +53,8 @@ using Dims = std::vector<std::int64_t>;
 struct Node;  // core/autograd.hpp: one recorded op, the `grad_fn` of its output
 
 // ---- random numbers ------------------------------------------------------------------
-// One process-wide generator behind a mutex, as PyTorch's default CPU generator. manual_seed(s)
-// makes later randn/rand/randint and module initialisation reproducible on one thread; across
-// threads each call draws a contiguous block, in scheduling order.
+// One process-wide generator behind a mutex, as PyTorch's: manual_seed(s) makes later draws and
+// module initialisation reproducible on one thread (across threads, each call draws a block).
 void manual_seed(std::uint64_t seed);
 // The generator itself, for code that draws from it directly. Not synchronised: from several
 // threads, hold `std::lock_guard<std::mutex> lock(generator_mutex());` while drawing.
@@ -287,7 +286,6 @@ Tensor arange(real end);                          // [0, 1, ..., end)  shape (ce
 Tensor arange(real start, real end, real step = 1);
 Tensor randn(const Shape& shape, bool requires_grad = false);  // N(0, 1)
 Tensor rand(const Shape& shape, bool requires_grad = false);   // U[0, 1)
-// Uniform integers in [low, high), from the same generator.
-IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape);
+IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape);  // uniform in [low, high)
 
 }  // namespace xgrad

@@ -4,14 +4,12 @@
 //   functional::attention_weights              the softmax weights alone, for inspection
 //   CausalSelfAttention                        nanoGPT's module; its forward picks
 //                                              fused_causal_attention where that is exact
-//
 // Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
 // d model width (d = H·hd).
 //
 // Masks (no bool dtype): attn_mask holds 1 = may attend (PyTorch's True) or 0 = may not, and
 // broadcasts to (..., Tq, Tk); other values throw ValueError. A fully masked query gets weights 0,
 // so output 0 and zero gradients, never NaN (as PyTorch >= 2.5).
-//
 // ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2; PyTorch docs,
 //      torch.nn.functional.scaled_dot_product_attention; nanoGPT model.py, CausalSelfAttention.
 #pragma once

@@ -2,10 +2,8 @@
 //
 // Oracle and tests: nn/attention_fused.hpp. Per matrix n: two gemm calls and one row softmax,
 // where the composed form materialises kᵀ, scores, masked scores and weights (N, Tq, Tk).
-//
 // Legend: N = Π of the leading dims (B·H), Tq queries, Tk keys, hd head width, hv value width.
 // q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv), out (..., Tq, hv); P (N, Tq, Tk) the weights.
-//
 // forward, for each n of the N matrices (gemm: core/blas.hpp):
 //   S (Tq, Tk)   = scale · q (Tq, hd) · kᵀ (hd, Tk)
 //   P            = softmax over each row of S; row i keeps keys j ≤ i, the rest are 0

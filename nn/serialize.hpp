@@ -1,7 +1,6 @@
 // nn/serialize.hpp — safetensors files: the checkpoint format of xgrad.
 //
 // Layout (https://github.com/huggingface/safetensors, "Format"):
-//
 //   bytes [0, 8)        N, the header length, an unsigned 64-bit little-endian integer
 //   bytes [8, 8+N)      a UTF-8 JSON object, padded with spaces to a multiple of 8:
 //                       {"fc1.weight": {"dtype": "F32", "shape": [20, 10], "data_offsets": [0, 800]},
