@@ -6,7 +6,6 @@
 // malloc's pointer in the 8 bytes below the block for free(). Alignment also fixes the results:
 // on an unaligned array xtensor computes the first elements with scalar code (xassign.hpp,
 // align_begin), which rounds exp and others differently, so values would depend on addresses.
-//
 // Units: bytes. allocate throws std::bad_array_new_length when n·sizeof(T) overflows and
 // std::bad_alloc when malloc fails; it never returns null.
 #pragma once

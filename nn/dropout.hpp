@@ -14,16 +14,14 @@ namespace xgrad::nn {
 namespace functional {
 
 // Dropout. x any shape, dtype real; y has x's shape.
-//   training = false, or p = 0: the identity (returns x itself).
-//   p = 1: every element dropped: y = 0 and dL/dx = 0 (no division by 1 - p = 0).
+//   training = false or p = 0: the identity (returns x itself); p = 1: y = 0 and dL/dx = 0.
 // A dropped ±inf or NaN gives NaN, as PyTorch. manual_seed(s) reproduces the mask.
 // Throws ValueError for an undefined x, or p outside [0, 1] or NaN.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 
 }  // namespace functional
 
-// Dropout(p): dropout(x, p, is_training()); the identity after eval(). Throws ValueError for p
-// outside [0, 1] or NaN.
+// Dropout(p): dropout(x, p, is_training()), the identity after eval(); ValueError as dropout's.
 class Dropout : public Module {
 public:
     explicit Dropout(double p = 0.5);
