@@ -1,11 +1,8 @@
 // core/allocator.cpp — the process-wide malloc policy (see core/allocator.hpp).
 //
-// Every training step allocates and frees the same arrays: activations, gradients,
-// temporaries. By default glibc serves each block over 128 KiB with its own mmap and unmaps it
-// when freed, and gives the top of the heap back to the kernel once a few MiB of it are free;
-// each step then faults all of its pages in again, and the kernel zeroes every one. With blocks
-// up to 32 MiB served from the heap, and the heap trimmed only past 256 MiB of free space, the
-// pages stay mapped for the next step. Peak memory does not grow: freed blocks are reused.
+// Every step allocates and frees the same arrays. By default glibc mmaps each block over 128 KiB
+// and unmaps it when freed, so each step faults (and the kernel zeroes) its pages again. Serving
+// blocks up to 32 MiB from the heap, trimmed past 256 MiB free, keeps them mapped for reuse.
 // ref: glibc manual, "Memory Allocation Tunables" (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD).
 #include "core/allocator.hpp"
 

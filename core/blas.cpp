@@ -12,9 +12,7 @@ namespace xgrad {
 
 namespace {
 
-// One product, or one band of it, on the calling thread (OpenBLAS itself runs with 1 thread;
-// see set_num_threads, core/threads.hpp). copy_bt: take the fast path below; decided by gemm for the whole product,
-// so that the bands of a split product all go through the same kind of call.
+// One product, or one band of it, on this thread; copy_bt (below) is decided for the whole product.
 void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                      const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                      std::size_t ldc, [[maybe_unused]] bool copy_bt) {
@@ -28,13 +26,9 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
     const auto i = [](std::size_t v) { return static_cast<int>(v); };
 #ifndef XGRAD_DOUBLE
-    // Fast path for A·Bᵀ with a short inner size K, as in Linear's forward x·Wᵀ on a narrow
-    // input. OpenBLAS runs small products through kernels that read the operands in place, but
-    // declines this one (0.3.21's sgemm_small_kernel_permit refuses a column-major Aᵀ·B, which a
-    // row-major A·Bᵀ becomes, when K < 32 or M·N > 1200) and first packs both operands into
-    // buffers. Writing Bᵀ out with cblas_somatcopy and multiplying A·(Bᵀ), which the small
-    // kernels take, avoids the packing; for larger products the copy would cost more than it
-    // saves. Any BLAS gives the same C this way, at the cost of one K × N copy.
+    // A·Bᵀ with a short K (Linear's x·Wᵀ on a narrow input): OpenBLAS 0.3.21's small kernels
+    // refuse it (sgemm_small_kernel_permit) and pack both operands; writing Bᵀ out
+    // (cblas_somatcopy) and multiplying A·(Bᵀ) takes the small kernels. Same C, one K × N copy.
     if (copy_bt) {
         Array bt(Shape{K, N});  // Bᵀ (K, N), row-major
         cblas_somatcopy(CblasRowMajor, CblasTrans, i(N), i(K), 1.0f, B, i(ldb), bt.data(), i(N));
@@ -50,23 +44,17 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
 #endif
 }
 
-// Products of at least this many multiply-adds are split over the pool's threads: enough work
-// that a band outweighs the cost of handing it to a worker (bench/README.md).
+// Products of at least this many multiply-adds are split over the pool's threads.
 constexpr double kSplitMacs = double(1 << 20);
-// The fewest rows (or columns) of C one thread gets: a thinner band runs the kernels on
-// narrow, inefficient panels.
+// The fewest rows (or columns) of C one thread gets: thinner bands make inefficient panels.
 constexpr std::size_t kSplitGrain = 16;
 
 }  // namespace
 
-// With T = get_pool_threads() > 1 and a product large enough, C is cut into T bands, by rows
-// when M ≥ N, else by columns, and each thread computes its band with its own one-thread
-// sgemm: band [r0, r1) of C = op(A)[r0:r1, :] · op(B). Each element of C is still one dot
-// product over K. The bands depend only on the sizes and T, so a fixed T gives the same C from
-// run to run. Against one thread, OpenBLAS may pick a different kernel for a band than for the
-// whole product (it chooses by size and by CPU), and so round differently in the last bits.
-// Why bands and not OpenBLAS's own threads: the bands scale better on the examples' products
-// (bench/thread_handoff), and one pool for every loop means the two never oversubscribe the cores.
+// With T = get_pool_threads() > 1 and a large product, C is cut into T bands (by rows when
+// M ≥ N, else columns), each a one-thread sgemm: C[r0:r1, :] = op(A)[r0:r1, :] · op(B). A fixed
+// T gives the same C run to run; against one thread OpenBLAS may pick another kernel for a band
+// and round differently in the last bits. One pool for every loop never oversubscribes the cores.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc) {

@@ -12,9 +12,8 @@
 namespace xgrad {
 
 // A (M, K), or (K, M) when trans_a; B (K, N), or (N, K) when trans_b; C (M, N), not overlapping
-// A or B. K = 0 gives C = beta·C (beta = 0: C may start uninitialised). Products of 2^20
-// multiply-adds or more are split over the pool (core/parallel.hpp); inside a parallel_for body
-// gemm runs on its own thread. Throws ValueError when a size does not fit BLAS's 32-bit int.
+// A or B. K = 0 gives C = beta·C (beta = 0: C may start uninitialised). Large products are split
+// over the pool (core/blas.cpp). Throws ValueError when a size does not fit BLAS's 32-bit int.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc);

@@ -85,7 +85,6 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
     check_broadcastable(a, b, "mul");
     Array y = a.data() * b.data();
-    // The backward keeps the input handles, not copies of their arrays (as every op here).
     return make_result(std::move(y), "mul", {a, b},
                        [a, b, ra = a.requires_grad(), rb = b.requires_grad()](const Array& g, const Array&) {
                            Grads out(2);
@@ -155,11 +154,9 @@ Tensor rdiv(real s, const Tensor& a) {
 
 // ---- pow -----------------------------------------------------------------------------------------
 // forward : y = x^p                         p a scalar
-// backward: dL/dx = g · p · x^(p-1),  and exactly 0 for p = 0: x^0 is constant, and the
-//           formula would give 0 · x^-1 = 0 · inf = NaN at x = 0
+// backward: dL/dx = g · p · x^(p-1), and 0 for p = 0 (else 0 · inf = NaN at x = 0)
 // ref: power rule; PyTorch's pow_backward masks p = 0 the same way
-// A plain std::pow loop: xsimd's vectorised pow trips GCC 12's -Wuninitialized false
-// positive inside its own AVX-512 intrinsics header (GCC bug 105593).
+// A plain std::pow loop: xsimd's pow trips a GCC 12 -Wuninitialized false positive (GCC bug 105593).
 static Array pow_elementwise(const Array& x, real p) {
     Array y(x.shape());
     for (std::size_t i = 0; i < x.size(); ++i) y.data()[i] = std::pow(x.data()[i], p);
@@ -194,11 +191,8 @@ Tensor log(const Tensor& x) {
 // ---- tanh ----------------------------------------------------------------------------------------
 // forward : y = tanh(x)     backward: dL/dx = g · (1 - y²)
 // ref: PyTorch docs, torch.tanh; d/dx tanh x = 1 - tanh² x
-//
-// float32: Eigen's rational approximation, tanh x ≈ x·p(x²) / q(x²) with x clamped to [-9, 9]
-// (beyond which tanh x rounds to ±1 in float), accurate to a couple of ulp: multiply-adds and one
-// division, which the compiler vectorises (xsimd's tanh computes both a polynomial and an exp
-// branch per vector). NaN stays NaN. The double build (gradcheck) keeps xt::tanh.
+// float32: Eigen's rational approximation tanh x ≈ x·p(x²) / q(x²), x clamped to [-9, 9] (where
+// tanh rounds to ±1), a couple of ulp, vectorisable; NaN stays NaN. The double build uses xt::tanh.
 // ref: Eigen, generic_fast_tanh_float (MathFunctionsImpl.h)
 template <class T>  // called with T = float only
 static void tanh_rational(const T* x, T* y, std::size_t n) {

@@ -33,11 +33,7 @@ std::string shape_str(const Seq& shape) {
     return fmt::format("({})", fmt::join(shape, ", "));
 }
 
-// The same "(2, 3)", formatted only if a message is actually built. check()'s arguments are
-// evaluated on every call, even when the check passes, so checks on the hot path (every op,
-// every backward edge) pass lazy_shape(s) instead of shape_str(s), which would build a string
-// for nothing. Use it only as an argument of check(): it refers to `shape` and must not outlive
-// the call.
+// The same, formatted only if a message is built (hot-path checks); use only as a check() argument.
 template <class Seq>
 struct LazyShape {
     const Seq& shape;

@@ -1,16 +1,11 @@
 // core/gradcheck.hpp — check an op's backward against finite differences.
 //
-// For a function f(inputs) -> out, gradcheck compares, for every element x_i of every input
-// that requires grad,
+// For every element x_i of every input that requires grad, with L = Σ_j w_j · out_j (fixed
+// pseudo-random w, so every output element counts):
 //     analytic  dL/dx_i   from L.backward()
 //     numeric   (L(x_i + eps) - L(x_i - eps)) / (2 eps)        central difference, error O(eps²)
-// where L = Σ_j w_j · out_j with fixed pseudo-random weights w (so every output element is
-// checked, not only their sum). It passes when |analytic - numeric| <= atol + rtol·|numeric|
-// for every element.
-//
-// Precision: central differences lose about half the significant digits, so in float32 they
-// cannot tell a wrong formula from rounding. The tests therefore link `xgrad_f64`, the same
-// sources built with real = double, where the defaults below catch an error of 1e-3 relative.
+// Passes when |analytic - numeric| <= atol + rtol·|numeric| everywhere. Central differences lose
+// half the digits, so the tests link `xgrad_f64` (real = double), not float32.
 // ref: PyTorch docs, torch.autograd.gradcheck (same method and default tolerances in double).
 #pragma once
 
@@ -37,9 +32,8 @@ struct GradcheckResult {
     std::string message;       // the first failure: input, element, analytic vs numeric
 };
 
-// Runs the check. `inputs` are used as given: their values are perturbed and restored, and
-// their .grad is reset before and left holding dL/dx afterwards. Throws ValueError if f returns
-// an undefined tensor or no input requires grad.
+// Runs the check; `inputs` are perturbed and restored, and left holding dL/dx in .grad. Throws
+// ValueError if f returns an undefined tensor or no input requires grad.
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 

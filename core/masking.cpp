@@ -1,13 +1,9 @@
 // core/masking.cpp — masks: masked_fill, tril / triu, and the comparisons eq / ne that make them.
 //
-// Causal attention hides the future: scores (B, H, T, T) get -inf above the diagonal before the
-// softmax, so each position attends only to itself and the past. With these ops that is
+// Causal attention hides the future (-inf above the diagonal of scores (B, H, T, T)):
 //     Tensor causal = triu(ones({T, T}), 1);                     // (T, T), 1 above the diagonal
 //     Tensor masked = masked_fill(scores, causal, -inf);          // (B, H, T, T)
-// and no element is ever touched by hand.
-//
-// A mask is an ordinary Tensor of `real` whose NONZERO entries mean "true" (PyTorch uses a bool
-// tensor; xgrad has one scalar type, so 1/0 stands for True/False). Masks carry no gradient.
+// A mask is a Tensor of `real` whose nonzero entries mean True (no bool dtype); no gradient.
 // Shape legend: x input, y output, g = dL/dy ("grad_out"); (R, C) the last two dims of tril/triu.
 #include <cmath>
 #include <optional>
@@ -21,11 +17,8 @@ namespace xgrad {
 // ---- masked_fill -----------------------------------------------------------------------------------
 // forward : y = value where mask != 0, else x       x (...), mask broadcasts to x's shape, y x's shape
 // backward: dL/dx = g where mask == 0, else 0       (a filled entry no longer depends on x)
-//           mask: no gradient (it only selects)
-// value may be -inf: that is how attention hides a key (softmax then gives it weight exactly 0).
-// ref: PyTorch docs, torch.Tensor.masked_fill. (PyTorch 1.13's out-of-place form also accepts a
-// mask LARGER than x and returns the broadcast shape; xgrad, like the in-place masked_fill_,
-// requires the mask to broadcast to x's shape, so y always has x's shape.)
+// value may be -inf: how attention hides a key. The mask must broadcast to x's shape (as the
+// in-place masked_fill_). ref: PyTorch docs, torch.Tensor.masked_fill.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     check(x.defined() && mask.defined(), "masked_fill", "x and mask must be defined tensors");
     const Shape xs = x.shape(), ms = mask.shape();
@@ -36,13 +29,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     }
     check(ok, "masked_fill", "mask of shape {} does not broadcast to x's shape {}", shape_str(ms), shape_str(xs));
 
-    // xt::not_equal compares element by element and gives an expression of bools; xt::where
-    // broadcasts mask, value and x together (to x's shape, checked above).
     Array y = xt::where(xt::not_equal(mask.data(), real(0)), value, x.data());
-    // Anomaly mode (core/autograd.hpp) refuses a ±inf that an op makes from finite inputs, but a
-    // fill with -inf is how attention hides a key: intended. So with an infinite fill the central
-    // check is off for this output, and only what it would still refuse is checked: a NaN (one x
-    // held, as the fill is not NaN).
+    // Anomaly mode's ±inf check is off for an intended infinite fill; only a NaN is refused here.
     std::optional<DetectAnomalyGuard> intended_inf;
     if (anomaly_enabled() && std::isinf(value)) {
         for (std::size_t i = 0; i < y.size(); ++i)
@@ -51,12 +39,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
                   "(detect_anomaly is on)", lazy_shape(xs), i);
         intended_inf.emplace(false);
     }
-    // The mask is an input too, with no gradient: the backward reads it, so its version is
-    // checked as PyTorch checks the mask it saves (a mask buffer refilled in place before the
-    // backward is refused, never read as the new mask).
+    // The mask is an input without gradient, so its version is checked before the backward reads it.
     return make_result(std::move(y), "masked_fill", {x, mask}, [mask](const Array& g, const Array&) {
-        // in the forward pass this was: y = mask ? value : x
-        // so dy/dx = 0 where the mask is set, and 1 elsewhere.
+        // in the forward pass this was: y = mask ? value : x; so dy/dx = 0 where the mask is set
         Array gx = xt::where(xt::not_equal(mask.data(), real(0)), real(0), g);
         return make_grads(std::move(gx), std::nullopt);
     });
@@ -98,8 +83,7 @@ Tensor triu(const Tensor& x, std::int64_t k) { return triangle(x, k, /*lower=*/f
 
 // ---- eq / ne -------------------------------------------------------------------------------------------
 // y = 1 where a == v (eq) or a != v (ne), else 0.    a (...), y a's shape, no gradient
-// Elementwise comparison of xtensor arrays is xt::equal / xt::not_equal (NOT `==` / `!=`, which
-// compare whole arrays and return one bool); xt::cast turns the bools into 1/0.
+// (xt::equal compares elementwise; `==` on xtensor arrays compares whole arrays.)
 // ref: PyTorch docs, torch.eq / torch.ne (they return bool; xgrad returns 1/0 reals).
 Tensor eq(const Tensor& a, real v) { return from_array(Array(xt::cast<real>(xt::equal(a.data(), v)))); }
 Tensor ne(const Tensor& a, real v) { return from_array(Array(xt::cast<real>(xt::not_equal(a.data(), v)))); }

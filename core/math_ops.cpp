@@ -1,7 +1,6 @@
 // core/math_ops.cpp — square roots and the variance: sqrt, rsqrt, var.
 //
-// Normalisation layers divide by a standard deviation: layer norm's x̂ = (x - mean) · rsqrt(var + eps),
-// and attention divides its scores by √hd. These are the pieces, each with its own backward.
+// The pieces of normalisation, x̂ = (x - mean) · rsqrt(var + eps), each with its own backward.
 // Shape legend: x input, y output, g = dL/dy ("grad_out"); N = x.shape[dim] for var.
 #include <algorithm>
 #include <cmath>
@@ -37,13 +36,9 @@ Tensor rsqrt(const Tensor& x) {
 // ---- var (dim) -------------------------------------------------------------------------------------
 // forward : mean = Σ_i x_i / N;   y = Σ_i (x_i - mean)² / D,   D = N - 1 if unbiased else N
 //           x (..., N, ...)  ->  y (..., ...)  (or (..., 1, ...) with keepdim)
-//           Two passes (mean first, then squared deviations), both summed in double: the
-//           one-pass Σx² - N·mean² cancels catastrophically when |mean| >> std.
-//           D = max(N - 1, 0) as in PyTorch, so D = 0 (N = 1 unbiased, or N = 0) gives 0/0 = NaN,
-//           exactly what torch 1.13 returns (it also warns; xgrad does not).
-// backward: dL/dx_i = g · 2 (x_i - mean) / D
-//           (the Σ_j (x_j - mean) · dmean/dx_i term vanishes because Σ_j (x_j - mean) = 0);
-//           with D = 0 this is NaN too, as in PyTorch.
+//           Two passes in double (one-pass Σx² - N·mean² cancels when |mean| >> std).
+//           D = max(N - 1, 0) as in PyTorch: D = 0 gives 0/0 = NaN, as torch does.
+// backward: dL/dx_i = g · 2 (x_i - mean) / D      (the term through mean vanishes: Σ_j (x_j - mean) = 0)
 // ref: PyTorch docs, torch.var (argument `unbiased`, Bessel's correction).
 Tensor var(const Tensor& x, int dim, bool keepdim, bool unbiased) {
     const Shape xs = x.shape();
@@ -76,8 +71,7 @@ Tensor var(const Tensor& x, int dim, bool keepdim, bool unbiased) {
         y.reshape(reduced);
     }
     return make_result(std::move(y), "var", {x}, [x, mean = std::move(mean), kept, divisor](const Array& g, const Array&) {
-        // in the forward pass this was: y = Σ_i (x_i - mean)² / D
-        // so dL/dx_i = g · 2 (x_i - mean) / D, with g given the kept 1 back so it broadcasts.
+        // in the forward pass this was: y = Σ_i (x_i - mean)² / D; so dL/dx_i = g · 2 (x_i - mean) / D
         Array gk = g;
         gk.reshape(kept);
         return make_grads(Array(gk * (real(2) / static_cast<real>(divisor)) * (x.data() - mean)));

@@ -1,5 +1,4 @@
 // core/matmul.cpp — batched matrix multiply on BLAS gemm (core/blas.hpp).
-//
 // Legend: A (..., n, k), B (..., k, m), Y (..., n, m); G = dL/dY; (...) the batch dims.
 #include <algorithm>
 #include <functional>
@@ -84,8 +83,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             gemm(false, false, p.n, p.m, p.k, 1, a.data().data() + p.a_off[i], p.k,
                  b.data().data() + p.b_off[i], p.m, 0, y.data() + i * p.n * p.m, p.m);
     }
-    // The backward keeps the input handles (no copies of A and B). A gemm with beta = 0 writes
-    // every element of its output, so dA and dB need no zero-fill.
+    // A gemm with beta = 0 writes every element, so dA and dB need no zero-fill.
     return make_result(
         std::move(y), "matmul", {a, b},
         [a, b, p = std::move(p), b_shared, ra = a.requires_grad(),

@@ -1,7 +1,6 @@
 // core/op_helpers.hpp — small shape helpers shared by the op files (internal; not for users).
 //
-// DimSplit views a tensor around one dim as (outer, n, inner): reductions (core/reduction.cpp)
-// and concat (core/shape.cpp) loop over that split.
+// DimSplit: a tensor viewed around one dim as (outer, n, inner), for reductions and concat.
 #pragma once
 
 #include <cstddef>
@@ -13,8 +12,7 @@ namespace xgrad {
 // An Array's shape as a Shape (xtensor keeps its own small-vector type).
 inline Shape array_shape(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
 
-// View a tensor of `shape` as (outer, n, inner) around `dim`: element (o, i, j) sits at
-// flat offset (o·n + i)·inner + j. Reductions and concat loop over this split.
+// Element (o, i, j) sits at flat offset (o·n + i)·inner + j.
 struct DimSplit {
     std::size_t outer = 1, n = 1, inner = 1;
 };

@@ -5,8 +5,7 @@
 //           runs chunk 0, then waits until pending = 0 (acquire).
 //   worker: waits until `generation` differs from the last one it ran (spinning first, then
 //           sleeping on the condition variable), runs its chunk, decrements pending (release).
-// The release/acquire pairs make the task visible to the workers and the workers' results
-// visible to the caller; ThreadSanitizer (the XGRAD_TSAN build) checks exactly this.
+// The release/acquire pairs publish the task and the results (checked by the XGRAD_TSAN build).
 #include "core/parallel.hpp"
 
 #include <algorithm>
@@ -32,15 +31,10 @@ namespace xgrad {
 
 namespace {
 
-// How long a worker spins before it sleeps, in _mm_pause iterations (each 35–140 cycles): long
-// enough to catch the next op's task within a training step without a kernel round trip, short
-// enough to sleep between steps. The price: after each task a worker holds a core for that long,
-// so more threads than idle cores make everything slower.
+// How long a worker spins before it sleeps, in _mm_pause iterations: enough to catch the next op.
 constexpr int kSpinIterations = 20000;
 
-// True on a thread while it runs a parallel_for body (the workers always). A parallel_for
-// called from inside a body, such as gemm's inside attention's loop over heads, then runs on
-// its own thread: the pool is already busy with the outer loop.
+// True on a thread while it runs a parallel_for body: a nested parallel_for then runs inline.
 thread_local bool t_in_body = false;
 
 class Pool {
@@ -114,8 +108,7 @@ std::unique_ptr<Pool>& pool() {
 }
 std::atomic<int> g_threads{1};
 
-// Held by the thread whose parallel_for owns the pool. A second application thread that calls
-// parallel_for at the same time finds it taken and runs its loop alone.
+// Held by the thread whose parallel_for owns the pool; another thread then runs its loop alone.
 std::mutex g_pool_owner;
 
 }  // namespace
@@ -140,10 +133,8 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         return;
     }
     const std::size_t T = std::size_t(get_pool_threads());  // read under the lock: the pool has T threads
-    // T chunks of (nearly) equal size; chunk t = [t·n/T, (t+1)·n/T): a function of n and T only.
-    // Every chunk runs to its end even when another throws: an exception leaving a chunk is kept
-    // in that chunk's slot, and the first one in chunk order is rethrown here once all are done,
-    // so no worker is still running a body whose frame has gone.
+    // Chunk t = [t·n/T, (t+1)·n/T). Exceptions are kept per chunk; the first in chunk order is
+    // rethrown once all are done, so no worker outlives the body's frame.
     std::vector<std::exception_ptr> errors(T);
     struct InBody {  // marks this thread as inside a body until the chunks are done, however they end
         InBody() { t_in_body = true; }

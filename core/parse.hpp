@@ -1,18 +1,12 @@
 // core/parse.hpp — strict text → number conversion, for every number xgrad reads back from a
 // file (optimizer state, checkpoint metadata).
 //
-// "Strict" means the whole text is the number and nothing else, in one spelling:
-//   integer   an optional '-' then decimal digits: "12", "-3"        (std::from_chars, base 10)
-//   real      decimal or scientific notation: "0.001", "1e-08", "-2.5", and "inf", "nan"
-//             (std::from_chars, std::chars_format::general; callers that need a finite
-//             value check it)
-// Refused: leading or trailing spaces, a leading '+', trailing characters ("5abc"), another
-// base ("0x10"), an exponent in an integer ("1e3"), the empty string, and values outside the
-// type's range ("9223372036854775808", "1e400"). The lenient parsers (std::stoi, strtod,
-// operator>>) accept most of these, silently reading "5abc" as 5 or "0x10" as 16.
-//
-// The writers (std::to_string, fmt::format("{}", double) — shortest round-trip form) only
-// ever produce accepted spellings, so everything xgrad writes reads back to the same value.
+// "Strict": the whole text is the number, in one spelling (std::from_chars):
+//   integer   an optional '-' then decimal digits: "12", "-3"
+//   real      decimal or scientific: "0.001", "1e-08", "-2.5", "inf", "nan" (callers check finiteness)
+// Refused: spaces, a leading '+', trailing characters ("5abc", which std::stoi reads as 5), "0x10",
+// "1e3" as an integer, "", and values out of range ("1e400"). What xgrad writes
+// (std::to_string, fmt::format("{}", double)) always reads back to the same value.
 #pragma once
 
 #include <charconv>
@@ -44,8 +38,7 @@ inline std::optional<double> try_parse_double(std::string_view text) {
     return v;
 }
 
-// `text` for an error message: quoted, non-printable bytes as \xNN, cut after 40 bytes, so
-// that a corrupted file cannot put control characters or megabytes into a message.
+// `text` for an error message: quoted, non-printable bytes as \xNN, cut after 40 bytes.
 inline std::string quoted_text(std::string_view text) {
     std::string out = "'";
     for (std::size_t i = 0; i < text.size() && i < 40; ++i) {

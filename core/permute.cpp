@@ -1,9 +1,7 @@
 // core/permute.cpp — permute_array: y = x with its dims reordered (see core/permute.hpp).
 //
-// Why not xt::transpose: assigning xtensor's strided view to an array walks every element
-// through a generic n-dim index. Here the output is filled a row at a time (its last dim): a
-// memcpy when that dim is also the input's last (attention's head split (B, T, H, hd) →
-// (B, H, T, hd): rows of hd values), else a strided loop.
+// The output is filled a row (its last dim) at a time, rather than through xt::transpose's
+// n-dim index: a memcpy when that dim is also the input's last (the head split), else a loop.
 #include "core/permute.hpp"
 
 #include <cstring>

@@ -1,5 +1,4 @@
 // core/reduction.cpp — reductions: sum, mean, max (all elements or along one dim), argmax.
-//
 // Legend: x the input; y the output; g = dL/dy. Along a dim, x is viewed as (outer, n, inner)
 // (DimSplit, core/op_helpers.hpp) and y drops the n axis (or keeps it as 1 with keepdim).
 #include <algorithm>
@@ -18,14 +17,10 @@ static Shape reduced_shape(const Shape& shape, std::size_t dim, bool keepdim) {
     return out;
 }
 
-// ==== reductions =====================================================================================
-
 // ---- sum (all) -----------------------------------------------------------------------------------
 // forward : y = Σ_i x_i                    x: any shape, y: ()
 // backward: dL/dx_i = g                    (g broadcast to x's shape)
-// The sum is accumulated in double: a float accumulator stops growing at 2^24. Eight
-// interleaved partial sums let the additions pipeline and vectorise instead of each waiting
-// for the one before.
+// Accumulated in double (a float sum stops growing at 2^24), in eight interleaved partial sums.
 double sum_double(const real* p, std::size_t n) {
     double lane[8] = {};
     std::size_t i = 0;
@@ -85,8 +80,7 @@ Tensor mean(const Tensor& x, int dim, bool keepdim) {
 
 // ---- max (all) -----------------------------------------------------------------------------------
 // forward : y = max_i x_i                   backward: dL/dx_k = g at the first maximal k, else 0
-// (PyTorch's max(dim) also routes the gradient to the one index it returns.) NaN is larger than
-// every number, and the first NaN wins: max([1, NaN, 3]) = NaN, as in PyTorch.
+// NaN is larger than every number and the first NaN wins: max([1, NaN, 3]) = NaN, as PyTorch.
 static bool beats(real v, real best) { return !std::isnan(best) && (v > best || std::isnan(v)); }
 
 Tensor max(const Tensor& x) {

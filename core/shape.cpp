@@ -19,8 +19,6 @@ std::size_t normalize_dim(int dim, std::size_t ndim, const char* op) {
     return static_cast<std::size_t>(dim < 0 ? dim + n : dim);
 }
 
-// ==== shape ==========================================================================================
-
 // ---- reshape / view ------------------------------------------------------------------------------
 // forward : y = x with a new shape of the same numel (one entry may be -1: inferred)
 // backward: dL/dx = g reshaped back to x's shape

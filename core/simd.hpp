@@ -1,9 +1,6 @@
 // core/simd.hpp — the one SIMD helper: a register of real values and its loads and stores.
-//
-// Legend: a Batch is one SIMD register of W values of type real (xsimd::batch<real>, the
-// library under xtensor): W = 8 floats or 4 doubles with AVX2. A row of n values is walked in
-// whole registers, then a tail of fewer than W values.
-// Used by the fused kernels: core/softmax.cpp, nn/activation.cpp (gelu), nn/normalization.cpp.
+// Legend: a Batch is one SIMD register of W values of type real (xsimd::batch<real>): W = 8
+// floats or 4 doubles with AVX2. A row is walked in whole registers, then a tail of fewer than W.
 // ref: xsimd docs, xsimd::batch (load_unaligned, store_unaligned, hadd).
 #pragma once
 
@@ -20,8 +17,7 @@ namespace xgrad::simd {
 using Batch = xsimd::batch<real>;
 constexpr std::size_t W = Batch::size;  // SIMD lanes
 
-// V = Batch: W values from p (any alignment); V = real: the one value *p. Lets one generic
-// lambda be both the vector loop and its scalar tail (see for_row).
+// V = Batch: W values from p (any alignment); V = real: *p. One lambda is loop and tail (for_row).
 template <class V = Batch>
 V load(const real* p) {
     if constexpr (std::is_same_v<V, Batch>) return Batch::load_unaligned(p);

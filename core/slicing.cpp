@@ -1,14 +1,11 @@
 // core/slicing.cpp — taking pieces of a tensor along one dim: narrow, split, chunk.
 //
-// Attention needs these to cut c_attn's (B, T, 3d) output into q, k and v, each (B, T, d).
-// One op does the work, narrow; split and chunk are loops of narrows, so they need no backward
-// of their own: autograd sums the zero-padded gradients of the pieces back into dL/dx. (That
-// costs one x-sized gradient per piece in the backward: nothing for q, k, v or a few heads, but
-// split(x, 1) over a long dim would be quadratic; fuse it if a profile ever says so.)
+// Attention cuts c_attn's (B, T, 3d) output into q, k, v (B, T, d) with these. narrow does the
+// work; split and chunk are loops of narrows, so autograd sums the pieces' zero-padded gradients
+// (one x-sized array per piece: fine for a few pieces, quadratic for split(x, 1) on a long dim).
 //
-// Shape legend: x is the input, `size` = x.shape[dim]; y is one piece; g = dL/dy ("grad_out").
-// Every piece is a fresh contiguous array (xgrad never returns a view; PyTorch returns views,
-// which changes memory sharing, never values nor gradients).
+// Shape legend: x the input, `size` = x.shape[dim]; y one piece; g = dL/dy. Pieces are fresh
+// arrays, not views as in PyTorch (memory sharing differs, values and gradients do not).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -21,9 +18,8 @@ namespace xgrad {
 // forward : y = x[..., start : start + length, ...]     (the slice along dim)
 //           x (..., size, ...)  ->  y (..., length, ...)
 // backward: dL/dx = g placed into that slice, 0 elsewhere     x's shape
-// A tensor of `shape` is viewed as (outer, size, inner) around dim: element (o, i, j) sits at flat
-// offset (o·size + i)·inner + j, so the slice is `outer` contiguous runs of length·inner values.
-// start may be negative: it then counts from the end (start + size), as in PyTorch.
+// Viewed as (outer, size, inner) around dim, the slice is `outer` runs of length·inner values.
+// A negative start counts from the end, as in PyTorch.
 // ref: PyTorch docs, torch.narrow.
 Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length) {
     const Shape xs = x.shape();
@@ -51,8 +47,7 @@ Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length)
         std::copy_n(x.data().data() + o * x_row + offset, run, y.data() + o * run);
 
     return make_result(std::move(y), "narrow", {x}, [xs, outer, run, x_row, offset](const Array& g, const Array&) {
-        // in the forward pass this was: y[o] = x[o, start : start + length]
-        // so dL/dx[o, start : start + length] = g[o], and every other entry of dL/dx is 0.
+        // in the forward pass this was: y[o] = x[o, start : start + length]; so dL/dx there = g[o]
         Array gx = xt::zeros<real>(xs);
         for (std::size_t o = 0; o < outer; ++o)
             std::copy_n(g.data() + o * run, run, gx.data() + o * x_row + offset);
@@ -61,9 +56,8 @@ Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length)
 }
 
 // ---- split ---------------------------------------------------------------------------------------
-// forward : pieces narrow(x, dim, s·split_size, min(split_size, size - s·split_size)),
-//           s = 0, 1, ..., ceil(size / split_size) - 1: the last piece is smaller when split_size
-//           does not divide size; one empty piece when size is 0 (as PyTorch).
+// forward : pieces narrow(x, dim, s·split_size, min(split_size, size - s·split_size)) for
+//           s < ceil(size / split_size); one empty piece when size is 0 (as PyTorch).
 // backward: through narrow: dL/dx = Σ over pieces of each piece's gradient in its slice.
 // ref: PyTorch docs, torch.split (the int split_size form).
 std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, int dim) {
@@ -84,9 +78,8 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, int dim) {
 }
 
 // ---- chunk ---------------------------------------------------------------------------------------
-// forward : split(x, ceil(size / chunks), dim). This may give FEWER than `chunks` pieces: size 6
-//           in 4 chunks is split by 2 into 3 pieces, exactly as torch.chunk does. A dim of size 0
-//           gives `chunks` empty pieces (as PyTorch).
+// forward : split(x, ceil(size / chunks), dim): possibly fewer pieces (6 in 4 chunks: 3 of 2), as
+//           torch.chunk; a dim of size 0 gives `chunks` empty pieces.
 // backward: through narrow.
 // ref: PyTorch docs, torch.chunk.
 std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, int dim) {

@@ -1,17 +1,11 @@
 // core/softmax.cpp — softmax as one fused op: forward and backward over whole rows.
-//
 // Legend: x any shape, viewed around `dim` as (outer, n, inner): a "row" is the n values
 // x[o, :, j] that one softmax normalises, `inner` apart in memory (adjacent when dim is the
 // last dim, the common case: attention weights over the keys, (B, H, T, T)).
 //
-// Oracle: softmax_composed (max, sub, exp, sum, div: the lesson); softmax here
-// computes the same function. tests/test_ops.cpp ("fused softmax equals softmax_composed")
-// holds them equal, values and gradients along every dim; tests/test_gradcheck_core.cpp
-// gradchecks both. softmax(x, dim) is the only softmax the library runs, so every caller
-// (nn/attention.cpp's composed attention among them) gets this kernel.
-// Why fused: each of the composed form's five ops allocates a full-size array, and its
-// broadcasting sub and div run through strided loops. Here one pass per row does the forward,
-// and the backward needs only the saved y, never x.
+// Oracle: softmax_composed (below, the lesson). tests/test_ops.cpp ("fused softmax equals
+// softmax_composed") holds them equal along every dim; tests/test_gradcheck_core.cpp gradchecks
+// both. Fused so that each row is one pass with no temporaries; the backward needs only y.
 #include "core/softmax.hpp"
 
 #include <algorithm>
@@ -29,12 +23,9 @@ namespace xgrad {
 using simd::Batch;
 using simd::W;
 
-// One row of n values, `stride` apart (1: contiguous, vectorised; otherwise a plain loop).
-// Sums run in real over W lanes: a row is at most a vocabulary long, and PyTorch's CPU
-// kernel accumulates in float too.
+// One row of n values, `stride` apart (1: vectorised). Sums run in real, as PyTorch's CPU kernel.
 
-// y = softmax(x) on one row: c = max_i x_i, e_i = e^(x_i - c), y_i = e_i / Σ_j e_j
-// (the sum is ≥ 1: the max's own term is e^0)
+// e_i = e^(x_i - c); the sum is ≥ 1, as the max's own term is e^0
 void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
     std::size_t i = 0;
     real c = -std::numeric_limits<real>::infinity();
@@ -64,7 +55,7 @@ void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
         total += y[i * stride];
     }
 
-    // y_i = e_i · (1 / Σ e): one division per row instead of one per value (a division is slow)
+    // y_i = e_i · (1 / Σ e): one division per row
     const real inv = real(1) / total;
     i = 0;
     if (stride == 1) {
@@ -74,7 +65,6 @@ void softmax_row(const real* x, real* y, std::size_t n, std::size_t stride) {
     for (; i < n; ++i) y[i * stride] *= inv;
 }
 
-// dx = y ⊙ (g − Σ_k g_k y_k) on one row
 void softmax_backward_row(const real* y, const real* g, real* dx, std::size_t n, std::size_t stride) {
     std::size_t i = 0;
     real dot = 0;
@@ -98,8 +88,7 @@ void softmax_backward_row(const real* y, const real* g, real* dx, std::size_t n,
 
 namespace {
 
-// The least number of `outer` slices handed to a second thread of the pool: about 16384 values,
-// enough work to outweigh waking a worker.
+// The least number of `outer` slices handed to a second thread: about 16384 values.
 std::size_t grain_rows(std::size_t values_per_slice) {
     return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(values_per_slice, 1));
 }
@@ -108,8 +97,7 @@ std::size_t grain_rows(std::size_t values_per_slice) {
 
 // ---- softmax (fused) -----------------------------------------------------------------------------
 // forward : y_i = e^(x_i - c) / Σ_j e^(x_j - c),   c = max_j x_j      (along dim; y: x's shape)
-//           c cancels; it keeps every exponent ≤ 0, so logits of 1e4 stay finite and a -inf
-//           (masked) entry gets e^-inf = 0.
+//           (c cancels, but keeps exponents ≤ 0: large logits stay finite, -inf gives 0)
 // backward: dL/dx_i = y_i (g_i − Σ_k g_k y_k)       (only y is saved)
 //           from ∂y_k/∂x_i = y_k (δ_ki − y_i): Σ_k g_k y_k (δ_ki − y_i) = y_i g_i − y_i Σ_k g_k y_k.
 //           Where y_i = 0 (a -inf entry) the gradient is exactly 0, as in the composed form.
@@ -124,8 +112,7 @@ Tensor softmax(const Tensor& x, int dim) {
 
     Array y(xs);
     const real* px = x.data().data();
-    // Rows are independent: split over the threads of core/parallel.hpp by `outer`, each row
-    // computed whole by one thread, so the result does not depend on the thread count.
+    // Rows split over the threads by `outer`, each whole on one thread: thread-count independent.
     const std::size_t grain = grain_rows(n * inner);
     parallel_for(outer, grain, [&](std::size_t o0, std::size_t o1) {
         for (std::size_t o = o0; o < o1; ++o)
@@ -153,15 +140,10 @@ Tensor softmax(const Tensor& x, int dim) {
 // ==== the composed forms: the lesson, and the oracle of the fused softmax above ====================
 namespace xgrad {
 
-// ==== softmax family ==================================================================================
-
 // ---- softmax_composed ----------------------------------------------------------------------------
 // softmax(x)_i = e^(x_i - c) / Σ_j e^(x_j - c),   c = max_j x_j (detached)
-// Subtracting the row max changes nothing mathematically (it cancels), but keeps every
-// exponent ≤ 0: finite for logits of 1e4 and more, and e^(-inf) = 0 for masked entries.
-// Composed from exp, sum and div, so it needs no backward of its own; c is detached
-// because its gradient contributions cancel exactly. This is the oracle: softmax itself is
-// the fused op in core/softmax.cpp, tested against this one.
+// Composed from exp, sum and div: no backward of its own; c is detached, as its gradient
+// contributions cancel exactly. The oracle of the fused softmax above.
 // ref: PyTorch docs, torch.nn.functional.softmax
 Tensor softmax_composed(const Tensor& x, int dim) {
     const Tensor shifted = x - max(x, dim, true).detach();

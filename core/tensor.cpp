@@ -23,9 +23,7 @@ namespace {
 
 // ---- random numbers ----------------------------------------------------------------------
 
-// One generator for the process, as in PyTorch; the mutex makes randn and module construction
-// from several threads safe (ThreadSanitizer checks it). The lock is taken once per call, not
-// once per value.
+// One generator for the process, as in PyTorch, locked once per call (not per value).
 std::mt19937_64& generator() {
     static std::mt19937_64 gen(42);
     return gen;
@@ -327,8 +325,8 @@ Tensor arange(real start, real end, real step) {
 }
 
 // ---- IndexTensor::arange ----------------------------------------------------------------------
-// count = ceil((end - start) / step) values start + i·step, computed in unsigned 64-bit so that
-// extreme bounds (end - start past INT64_MAX) cannot overflow. ref: PyTorch docs, torch.arange.
+// count = ceil((end - start) / step) values start + i·step, in unsigned 64-bit so that extreme
+// bounds cannot overflow. ref: PyTorch docs, torch.arange.
 IndexTensor IndexTensor::arange(std::int64_t end) { return arange(0, end, 1); }
 
 IndexTensor IndexTensor::arange(std::int64_t start, std::int64_t end, std::int64_t step) {
@@ -344,8 +342,7 @@ IndexTensor IndexTensor::arange(std::int64_t start, std::int64_t end, std::int64
     check(count <= std::numeric_limits<std::size_t>::max() / sizeof(std::int64_t), "arange",
           "arange({}, {}, {}) would hold {} values, more than memory can address", start, end, step, count);
     IndexArray a(Shape{static_cast<std::size_t>(count)});
-    // start + i·step stays within [start, end) (or (end, start]), so it never overflows; the
-    // product is formed in unsigned arithmetic, where wrap-around is defined.
+    // start + i·step stays within [start, end): formed in unsigned arithmetic, it never overflows.
     for (std::uint64_t i = 0; i < count; ++i)
         a.data()[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(start) + i * static_cast<std::uint64_t>(step));
     return IndexTensor(std::move(a));

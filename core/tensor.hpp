@@ -1,16 +1,11 @@
 // core/tensor.hpp — the Tensor: an n-dimensional array of `real` with reverse-mode autograd.
 //
 // Read this file first. It defines
-//   real          the scalar type: float32 (the library `xgrad`) or float64 (`xgrad_f64`,
-//                 built only so that gradcheck's finite differences are precise)
-//   Array         xt::xarray of real, row-major and contiguous: every op stores its result
-//                 in a fresh Array, so no two tensors ever alias storage
-//   IndexTensor   int64 token IDs and class targets; a separate type, so passing floats
-//                 where IDs are expected is a compile error
-//   SparseGrad    a row-sparse gradient (k unique rows of a (V, d) table), made by
-//                 nn::Embedding(sparse=true)
-//   Tensor        a cheap handle with shared ownership, like torch::Tensor: copying the
-//                 handle shares the data, the gradient and the graph
+//   real          float32 (library `xgrad`) or float64 (`xgrad_f64`, for gradcheck's precision)
+//   Array         xt::xarray of real, row-major; every op writes a fresh Array, so no aliasing
+//   IndexTensor   int64 token IDs and class targets; a separate type, so floats cannot pass as IDs
+//   SparseGrad    a row-sparse gradient (k unique rows of a (V, d) table), nn::Embedding(sparse)
+//   Tensor        a shared handle, like torch::Tensor: a copy shares data, gradient and graph
 //
 // Legend used in shape comments throughout xgrad:
 //   B batch, T time (sequence position), V vocabulary size, d embedding width,
@@ -43,18 +38,14 @@ using real = double;
 using real = float;
 #endif
 
-// Storage comes from MallocAllocator (core/allocator.hpp): 32-byte-aligned blocks from plain
-// malloc, cheaper to get than xtensor's default posix_memalign under glibc.
+// Storage: 32-byte-aligned blocks from plain malloc (MallocAllocator, core/allocator.hpp).
 using Array = xt::xarray<real, xt::layout_type::row_major, MallocAllocator<real>>;
 using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, MallocAllocator<std::int64_t>>;
 using Shape = std::vector<std::size_t>;
-// The most elements a shape may describe: 2^60, so that byte offsets of 8-byte elements fit in
-// the signed 64-bit integers that xtensor computes strides and offsets with.
+// At most 2^60 elements, so byte offsets of 8-byte elements fit xtensor's signed 64-bit strides.
 constexpr std::size_t kMaxNumel = std::size_t{1} << 60;
-// The number of elements of `shape` (1 for a 0-d shape, 0 if any size is 0). Throws ValueError
-// naming `op` and the shape when the product of its non-zero sizes exceeds kMaxNumel. Every size
-// is bounded, even beside a 0: zeros({0, 2^62, 4}) holds nothing, but its strides (2^62 · 4)
-// would overflow; and a count that wrapped around would leave a huge shape over a tiny buffer.
+// The element count of `shape` (1 for 0-d). Throws ValueError naming `op` and the shape when the
+// product of its non-zero sizes exceeds kMaxNumel (an empty shape's strides can overflow too).
 std::size_t checked_numel(const Shape& shape, const char* op);
 // Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
 using Dims = std::vector<std::int64_t>;
@@ -62,12 +53,8 @@ using Dims = std::vector<std::int64_t>;
 struct Node;  // core/autograd.hpp: one recorded op, the `grad_fn` of its output
 
 // ---- random numbers ------------------------------------------------------------------
-// One process-wide generator, shared by all threads and guarded by a mutex, as PyTorch's
-// default CPU generator is. manual_seed(s) makes every later randn/rand/randint and every
-// module initialisation of a single thread reproducible bit for bit. randn/rand/randint and
-// manual_seed may be called from several threads at once: each call holds the lock while it
-// draws all its values, so each gets a contiguous block of the sequence, but which thread gets
-// which block depends on scheduling.
+// One process-wide generator behind a mutex, as PyTorch's: manual_seed(s) makes later draws and
+// module initialisation reproducible on one thread (across threads, each call draws a block).
 void manual_seed(std::uint64_t seed);
 // The generator itself, for code that draws from it directly. Not synchronised: from several
 // threads, hold `std::lock_guard<std::mutex> lock(generator_mutex());` while drawing.
@@ -75,8 +62,7 @@ std::mt19937_64& generator();
 std::mutex& generator_mutex();
 
 // ---- NestedList: brace-initialised values -------------------------------------------------
-// A scalar, or a brace list of NestedLists, so that Tensor({{1, 2}, {3, 4}}) is (2, 2) and
-// Tensor({{0.5}, {-1}}) is (2, 1) without overload ambiguity (as torch::tensor accepts).
+// A scalar or a brace list of NestedLists: Tensor({{1, 2}, {3, 4}}) is (2, 2), as torch::tensor.
 // to_array() throws ValueError for ragged lists such as {{1, 2}, {3}}.
 template <class T>
 class NestedList {
@@ -119,10 +105,8 @@ private:
 };
 
 // ---- IndexTensor: integer IDs ---------------------------------------------------------
-// Holds int64 values of any shape; carries no gradient. Construct from nested braces,
-//     IndexTensor ids{{0, 1, 2}, {3, 3, 1}};      // shape (2, 3)
-// or from an xt::xarray<int64_t>. Braces with floating-point values do not compile, and a
-// Tensor is a different type, so float data can never be passed where IDs are expected.
+// int64 values of any shape, no gradient: IndexTensor ids{{0, 1, 2}, {3, 3, 1}};  // (2, 3)
+// Braces with floating-point values do not compile.
 class IndexTensor {
 public:
     IndexTensor() = default;
@@ -139,12 +123,9 @@ public:
     std::int64_t operator[](std::size_t i) const;
     IndexTensor reshape(const Shape& shape) const;
 
-    // Integer ranges, shape (count,), as torch.arange with int64 arguments (core/tensor.cpp):
-    //   arange(end)               0, 1, ..., end - 1                 (empty for end = 0)
-    //   arange(start, end, step)  start, start + step, ... while < end (step > 0) or > end (step < 0)
-    // Positions for embeddings: IndexTensor::arange(T) is (T,) = 0 .. T-1. Throws ValueError for
-    // step 0, for bounds inconsistent with the step's sign (arange(5, 0) or arange(-3), as PyTorch),
-    // and when the count does not fit in memory's size type.
+    // torch.arange on int64, shape (count,): start, start + step, ... while < end (step > 0) or
+    // > end (step < 0); arange(T) is the positions 0 .. T-1. Throws ValueError for step 0, for
+    // bounds against the step's sign (arange(5, 0), arange(-3), as PyTorch), and for a huge count.
     static IndexTensor arange(std::int64_t end);
     static IndexTensor arange(std::int64_t start, std::int64_t end, std::int64_t step = 1);
 
@@ -173,8 +154,7 @@ struct SparseGrad {
 // ---- TensorImpl: what a Tensor handle points to ---------------------------------------
 struct TensorImpl {
     TensorImpl() = default;
-    // Takes `data` without copying (a default-constructed Array would allocate its one 0-d
-    // element first, for nothing).
+    // Takes `data` without copying.
     explicit TensorImpl(Array data, bool requires_grad = false)
         : data(std::move(data)), requires_grad(requires_grad) {}
 
@@ -215,12 +195,10 @@ public:
     std::size_t dim() const;
     real item() const;                // only for a one-element tensor
     const Array& data() const;
-    // Mutable access. Counts as an in-place change (bumps the version): a backward that needs
-    // this tensor's values from before the call then throws ValueError, as PyTorch does after an
-    // in-place op. To only read, call data() through a const Tensor& (std::as_const(t).data()).
+    // Mutable access bumps the version: a backward needing the old values then throws ValueError,
+    // as PyTorch after an in-place op. To only read, use std::as_const(t).data().
     Array& data();
-    // Element access by multi-index, bounds-checked: t.at({1, 2}). The non-const one bumps the
-    // version, as data() does.
+    // Bounds-checked element access, t.at({1, 2}); the non-const one bumps the version.
     real& at(std::initializer_list<std::size_t> index);
     real at(std::initializer_list<std::size_t> index) const;
 
@@ -293,11 +271,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::ostream& operator<<(std::ostream& os, const IndexTensor& t);
 
 // ---- large arrays on huge pages ------------------------------------------------------------
-// Asks Linux to back an array of 32 MiB or more with 2 MiB pages (transparent huge pages; a
-// no-op where they are off, and for smaller arrays). Call it after allocating and before the
-// first write, which is when pages are chosen. Rows looked up at random in a big table then
-// cost one TLB entry per 2 MiB instead of one per 4 KiB, and filling it takes 1/512 of the page
-// faults.
+// Asks Linux for 2 MiB transparent huge pages behind an array of 32 MiB or more (else a no-op),
+// so random row lookups in a big table need one TLB entry per 2 MiB. Call before the first write.
 void advise_huge_pages(Array& a);
 // xt::zeros, with advise_huge_pages before the fill. For tables, their gradients and state.
 Array zeros_array(const Shape& shape);
@@ -313,7 +288,6 @@ Tensor arange(real end);                          // [0, 1, ..., end)  shape (ce
 Tensor arange(real start, real end, real step = 1);
 Tensor randn(const Shape& shape, bool requires_grad = false);  // N(0, 1)
 Tensor rand(const Shape& shape, bool requires_grad = false);   // U[0, 1)
-// Uniform integers in [low, high), from the same generator.
-IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape);
+IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape);  // uniform in [low, high)
 
 }  // namespace xgrad

@@ -1,14 +1,10 @@
 // nn/activation.cpp — GELU, forward and backward, computed with SIMD vectors.
-//
 // Legend: x any shape, n = x.numel(); a Batch is one SIMD register of W values of type real
 // (core/simd.hpp).
 //
-// Why vectors: a scalar double std::erfc per element, in the forward and again in the backward,
-// is a large share of a transformer block's step. Here W elements are computed at once with
-// xsimd: its exp and tanh, and for the exact form's Φ one fitted polynomial (below).
-// Oracle: the formulas themselves, in double: tests/test_layers.cpp checks y and dy/dx over a
-// dense grid against double std::erfc and against PyTorch; tests/test_gradcheck_layers.cpp
-// gradchecks both forms.
+// W elements at once with xsimd: its exp and tanh, and for the exact form's Φ one fitted
+// polynomial (below). Oracle: tests/test_layers.cpp checks y and dy/dx on a dense grid against
+// double std::erfc and PyTorch; tests/test_gradcheck_layers.cpp gradchecks both forms.
 #include "nn/activation.hpp"
 
 #include <algorithm>
@@ -34,28 +30,15 @@ using simd::W;
 const Batch kZero(real(0)), kHalf(real(0.5)), kOne(real(1));
 
 // ---- the exact form: y = x·Φ(x) ------------------------------------------------------------------
-//   Φ(x) = ½ erfc(-x/√2)                 the standard normal CDF
-//   φ(x) = e^(-x²/2) / √(2π)              its density, Φ'(x)
-// Φ and φ are computed together, with one exp: the backward needs both, and the same e^(-x²/2)
-// is the factor that gives erfc its tail. With z = |x|/√2 (so z² = x²/2) and e = e^(-z²):
-//   erfc(z) = e · R(z),   R(z) = erfc(z) e^(z²)      (the scaled complementary error function
-//                                                     erfcx, a Mills ratio: R(0) = 1, R(z) ~ 1/(√π z))
-//   Φ(-|x|) = ½ e R(z);   Φ(x) = ½ e R(z) for x < 0,  1 - ½ e R(z) for x ≥ 0
-// R is smooth and bounded on all of [0, ∞), so ONE approximation serves every x:
-//   t = 1 / (1 + p z),  p = 0.5         t ∈ (0, 1]: 1 at x = 0, → 0 as |x| → ∞
-//   R(z) ≈ t · P(t)                      P of degree 10; the factor t carries the 1/z decay
-// P is fitted for relative error over all z ≥ 0 by tests/reference/fit_gelu_mills_ratio.py: with
-// its float coefficients the max relative error is 4.3e-8; about 3e-7 once t and the Horner steps
-// round to float (near x = 0, R moves 2.3 times as fast as t, so t's rounding dominates). This
-// is the float path; xgrad_f64 calls xsimd's double erfc whole, for P is fitted for float only.
-// Φ never forms 1 + erf(x/√2), which rounds to 0 for x < -8: far in the left tail y keeps its
-// relative accuracy (gelu(-10) = -7.62e-23). There e's own error dominates: exp(-a) magnifies a's
-// rounding a times, so a = ½ x² is formed with one rounding (x·x; the ½ is exact), not as
-// (|x|/√2)², which has three. At x = ±∞, t = 0 and e = 0: the tail is 0, Φ is 0 or 1.
-// Why one polynomial: xsimd's float erfc switches between two polynomials at z = 2/3, and a
-// register's lanes mix both ranges, so every register would evaluate both and pick per lane.
-// The coefficients are whole registers (Batch), so each fma of the Horner loop reads its
-// constant straight from memory instead of broadcasting it into a register first.
+//   Φ(x) = ½ erfc(-x/√2) the standard normal CDF,   φ(x) = Φ'(x) = e^(-x²/2) / √(2π)
+// Φ and φ share one exp. With z = |x|/√2 and e = e^(-z²) = e^(-x²/2):
+//   erfc(z) = e · R(z),   R(z) = erfc(z) e^(z²)   (erfcx, a Mills ratio: R(0) = 1, R(z) ~ 1/(√π z))
+//   Φ(x) = ½ e R(z) for x < 0,  1 - ½ e R(z) for x ≥ 0
+// R is smooth and bounded on [0, ∞), so ONE approximation serves every x (xsimd's float erfc
+// switches polynomials at z = 2/3, which a register's lanes would both need):
+//   t = 1 / (1 + p z),  p = 0.5,   R(z) ≈ t · P(t),  P of degree 10, fitted for relative error
+// (about 3e-7 in float); xgrad_f64 calls xsimd's double erfc. Never forming 1 + erf(x/√2) keeps
+// the left tail accurate (gelu(-10) = -7.62e-23). At x = ±∞, t = e = 0: Φ is 0 or 1.
 const Batch kMillsP[11] = {  // P(t) = Σ kMillsP[k] tᵏ, from tests/reference/fit_gelu_mills_ratio.py 10 0.5
     Batch(2.820948064e-01f), Batch(2.820938528e-01f),  Batch(2.468805760e-01f), Batch(1.753769666e-01f),
     Batch(9.299967438e-02f), Batch(-5.722896382e-02f), Batch(1.270810813e-01f), Batch(-4.469649792e-01f),
@@ -69,9 +52,8 @@ struct CdfPdf {
 
 [[gnu::always_inline]] inline CdfPdf normal_cdf_pdf(const Batch& x) {
     const Batch inv_sqrt_2pi(real(0.39894228040143267794));  // 1/√(2π)
-    const Batch e = xsimd::exp(-(kHalf * (x * x)));  // e^(-z²) = e^(-x²/2); 0 at ±∞
+    const Batch e = xsimd::exp(-(kHalf * (x * x)));  // e^(-x²/2): x·x rounds once, as exp magnifies it
     if constexpr (!std::is_same_v<real, float>) {
-        // xgrad_f64: xsimd's double erfc has other ranges and rational kernels; call it whole.
         const Batch inv_sqrt2(real(0.70710678118654752440));  // 1/√2
         return {kHalf * xsimd::erfc(-x * inv_sqrt2), e * inv_sqrt_2pi};
     } else {
@@ -90,8 +72,7 @@ struct CdfPdf {
     return xsimd::select(xsimd::isinf(x) && x < kZero, kZero, y);
 }
 
-// dy/dx = Φ(x) + x φ(x)
-// x φ(x) → 0 as x → ±∞; at ±∞ itself the product would be ∞ · 0 = nan, so the limit is used.
+// dy/dx = Φ(x) + x φ(x); at ±∞, x φ(x) is ∞ · 0 = nan, so its limit 0 is used.
 [[gnu::always_inline]] inline Batch gelu_none_grad(const Batch& x) {
     const CdfPdf n = normal_cdf_pdf(x);
     return n.cdf + xsimd::select(xsimd::isinf(x), kZero, x * n.pdf);
@@ -100,9 +81,7 @@ struct CdfPdf {
 // ---- the tanh form -------------------------------------------------------------------------------
 //   u = √(2/π) (x + c x³),  c = 0.044715,   t = tanh(u),   y = ½ x (1 + t)
 //   dy/dx = ½ (1 + t) + ½ x (1 - t²) · √(2/π) (1 + 3c x²)          (d tanh(u)/du = 1 - t²)
-// For |x| > 20, 1 - t² < 1e-250 (exactly 0 in float): y is x or 0 and dy/dx is 1 or 0 to all
-// digits. Those values are used there directly, which also avoids -∞·0 and 0·∞ = nan at ±∞ and
-// where x³ overflows.
+// For |x| > 20, 1 - t² is 0 in float: y is x or 0 and dy/dx 1 or 0, used directly (no nan at ±∞).
 const Batch kSqrt2OverPi(real(0.79788456080286535588));  // √(2/π)
 const Batch kC(real(0.044715));
 const Batch kFar(real(20));
@@ -120,7 +99,6 @@ const Batch kFar(real(20));
     return xsimd::select(xsimd::abs(x) > kFar, xsimd::select(x > kZero, kOne, kZero), dy);
 }
 
-// The two forms as types, for the loops below.
 struct ExactForm {
     [[gnu::always_inline]] static Batch value(const Batch& x) { return gelu_none(x); }
     [[gnu::always_inline]] static Batch grad(const Batch& x) { return gelu_none_grad(x); }
@@ -132,14 +110,10 @@ struct TanhForm {
 
 // Registers of W values covering n values, the last one possibly partial.
 std::size_t registers(std::size_t n) { return (n + W - 1) / W; }
-// The least work, in registers, handed to a second thread of the pool: 1024 registers = 8192
-// floats, enough work to outweigh waking a worker.
+// The least work, in registers, handed to a second thread of the pool.
 constexpr std::size_t kGrain = 1024;
 
-// y = f(x), value by value, W at a time, over the threads of core/parallel.hpp in whole
-// registers: each value is computed alone, so the result does not depend on the thread count.
-// Form is ExactForm or TanhForm: a type, not a runtime choice or a function pointer, so that its
-// always_inline value() and grad() inline into one loop, with no call per register.
+// y = f(x) in whole registers over the threads (thread-count independent); Form inlines.
 template <class Form>
 void map_values(const real* x, real* y, std::size_t n) {
     parallel_for(registers(n), kGrain, [&](std::size_t b0, std::size_t b1) {
@@ -164,10 +138,8 @@ void check_approximate(const std::string& approximate, const char* op) {
 }  // namespace
 
 // ---- gelu ------------------------------------------------------------------------------------------
-// forward : y = x Φ(x)                          ("none")
-//           y = ½ x (1 + tanh(√(2/π)(x + 0.044715 x³)))   ("tanh")
-// backward: dL/dx = grad_out · dy/dx, with dy/dx recomputed from the saved x (formulas above)
-//           x: any shape, y and dL/dx: the same shape
+// forward : y = x Φ(x) ("none") or the tanh form (formulas above)     x, y, dL/dx: any shape
+// backward: dL/dx = grad_out · dy/dx, with dy/dx recomputed from the saved x
 // ref: Hendrycks & Gimpel 2016, "Gaussian Error Linear Units"; PyTorch docs, torch.nn.GELU
 namespace functional {
 

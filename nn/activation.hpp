@@ -16,12 +16,8 @@ namespace functional {
 // GELU (Hendrycks & Gimpel 2016), elementwise on any shape, dtype real.
 //   approximate = "none": y = x · Φ(x), Φ the standard normal CDF, Φ(x) = ½ erfc(-x/√2)
 //   approximate = "tanh": y = ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))
-// Computed with SIMD vectors in float (nn/activation.cpp). The float "none" form is within
-// 1e-6 of double std::erfc for y and dy/dx on [-10, 10] (tests/test_layers.cpp checks it); in
-// the left tail y keeps its tiny value (gelu(-10) = -7.62e-23), where PyTorch's 1 + erf(x/√2)
-// cancels to 0.
-// ±inf: y(+inf) = +inf, y(-inf) = 0, dy/dx = 1 at +inf and 0 at -inf (the limits; PyTorch gives
-// nan at -inf and for both derivatives). NaN gives NaN.
+// The float "none" form is within 1e-6 of double std::erfc on [-10, 10] (tests/test_layers.cpp).
+// ±inf give the limits: y = +inf or 0, dy/dx = 1 or 0 (PyTorch gives nan at -inf). NaN gives NaN.
 // Throws ValueError for an undefined x or an approximate other than "none" or "tanh".
 // ref: PyTorch docs, torch.nn.functional.gelu / torch.nn.GELU
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");

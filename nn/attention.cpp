@@ -1,12 +1,8 @@
 // nn/attention.cpp — attention, step by step, composed from core ops; and the module.
+// Legend as in nn/attention.hpp; "..." is any number of leading dims (usually (B, H)).
 //
-// Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
-// d model width (d = H·hd). "..." is any number of leading dims (usually (B, H)).
-//
-// scaled_dot_product_attention has no backward of its own: every step is a core op (matmul,
-// transpose, masked_fill, softmax, dropout), already gradchecked, and autograd chains them.
-// It always runs these steps; it is the oracle of the fused kernel (nn/attention_fused.cpp).
-// CausalSelfAttention::forward (below) is the one place that picks the fused kernel.
+// scaled_dot_product_attention has no backward of its own: every step is a gradchecked core op.
+// It is the fused kernel's oracle; CausalSelfAttention::forward alone picks that kernel.
 //
 // The lesson in one picture, for one head of a sequence of T = 3 tokens with causal masking:
 //
@@ -102,21 +98,17 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
     Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
     if (!attn_mask.defined() && !is_causal) {
         // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1.
-        // (softmax is core/softmax.cpp's fused row kernel; its oracle is softmax_composed.)
         return softmax(scores, -1);
     }
 
-    // keep (Tq, Tk) or attn_mask's shape, 0/1: 1 where query i may attend key j.
-    // Causal: j ≤ i, the lower triangle (top-left aligned when Tq ≠ Tk, as PyTorch's).
+    // keep (Tq, Tk) or attn_mask's shape: 1 where query i may attend key j (causal: j ≤ i, top-left).
     const Tensor keep = is_causal ? tril(ones({s.Tq, s.Tk})) : attn_mask;
     // scores (..., Tq, Tk), -inf where keep = 0: e^-inf = 0, so those keys get weight 0
     scores = masked_fill(scores, eq(keep, 0), -std::numeric_limits<real>::infinity());
 
-    // A query with no key left would have a row of -inf, and softmax would give 0/0 = NaN, in
-    // the output and, through matmul's backward, in every gradient. PyTorch ≥ 2.5 returns 0
-    // for such a row, and so do we: the row is refilled with 0 before the softmax (any finite
-    // value would do) and its weights are set to 0 after it. masked_fill passes no gradient
-    // through filled entries, so the row sends exactly 0 back to q and k.
+    // A query with no key left has a row of -inf, whose softmax is 0/0 = NaN. As PyTorch ≥ 2.5,
+    // the row is refilled with 0 before the softmax and its weights set to 0 after it; masked_fill
+    // passes no gradient through filled entries, so the row sends exactly 0 back to q and k.
     // empty (..., Tq, 1) = [Σ_j keep[..., i, j] = 0]
     const Tensor empty = eq(sum(keep, -1, /*keepdim=*/true), 0);
     bool any_empty = false;
@@ -176,8 +168,7 @@ CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) con
     auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, hd}).transpose(1, 2); };
     Heads h{heads(parts[0]), heads(parts[1]), heads(parts[2])};
     if (options_.rope) {
-        // q, k (B, H, T, hd) rotated pair by pair by angle t · 10000^(-2i/hd) at position t:
-        // q_t·k_s then depends on t - s only (v is not rotated).
+        // q, k (B, H, T, hd) rotated by their positions, so q_t·k_s depends on t - s only
         const IndexTensor positions = IndexTensor::arange(T);
         h.q = apply_rotary(h.q, positions);
         h.k = apply_rotary(h.k, positions);
@@ -185,8 +176,7 @@ CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) con
     return h;
 }
 
-// keep (B or 1, H or 1, T, T) 0/1 = attn_mask · tril(ones(T, T)): a pair (t, s) is kept when
-// both the user's mask and causality (s ≤ t) allow it.
+// keep (B or 1, H or 1, T, T) = attn_mask · tril(ones(T, T)): both must allow a pair.
 Tensor CausalSelfAttention::causal_mask(std::size_t T, const Tensor& attn_mask) const {
     return attn_mask * tril(ones({T, T}));
 }
@@ -195,9 +185,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     const Heads h = split_heads(x);
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
     const double p = is_training() ? options_.dropout : 0.0;
-    // y (B, H, T, hd) = attention of each head, causal. As nanoGPT's `if self.flash:`, the fused
-    // kernel runs where it computes exactly the composed function: no extra mask, no dropout on
-    // the weights. tests/test_attention_fused.cpp holds the two paths equal.
+    // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, the fused
+    // kernel runs where it is exactly the composed function (tests/test_attention_fused.cpp).
     const bool use_fused = options_.fused && !attn_mask.defined() && p == 0;
     Tensor y;
     if (use_fused) {

@@ -1,20 +1,15 @@
 // nn/attention.hpp — scaled dot-product attention and causal self-attention (one chapter).
 //
-//   functional::scaled_dot_product_attention   softmax(q·kᵀ·scale, masked) · v, composed from
-//                                              core ops: the lesson, and the fused kernel's oracle
+//   functional::scaled_dot_product_attention   composed from core ops: the lesson and the oracle
 //   functional::attention_weights              the softmax weights alone, for inspection
-//   CausalSelfAttention                        nanoGPT's multi-head self-attention module; its
-//                                              forward picks fused_causal_attention
-//                                              (nn/attention_fused.hpp) where that is exact
-//
+//   CausalSelfAttention                        nanoGPT's module; its forward picks
+//                                              fused_causal_attention where that is exact
 // Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
 // d model width (d = H·hd).
 //
-// Masks (xgrad has no bool dtype): attn_mask holds 0 or 1 and broadcasts to (..., Tq, Tk);
-// 1 = may attend (PyTorch's boolean True), 0 = may not (score -inf). Any other value, such as
-// an additive 0 / -inf mask, throws ValueError. A query whose keys are all masked gets weights
-// 0, so output 0 and zero gradients, never NaN (as PyTorch >= 2.5).
-//
+// Masks (no bool dtype): attn_mask holds 1 = may attend (PyTorch's True) or 0 = may not, and
+// broadcasts to (..., Tq, Tk); other values throw ValueError. A fully masked query gets weights 0,
+// so output 0 and zero gradients, never NaN (as PyTorch >= 2.5).
 // ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2; PyTorch docs,
 //      torch.nn.functional.scaled_dot_product_attention; nanoGPT model.py, CausalSelfAttention.
 #pragma once
@@ -44,27 +39,21 @@ AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, cons
 //     scores  (..., Tq, Tk) = q (..., Tq, hd) · kᵀ (..., hd, Tk) · scale
 //     weights (..., Tq, Tk) = softmax(scores with -inf where a key is masked, over Tk)
 //     out     (..., Tq, hv) = dropout(weights, dropout_p) · v (..., Tk, hv)
-//   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv): the same leading dims (..., usually
-//       (B, H); none at all is fine too); real.
-//   attn_mask: undefined, or 0/1 broadcasting to (..., Tq, Tk); 1 = may attend (see the top).
-//   is_causal: query i may attend to keys 0..i only (tril of (Tq, Tk), aligned top-left as
-//       PyTorch's). With attn_mask too it throws, as PyTorch: multiply the mask by the tril.
-//   dropout_p: probability of zeroing each weight (the survivors are scaled by 1/(1-p));
-//       applied whenever p > 0, as PyTorch's, so pass 0 at evaluation.
+//   q, k, v: the same leading dims ..., usually (B, H), possibly none; real.
+//   attn_mask: undefined, or 0/1 broadcasting to (..., Tq, Tk) (see the top).
+//   is_causal: query i attends to keys 0..i only (top-left aligned, as PyTorch); not with attn_mask.
+//   dropout_p: applied whenever p > 0 (inverted), as PyTorch's: pass 0 at evaluation.
 //   scale: defaults to 1/√hd.
-// Returns out (..., Tq, hv); rows whose keys are all masked are 0.
-// Throws ValueError for: q, k or v with fewer than 2 dims or different ranks; leading dims
-// that differ; q and k of different hd; k and v of different Tk; hd = 0; a mask that does not
-// broadcast to (..., Tq, Tk) or holds a value other than 0 and 1; a mask with is_causal;
-// dropout_p outside [0, 1].
+// Throws ValueError for: ranks below 2 or unequal; leading dims that differ; q and k of different
+// hd; k and v of different Tk; hd = 0; a mask that does not broadcast or holds other than 0 and 1;
+// a mask with is_causal; dropout_p outside [0, 1].
 // ref: PyTorch docs, torch.nn.functional.scaled_dot_product_attention (its reference code).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask = Tensor(), bool is_causal = false,
                                     double dropout_p = 0.0, std::optional<double> scale = std::nullopt);
 
-// The attention weights of the same computation, weights (..., Tq, Tk), before dropout: each
-// row sums to 1 (or is all 0 when every key of that query is masked). Differentiable; same
-// arguments and errors as scaled_dot_product_attention. For heatmaps and lessons.
+// weights (..., Tq, Tk) of the same computation, before dropout (rows sum to 1, or 0 when fully
+// masked). Differentiable; arguments and errors as scaled_dot_product_attention.
 Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask = Tensor(),
                          bool is_causal = false, std::optional<double> scale = std::nullopt);
 
@@ -74,8 +63,7 @@ struct CausalSelfAttentionOptions {
     double dropout = 0.0;  // nanoGPT's attn_dropout and resid_dropout, training mode only; [0, 1)
     bool bias = true;      // c_attn and c_proj have biases
     bool rope = false;     // rotate q and k by their positions (apply_rotary, Su et al. 2021)
-    bool fused = true;     // nanoGPT's self.flash: fused_causal_attention where it is exact;
-                           // false always runs the composed scaled_dot_product_attention
+    bool fused = true;     // nanoGPT's self.flash: fused_causal_attention where it is exact
 };
 
 // Multi-head causal self-attention, as nanoGPT's:
@@ -83,8 +71,7 @@ struct CausalSelfAttentionOptions {
 //     q, k, v (B, H, T, hd)    = reshape (B, T, H, hd), transpose(1, 2)
 //     q, k                     = apply_rotary(q, k, positions 0..T-1)   if options.rope
 //     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: fused_causal_attention
-//                                if options.fused, no attn_mask and no attention dropout, else
-//                                scaled_dot_product_attention (the same function, composed)
+//                                if options.fused, no attn_mask and no dropout, else composed
 //     out (B, T, d)            = c_proj(y transposed back to (B, T, H, hd), reshaped (B, T, d))
 // Parameters (nanoGPT's names and layouts, so its checkpoints load by name):
 //     c_attn.weight (3d, d), c_attn.bias (3d), c_proj.weight (d, d), c_proj.bias (d).
@@ -94,13 +81,11 @@ public:
     // width is odd while rope is on, or options.dropout is outside [0, 1).
     CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
 
-    // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T),
-    // 1 = may attend; a pair is kept when both it and causality allow it.
-    // Throws ValueError if x is not (B, T, d) or the mask does not fit.
+    // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T), ANDed
+    // with causality. Throws ValueError if x is not (B, T, d) or the mask does not fit.
     Tensor forward(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 
-    // The softmax weights of every head, (B, H, T, T), computed without recording a graph
-    // (for heatmaps); no dropout. Row t is how much position t attends to each position.
+    // The softmax weights of every head, (B, H, T, T), with no graph and no dropout (heatmaps).
     Tensor attention_weights(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 
     std::int64_t d() const { return d_; }

@@ -1,16 +1,9 @@
 // nn/attention_fused.cpp — causal attention as one fused op, forward and backward.
 //
-// Oracle: the composed functional::scaled_dot_product_attention with is_causal (nn/attention.cpp),
-// held equal to this by tests/test_attention_fused.cpp and gradchecked in
-// tests/test_gradcheck_attention.cpp.
-//
+// Oracle and tests: nn/attention_fused.hpp. Per matrix n: two gemm calls and one row softmax,
+// where the composed form materialises kᵀ, scores, masked scores and weights (N, Tq, Tk).
 // Legend: N = Π of the leading dims (B·H), Tq queries, Tk keys, hd head width, hv value width.
 // q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv), out (..., Tq, hv); P (N, Tq, Tk) the weights.
-//
-// Why fused: the composed form materialises kᵀ, the scores, the masked scores and the weights,
-// each (N, Tq, Tk), and fills -inf through a broadcast mask; its backward walks that chain back.
-// Here, per matrix n, two gemm calls (the transpose passed as a flag) and one row softmax.
-//
 // forward, for each n of the N matrices (gemm: core/blas.hpp):
 //   S (Tq, Tk)   = scale · q (Tq, hd) · kᵀ (hd, Tk)
 //   P            = softmax over each row of S; row i keeps keys j ≤ i, the rest are 0
@@ -48,8 +41,7 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
     const real* pq = q.data().data();
     const real* pk = k.data().data();
     const real* pv = v.data().data();
-    // The N matrices are independent: they are shared out over the threads of core/parallel.hpp
-    // (each thread's gemm calls then run on that thread alone).
+    // The N matrices are shared out over the threads (each thread's gemm runs on it alone).
     parallel_for(N, 1, [&](std::size_t n0, std::size_t n1) {
         for (std::size_t n = n0; n < n1; ++n) {
             real* Pn = P.data() + n * Tq * Tk;

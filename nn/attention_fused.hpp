@@ -1,11 +1,8 @@
 // nn/attention_fused.hpp — causal scaled dot-product attention as one fused op.
 //
-// Oracle: functional::scaled_dot_product_attention(q, k, v, Tensor(), /*is_causal=*/true, 0, scale)
-// (nn/attention.hpp) computes the same function from core ops. tests/test_attention_fused.cpp
-// holds the two equal (values and gradients to 1e-5 in float); tests/test_gradcheck_attention.cpp
-// gradchecks this kernel on its own in double.
-// Who calls it: CausalSelfAttention::forward, visibly, when there is no extra mask and no
-// attention dropout (options.fused, on by default). Nothing calls it behind another function.
+// Oracle: functional::scaled_dot_product_attention(q, k, v, Tensor(), /*is_causal=*/true, 0, scale),
+// held equal (to 1e-5 in float) by tests/test_attention_fused.cpp; tests/test_gradcheck_attention.cpp
+// gradchecks this kernel alone. Called only by CausalSelfAttention::forward, visibly.
 //
 // Legend: Tq queries, Tk keys, hd head width, hv value width; "..." the leading dims (B, H).
 #pragma once

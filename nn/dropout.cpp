@@ -1,5 +1,4 @@
 // nn/dropout.cpp — dropout, forward and backward, and the Dropout module.
-//
 // Legend: x any shape, n = x.numel(); mask (scaled) has x's shape.
 #include "nn/dropout.hpp"
 
@@ -23,11 +22,9 @@ void check_p(double p, const char* op) {
 namespace functional {
 
 // ---- dropout --------------------------------------------------------------------------------------
-// forward : m_i = keep_i / (1 - p),  keep_i ~ Bernoulli(1 - p)     (m: the scaled mask, saved)
-//           y_i = x_i · m_i
-// backward: dL/dx_i = dL/dy_i · m_i                                 (the same mask)
-// keep_i is drawn as 32 random bits u (two per 64-bit draw of the generator): keep when
-// u ≥ p·2³², which has probability 1 - p up to 2⁻³². With p = 1 nothing is kept and m = 0.
+// forward : y_i = x_i · m_i,  m_i = keep_i / (1 - p),  keep_i ~ Bernoulli(1 - p)   (m saved)
+// backward: dL/dx_i = dL/dy_i · m_i
+// keep_i: 32 random bits u ≥ p·2³² (probability 1 - p up to 2⁻³²); with p = 1, m = 0.
 // ref: Srivastava et al. 2014; PyTorch docs, torch.nn.functional.dropout
 Tensor dropout(const Tensor& x, double p, bool training) {
     check(x.defined(), "dropout", "the input is an undefined tensor");

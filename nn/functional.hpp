@@ -1,7 +1,6 @@
 // nn/functional.hpp — the stateless layers and losses (torch.nn.functional), in one include.
 //
-// Each topic's functional form lives beside its module: linear in nn/linear.hpp, embedding in
-// nn/embedding.hpp, gelu in nn/activation.hpp, the losses in nn/loss.hpp. The three
+// Each functional form lives beside its module (nn/linear, embedding, activation, loss); the
 // activations below are the core ops under their torch.nn.functional names.
 #pragma once
 

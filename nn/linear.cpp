@@ -16,19 +16,13 @@ namespace functional {
 
 // ---- linear (fused matmul + bias) ----------------------------------------------------------------
 // forward : Y (R, out) = X (R, in) · Wᵀ + b,      R = all leading dims of x flattened
-// backward: dX (R, in)   = G (R, out) · W (out, in)
-//           dW (out, in) = Gᵀ (out, R) · X (R, in)
-//           db (out)     = Σ_r G[r, :]
-// One gemm each, with W used transposed in place (no Wᵀ copy): the reason this op is fused
-// rather than composed as matmul(x, transpose(W)) + b.
+// backward: dX (R, in) = G (R, out) · W,   dW (out, in) = Gᵀ · X (R, in),   db (out) = Σ_r G[r, :]
+// Fused so that each is one gemm with W transposed in place (no Wᵀ copy).
 // ref: PyTorch docs, torch.nn.functional.linear
-// Empty sizes: R = 0 (an empty batch) gives an empty y and dW = 0; in = 0 gives y = b. A gemm
-// whose inner size K is 0 is an empty sum, so its output is zero-filled here rather than left
-// to the BLAS library.
+// Empty sizes: R = 0 gives an empty y and dW = 0; in = 0 gives y = b (gemm zero-fills when K = 0).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_defined(x, "linear", "the input");
     check_defined(weight, "linear", "the weight");
-    // Shapes are read by reference and formatted only on failure (lazy_shape, core/error.hpp).
     const auto& ws = weight.data().shape();
     const auto& xs = x.data().shape();
     check(ws.size() == 2, "linear", "weight must be (out, in); got shape {}", lazy_shape(ws));
@@ -53,7 +47,6 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     }
     std::vector<Tensor> inputs{x, weight};
     if (bias.defined()) inputs.push_back(bias);
-    // The backward keeps the handles of x and W, not copies of their arrays.
     return make_result(
         std::move(y), "linear", inputs,
         [x, weight, R, in, out, has_bias = bias.defined(), rx = x.requires_grad(),
@@ -107,8 +100,7 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bi
 
 namespace xgrad::nn {
 
-// The public members are what forward reads; the registered tensors are what the optimizer
-// steps and save() writes. They must be the same handles.
+// forward reads the public members, the optimizer and save() the registered tensors: the same handles.
 Tensor Linear::forward(const Tensor& x) const {
     check(weight.impl() == registered_parameter("weight").impl(), "Linear",
           "the member 'weight' is no longer the registered parameter (was it reassigned, as in "

@@ -29,16 +29,14 @@ public:
     Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
 
     // x (..., in) → (..., out). Throws ValueError if x's last dim is not in_features, or if
-    // `weight` or `bias` was reassigned (`head->weight = emb->weight`): the optimizer and
-    // state_dict() hold the registered tensors, so the forward would read a tensor that is
-    // never trained. Share a table with nn::tie_weights (nn/tying.hpp) instead.
+    // `weight` or `bias` was reassigned (the optimizer would train the registered tensor, not
+    // it); share a table with nn::tie_weights (nn/tying.hpp) instead.
     Tensor forward(const Tensor& x) const;
 
     std::int64_t in_features() const { return in_; }
     std::int64_t out_features() const { return out_; }
 
-    // The registered parameters. Change their values in place (weight.data() = ...); do not
-    // assign another tensor to them (forward throws, see above).
+    // The registered parameters: change values in place (weight.data() = ...), never reassign.
     Tensor weight;  // (out, in)
     Tensor bias;    // (out), or undefined when bias = false
 

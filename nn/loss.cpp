@@ -1,5 +1,4 @@
 // nn/loss.cpp — forward and backward of the losses in nn/loss.hpp.
-//
 // Legend: N rows, C classes; g = dL/d(loss), () for Mean/Sum or the targets' shape for None.
 #include "nn/loss.hpp"
 
@@ -20,8 +19,7 @@ namespace xgrad::nn::functional {
 
 namespace {
 
-// A Reduction made by casting an arbitrary integer would otherwise be treated as Sum, with a
-// zero gradient.
+// A Reduction cast from an arbitrary integer would otherwise act as Sum with a zero gradient.
 void check_reduction(Reduction r, const char* op) {
     check(r == Reduction::Mean || r == Reduction::Sum || r == Reduction::None, op,
           "unknown reduction {}; use Reduction::Mean, Sum or None", static_cast<int>(r));
@@ -92,20 +90,16 @@ Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_va
 
 // ---- cross_entropy (fused log-softmax + NLL) ---------------------------------------------------
 // For row i with logits x (C,), target t and smoothing ε, with the max-subtracted log-sum-exp
-//   m = max_c x_c,   lse = m + log Σ_c e^(x_c - m)              (every exponent ≤ 0)
-//   log p_c = x_c - lse
+//   m = max_c x_c,   lse = m + log Σ_c e^(x_c - m),   log p_c = x_c - lse
 //   q_c = (1 - ε)·[c = t] + ε / C                                   (the smoothed target)
 //   loss_i = -Σ_c q_c log p_c = (1 - ε)(lse - x_t) + ε (lse - mean_c x_c)
 // backward: dL/dx_c = s_i · (p_c - q_c),  s_i = g / N_valid (mean), g (sum) or g_i (none)
-// Fused because the composed form would compute log(softmax) and lose precision for large
-// logits; here logits of 1e4 stay finite, and a -inf (masked) logit has p_c = 0 and, without
-// smoothing, a gradient of exactly 0. Ignored targets give loss 0 and gradient 0.
+// Fused for stability: log(softmax) composed loses precision for large logits; a -inf logit
+// has p_c = 0 (gradient 0 without smoothing). Ignored targets give loss 0 and gradient 0.
 // ref: PyTorch docs, torch.nn.functional.cross_entropy (label smoothing: Szegedy et al. 2016)
 namespace {
 
-// The max of one row of C values, with four independent running values: with a single one,
-// every step waits for the one before (a dependent chain of C compares). sum_double
-// (core/reduction.cpp) sums rows the same way.
+// The max of one row, with four independent running values to break the dependent chain.
 real row_max(const real* x, std::size_t C) {
     if (C == 0) return 0;
     real m[4] = {x[0], x[0], x[0], x[0]};
@@ -127,9 +121,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
     const std::int64_t* t = targets.data().data();
     const double eps = o.label_smoothing;
 
-    // Two passes over the (N, C) logits. Pass 1 stores x - m and exponentiates the whole array
-    // at once (xt::exp is vectorised). Pass 2 sums each row in double, giving lse, the loss and
-    // p_c = e^(x_c - m) / Σ_c' e^(x_c' - m)  (= e^(x_c - lse)).
+    // Pass 1: e^(x - m) for all of (N, C). Pass 2, per row: Σ in double, lse, the loss, p_c = e^(x_c - lse).
     Array probs(Shape{N, C});  // softmax, saved for the backward
     std::vector<double> max_i(N, 0.0);  // m of each row
     for (std::size_t i = 0; i < N; ++i) {
@@ -166,8 +158,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
                                    std::fill(dxi, dxi + C, real(0));
                                    continue;
                                }
-                               // s · (p_c − ε/C) for every class, then − s·(1 − ε) at the target:
-                               // a branch-free row the compiler vectorises
+                               // s · (p_c − ε/C) for every class, then − s·(1 − ε) at the target
                                const double s = row_scale(g, o.reduction, i, n_valid);
                                const real* pi = probs.data() + i * C;
                                const real scale = static_cast<real>(s), smooth = static_cast<real>(eps / double(C));
@@ -229,9 +220,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 // forward : ℓ_i = max(x_i, 0) - x_i y_i + log(1 + e^(-|x_i|))
 //           (= -y log σ(x) - (1 - y) log(1 - σ(x)), rearranged so no exponent is positive)
 // backward: dL/dx_i = s_i · (σ(x_i) - y_i),  s_i = g / n (mean), g (sum) or g_i (none)
-// Targets must lie in [0, 1]: anything else (class IDs passed as floats, a nan) gives a loss
-// without meaning, possibly negative, so it throws. The mean of no elements is 0. At x = ±∞
-// the formula would give ∞ - ∞ = nan; the limit is used instead (PyTorch gives nan there).
+// At x = ±∞ the formula gives ∞ - ∞ = nan; the limit is used (PyTorch gives nan there).
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, Reduction reduction) {
     const char* op = "binary_cross_entropy_with_logits";
     check_defined(logits, op, "the input");

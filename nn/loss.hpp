@@ -1,9 +1,8 @@
 // nn/loss.hpp — the losses (torch.nn.functional): cross_entropy, nll_loss, mse_loss,
 // binary_cross_entropy_with_logits.
 //
-// Legend: N rows (examples or tokens), C classes, B batch, T time. Losses are in nats (natural
-// log). Each is defined in nn/loss.cpp; the ones marked "fused" compute their own backward
-// because the composed form would be numerically unstable or needlessly slow.
+// Legend: N rows (examples or tokens), C classes, B batch, T time. Losses are in nats. The
+// "fused" ones compute their own backward (math in nn/loss.cpp).
 #pragma once
 
 #include <cstdint>
@@ -23,16 +22,13 @@ struct CrossEntropyOptions {
     double label_smoothing = 0.0;      // in [0, 1]
 };
 
-// Softmax cross-entropy, fused (see the .cpp for the math).
-//   logits (N, C) with targets (N,), or logits (B, T, C) with targets (B, T): the class dim
-//   is always the LAST one (PyTorch wants (B, C, T); xgrad follows the llm.c layout).
-//   Returns () for Mean/Sum, the targets' shape for None. Nats.
-// Mean divides by the number of non-ignored targets; if every target is ignored, xgrad
-// returns 0 (PyTorch returns nan = 0/0) and the gradient is exactly 0 either way.
-// Throws IndexError for a target outside [0, C) that is not ignore_index (value, position,
-// C), ValueError for mismatched shapes or label_smoothing outside [0, 1].
-// Non-finite logits never crash; as in PyTorch, a nan logit makes its row's loss and gradient
-// nan, a -inf target logit gives +inf, and a row of all -inf (or any +inf) gives nan.
+// Softmax cross-entropy, fused. logits (N, C) with targets (N,), or (B, T, C) with (B, T): the
+// class dim is LAST (llm.c's layout; PyTorch wants (B, C, T)). Returns () or, for None, the
+// targets' shape. Nats.
+// Mean divides by the non-ignored targets; all ignored gives 0 (PyTorch: nan) and gradient 0.
+// Throws IndexError for a target outside [0, C) other than ignore_index (value, position, C),
+// ValueError for mismatched shapes or label_smoothing outside [0, 1]. Non-finite logits give
+// PyTorch's values (nan logit: nan row; -inf target logit: +inf).
 // ref: PyTorch docs, torch.nn.functional.cross_entropy
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const CrossEntropyOptions& options = {});
 
@@ -40,16 +36,13 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
 // options and errors as cross_entropy (label_smoothing must be 0).
 Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const CrossEntropyOptions& options = {});
 
-// Mean squared error, (input - target)², reduced. input and target have the same shape.
-// The mean of an empty input is 0.
+// Mean squared error (input - target)², reduced; the same shapes; the mean of nothing is 0.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
-// Binary cross-entropy on logits, fused and stable:
-//   ℓ = max(x, 0) - x·y + log(1 + e^(-|x|))      = -[y log σ(x) + (1-y) log(1-σ(x))]
-//   dℓ/dx = σ(x) - y
-// logits and targets (probabilities in [0, 1]) have the same shape; the targets get no
-// gradient. Throws ValueError for a target outside [0, 1] (value and position) or mismatched
-// shapes. The mean of an empty input is 0.
+// Binary cross-entropy on logits, fused and stable: ℓ = -[y log σ(x) + (1-y) log(1-σ(x))].
+// logits and targets (probabilities in [0, 1], no gradient) have the same shape. Throws
+// ValueError for a target outside [0, 1] (value and position) or mismatched shapes. The mean
+// of an empty input is 0.
 // ref: PyTorch docs, torch.nn.functional.binary_cross_entropy_with_logits
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                         Reduction reduction = Reduction::Mean);

@@ -34,16 +34,14 @@ Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
     check(tensor.defined(), "register_buffer", "buffer '{}' is an undefined tensor", name);
     check(tensor.is_leaf(), "register_buffer", "buffer '{}' must be a leaf tensor (detach() it first)", name);
     check_free(name, "register_buffer", "buffer");
-    // State, not a learned value: backward never reaches it. A tensor that requires grad may be
-    // a parameter elsewhere (another module's weight): turning its requires_grad off would stop
-    // that parameter's training without a word, so the buffer is a detached copy instead.
+    // A tensor requiring grad may be a parameter elsewhere: store a detached copy rather than
+    // silently turning its requires_grad off.
     if (tensor.requires_grad()) tensor = tensor.detach();
     buffers_.emplace_back(name, tensor);
     return tensor;
 }
 
-// One namespace per module for parameters, buffers and submodules: "pe" cannot be both a
-// buffer and a parameter, or a state dict entry would have two meanings.
+// One namespace per module for parameters, buffers and submodules (a state dict name has one meaning).
 void Module::check_free(const std::string& name, const char* op, const char* kind) const {
     // "parameter 'w' is already registered" for a repeat of the same kind;
     // "'w' is already a parameter's name" when another kind holds it.
@@ -77,12 +75,9 @@ void Module::replace_parameter(const std::string& name, Tensor tensor) {
     throw ValueError(fmt::format("replace_parameter: this module has no parameter '{}'", name));
 }
 
-// The walks over the tree below are loops over an explicit stack, never recursion: a tree
-// 100,000 modules deep would need 100,000 stack frames and overflow the thread's stack, as
-// it did in an earlier, recursive version (backward() walks the graph the same way).
+// The walks below use an explicit stack, never recursion: a deep tree cannot overflow the stack.
 
-// True if `target` is this module or one of its descendants. Depth first; a node is taken
-// off the stack before its children go on, so the stack holds pending siblings, not a path.
+// True if `target` is this module or one of its descendants.
 bool Module::contains(const Module* target) const {
     std::vector<const Module*> pending{this};
     while (!pending.empty()) {
@@ -94,9 +89,7 @@ bool Module::contains(const Module* target) const {
     return false;
 }
 
-// Detaches the subtree before it is freed: a child this module alone owns would otherwise
-// destroy its children inside its own destructor, one nested call per level. Here each such
-// child hands its children over to the loop first, so every destructor finds no children.
+// Each solely owned child hands its children to this loop first, so destructors never nest.
 Module::~Module() {
     std::vector<std::shared_ptr<Module>> pending;
     for (auto& [_, child] : children_) pending.push_back(std::move(child));
@@ -114,18 +107,16 @@ Module::~Module() {
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
     check_name(name, "register_module");
     check(module != nullptr, "register_module", "module '{}' is null", name);
-    // A module registered inside itself (directly or through its children) would make
-    // named_parameters() and train() recurse forever, and the shared_ptr cycle would leak.
+    // A module inside itself would make the walks endless and the shared_ptr cycle leak.
     check(!module->contains(this), "register_module",
           "module '{}' is this module or one of its ancestors; a module tree cannot have a cycle", name);
     check_free(name, "register_module", "module");
     children_.emplace_back(name, std::move(module));
 }
 
-// Pre-order, as the recursive definition reads: a module's own parameters (then buffers) in
-// registration order, then each child's subtree in registration order. One frame per module on
-// the current path (module, next child to visit, length of its prefix); the prefix "a.b." is one
-// string that grows on the way down and is cut back on the way up.
+// Pre-order: own parameters (then buffers), then each child's subtree, in registration order.
+// One frame per module on the path (module, next child, prefix length); the prefix "a.b." grows
+// on the way down and is cut back on the way up.
 void Module::collect(const std::string& prefix, bool with_params, bool with_buffers, NamedTensors& out) const {
     struct Frame {
         const Module* module;
@@ -156,9 +147,7 @@ void Module::collect(const std::string& prefix, bool with_params, bool with_buff
 }
 
 namespace {
-// A tensor reachable under two names (a tied weight, or one module registered twice) is
-// listed once, under its first name, as PyTorch does: otherwise an optimizer would step it
-// twice, num_parameters() would count it twice and a checkpoint would store it twice.
+// A tensor under two names (a tied weight) is listed once, as PyTorch, so it is stepped once.
 NamedTensors first_names(NamedTensors all) {
     std::set<const TensorImpl*> seen;
     NamedTensors out;

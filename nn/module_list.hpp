@@ -4,8 +4,8 @@
 //     for (int i = 0; i < n_layer; ++i) h->push_back(std::make_shared<Block>(config));
 //     for (const auto& block : *h) x = block->forward(x);   // parameters "h.0.…", "h.1.…"
 //
-// Unlike Sequential it has no forward: the owner calls its children, as PyTorch's nn.ModuleList
-// (nanoGPT keeps its blocks in one: transformer.h). M is the children's type, so h[i] is an M.
+// No forward: the owner calls its children, as PyTorch's nn.ModuleList (nanoGPT's transformer.h).
+// M is the children's type, so h[i] is an M.
 // ref: PyTorch docs, torch.nn.ModuleList
 #pragma once
 

@@ -1,13 +1,9 @@
 // nn/normalization.cpp — layer norm: fused forward and closed-form backward, the composed
 // oracle, and the LayerNorm module.
 //
-// Oracle: layer_norm_composed (below), from core ops, so autograd derives its backward. The
-// fused layer_norm computes the same function; tests/test_layers.cpp ("layer_norm: fused equals
-// composed") and tests/test_gradcheck_layers.cpp hold them equal. LayerNorm::forward runs the
-// fused one; the composed one runs only in tests.
-//
-// Legend (as in nn/normalization.hpp): x viewed as (N, D), N rows of D normalized values;
-// weight w and bias b (D); mean and rstd (N), one per row.
+// Oracle: layer_norm_composed (below), whose backward autograd derives; tests/test_layers.cpp
+// ("layer_norm: fused equals composed") and tests/test_gradcheck_layers.cpp hold them equal.
+// Legend as in nn/normalization.hpp: x (N, D), weight w and bias b (D), mean and rstd (N).
 #include "nn/normalization.hpp"
 
 #include <algorithm>
@@ -26,16 +22,14 @@ namespace xgrad::nn {
 
 namespace {
 
-// The row loops below are written once for a SIMD register and its scalar tail: for_row calls
-// them with V = Batch, then V = real (core/simd.hpp).
+// Row loops are written once for V = Batch and V = real (the tail): for_row, core/simd.hpp.
 using simd::Batch;
 using simd::for_row;
 using simd::load;
 using simd::store;
 using simd::W;
 
-// The least work handed to a second thread of the pool: about 16384 values, in rows of D, or in
-// columns (registers of W columns) of N rows: enough work to outweigh waking a worker.
+// The least work handed to a second thread: about 16384 values, in rows of D or columns of N.
 std::size_t grain_rows(std::size_t D) { return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(D, 1)); }
 std::size_t grain_columns(std::size_t N) { return std::max<std::size_t>(1, 16384 / (W * std::max<std::size_t>(N, 1))); }
 
@@ -85,14 +79,10 @@ namespace functional {
 //   dn_j = g_j · w_j                            (the gradient reaching x̂)
 //   dL/dx_rj = rstd_r · (dn_j - mean_j(dn) - x̂_rj · mean_j(dn · x̂))
 //   dL/dw_j = Σ_r g_rj · x̂_rj,     dL/db_j = Σ_r g_rj
-// The dx formula: x̂ depends on x_j directly, through mean (which moves every x̂ by the same
-// amount: the - mean(dn) term) and through rstd (which scales x̂: the - x̂·mean(dn·x̂) term).
+// (x_j moves x̂ directly, through mean: the - mean(dn) term, and through rstd: the - x̂·mean(dn·x̂).)
 // ref: Karpathy, llm.c, layernorm_forward / layernorm_backward (train_gpt2.c); PyTorch's
 // native layer_norm_backward (aten/src/ATen/native/cpu/layer_norm_kernel.cpp).
-//
-// The row loops run on SIMD registers of real (for_row, core/simd.hpp). The mean stays a double
-// sum; Σ(x - mean)², the sums over j of the backward and dL/dw, dL/db (over the N rows) are
-// accumulated in real, in W lanes, as PyTorch's CPU kernel does for float.
+// Sums other than the mean are accumulated in real over W lanes, as PyTorch's CPU kernel for float.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
     const std::size_t D = check_layer_norm(x, normalized_shape, weight, bias, eps, "layer_norm");
@@ -108,7 +98,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const real* pw = has_w ? weight.data().data() : ones.data();
     const real* pb = has_b ? bias.data().data() : zeros.data();
     real* py = y.data();
-    // Rows over the threads of core/parallel.hpp: each row is computed whole by one thread.
+    // Rows over the threads, each row whole on one thread.
     parallel_for(N, grain_rows(D), [&](std::size_t r0, std::size_t r1) {
         for (std::size_t r = r0; r < r1; ++r) {
             const real* xr = px + r * D;
@@ -145,7 +135,6 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             const real* pg = grad_out.data();
             Array dx(x.data().shape());
             Array dw = xt::zeros<real>(normalized_shape), db = xt::zeros<real>(normalized_shape);  // Σ over rows
-            // dL/dx: rows over the threads, each row whole on one thread.
             if (rx) parallel_for(N, grain_rows(D), [&](std::size_t r0, std::size_t r1) {
                 for (std::size_t r = r0; r < r1; ++r) {
                     const real* xr = px + r * D;
@@ -171,9 +160,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                     });
                 }
             });
-            // dL/dw and dL/db, sums over the rows: the columns over the threads (in registers of
-            // W), every column summed over r = 0 .. N-1 in order by one thread, so the sums do
-            // not depend on the thread count.
+            // dL/dw, dL/db: columns over the threads, each summed over r in order (thread-count independent)
             if (rw || rb) parallel_for((D + W - 1) / W, grain_columns(N), [&](std::size_t c0, std::size_t c1) {
                 const std::size_t j0 = c0 * W, j1 = std::min(c1 * W, D);
                 for (std::size_t r = 0; r < N; ++r) {
@@ -230,8 +217,7 @@ LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool w
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
-    // As Linear: a reassigned member would be read here while the optimizer and state_dict()
-    // hold the registered tensor, which would then never be trained (nor saved as trained).
+    // As Linear: a reassigned member would be read while the optimizer trains the registered one.
     check(affine_ ? weight.impl() == registered_parameter("weight").impl() : !weight.defined(), "LayerNorm",
           "the member 'weight' is no longer the registered parameter (was it reassigned?); the optimizer "
           "and state_dict() hold the registered one, so it would never be trained; to set values, assign "

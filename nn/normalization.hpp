@@ -18,10 +18,8 @@ namespace xgrad::nn {
 
 namespace functional {
 
-// Layer norm, fused: the forward saves each row's mean and rstd = 1/√(var + eps), and the
-// backward is written in closed form (nn/normalization.cpp). Row statistics take two passes
-// (the mean summed in double, then Σ(x - mean)² in real over SIMD lanes), so a constant row has
-// var exactly 0 and gives y = bias.
+// Layer norm, fused: saves each row's mean and rstd = 1/√(var + eps); closed-form backward
+// (nn/normalization.cpp). Two passes, so a constant row has var exactly 0 and gives y = bias.
 //   x (..., *normalized_shape), weight and bias of shape normalized_shape or undefined (then
 //   1 and 0, without a gradient); y has x's shape. dtype real.
 // Throws ValueError for an undefined x, an empty normalized_shape, a normalized_shape that is
@@ -30,18 +28,15 @@ namespace functional {
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 
-// The same function composed from core ops (mean, sub, mul, pow, add), so that autograd derives
-// its backward: slower and holding more intermediate arrays, but obviously right. The tests
-// compare the fused layer_norm with it, forward and backward. Same arguments and errors.
+// The same function composed from core ops (autograd's backward): the tests' oracle. Same errors.
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                            const Tensor& bias = Tensor(), double eps = 1e-5);
 
 }  // namespace functional
 
 // LayerNorm over the last dim, of width d: y = layer_norm(x, {d}, weight, bias, eps).
-//   x (..., d) → y (..., d). Parameters "weight" (d) initialised to 1 and "bias" (d) to 0, as in
-//   PyTorch; elementwise_affine = false registers neither, bias = false only no bias (the
-//   public handles are then undefined).
+//   x (..., d) → y (..., d). Parameters "weight" (d) = 1 and "bias" (d) = 0, as PyTorch;
+//   elementwise_affine = false registers neither, bias = false no bias (handles then undefined).
 // Throws ValueError for d < 1 or an eps that is negative or NaN.
 class LayerNorm : public Module {
 public:

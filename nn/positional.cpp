@@ -1,7 +1,5 @@
-// nn/positional.cpp — learned, sinusoidal and rotary positions (the lesson is in
-// nn/positional.hpp; the math of each is repeated beside its code).
-//
-// Legend: B batch, H heads, T time, d width, hd head width, i pair index, t position.
+// nn/positional.cpp — learned, sinusoidal and rotary positions (overview and legend in
+// nn/positional.hpp).
 #include "nn/positional.hpp"
 
 #include <cmath>
@@ -27,8 +25,8 @@ Tensor LearnedPositions::forward(std::int64_t T) const {
 // ---- sinusoidal -----------------------------------------------------------------------------------
 // PE[t, 2i]   = sin(t · ω_i)
 // PE[t, 2i+1] = cos(t · ω_i),     ω_i = 10000^(-2i/d) = exp(-(2i/d) · ln 10000)
-// Wavelengths run from 2π (i = 0) to about 10000 · 2π (i = d/2 - 1): low pairs tell nearby
-// positions apart, high pairs far ones. ref: Vaswani et al. 2017, §3.5.
+// Wavelengths 2π .. 10000·2π: low pairs tell near positions apart, high pairs far ones.
+// ref: Vaswani et al. 2017, §3.5.
 Tensor sinusoidal_positions(std::int64_t T, std::int64_t d) {
     check(T > 0 && d > 0, "sinusoidal_positions", "T and d must be positive; got T = {}, d = {}", T, d);
     check(std::uint64_t(d) <= SIZE_MAX / sizeof(real) / std::uint64_t(T), "sinusoidal_positions",
@@ -49,9 +47,7 @@ Tensor sinusoidal_positions(std::int64_t T, std::int64_t d) {
 // forward : for each pair i and position t, with a = pos[t] · base^(-2i/hd):
 //             [y_2i  ]   [cos a  −sin a] [x_2i  ]
 //             [y_2i+1] = [sin a   cos a] [x_2i+1]            y = R(a) x
-// backward: a rotation is orthogonal, R(a)ᵀ = R(−a), so dL/dx = R(a)ᵀ dL/dy:
-//             dL/dx_2i   =  g_2i · cos a + g_2i+1 · sin a
-//             dL/dx_2i+1 = −g_2i · sin a + g_2i+1 · cos a        (the rotation by −a)
+// backward: a rotation is orthogonal, R(a)ᵀ = R(−a), so dL/dx = R(−a) dL/dy
 // x, y, g: (..., T, hd); cos a and sin a: (T, hd/2), saved for the backward.
 // ref: Su et al. 2021, RoFormer, §3.4.2; facebookresearch/llama model.py, apply_rotary_emb.
 Tensor apply_rotary(const Tensor& x, const IndexTensor& positions, double base) {

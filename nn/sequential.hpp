@@ -6,8 +6,7 @@
 //         .push_back("fc2", std::make_shared<nn::Linear>(256, 27));
 //     Tensor logits = net->forward(x);      // parameters: "fc1.weight", "fc1.bias", ...
 //
-// Any module with `Tensor forward(const Tensor&)` can be added; each is registered, so its
-// parameters appear in named_parameters().
+// Any module with `Tensor forward(const Tensor&)` can be added; each is registered.
 #pragma once
 
 #include <functional>

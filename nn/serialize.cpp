@@ -30,8 +30,7 @@ namespace xgrad::nn {
 
 namespace {
 
-// safetensors stores little-endian bytes; xgrad copies memory as is, which is only right on
-// a little-endian host (x86-64, arm64).
+// safetensors is little-endian; memory is copied as is, so only little-endian hosts are supported.
 bool host_is_little_endian() {
     const std::uint16_t one = 1;
     unsigned char first;
@@ -48,9 +47,8 @@ constexpr const char* kDtype = "F32";
 constexpr std::uint64_t kMaxHeader = 100'000'000;  // readers refuse headers over 100 MB
 
 // ---- the checksum ----------------------------------------------------------------------------
-// CRC-32 of the data section (zlib's crc32: the checksum of gzip and PNG, polynomial
-// 0x04C11DB7, reflected). It detects every change of up to 32 consecutive bits and any other
-// change with probability 1 − 2^-32. Stored as 8 lowercase hex digits under this key.
+// CRC-32 of the data section (zlib's crc32, as gzip and PNG): catches every burst of up to 32
+// bits, any other change with probability 1 − 2^-32. Stored as 8 lowercase hex digits.
 constexpr const char* kChecksumKey = "xgrad.data_crc32";
 
 std::uint32_t crc32_update(std::uint32_t crc, const void* bytes, std::size_t n) {
@@ -71,8 +69,7 @@ std::optional<std::uint32_t> parse_crc(const std::string& text) {
 
 // ---- temporary files -------------------------------------------------------------------------
 // A save writes "<path>.tmp-<pid>-<n>", n counting this process's saves: unique per save even
-// when several threads save to one path at once (they used to share "<path>.tmp-<pid>", and
-// two models' bytes ended up mixed in one file). O_EXCL refuses an existing name.
+// across threads saving to one path. O_EXCL refuses an existing name.
 std::atomic<std::uint64_t> g_save_count{0};
 
 // The directory of `path` ("." for a bare file name).
@@ -81,14 +78,9 @@ std::filesystem::path directory_of(const std::string& path) {
     return dir.empty() ? std::filesystem::path(".") : dir;
 }
 
-// Removes the temporary files of saves to `path` whose process has died (killed mid-save):
-// "<path>.tmp-<pid>" (the old naming) and "<path>.tmp-<pid>-<n>" where no process <pid>
-// exists (kill(pid, 0) fails with ESRCH). A live writer's temp is never touched: this
-// process's own (another thread may be saving) and those of live pids (even if the pid was
-// reused by an unrelated process, the file then waits for a later save). The pid test assumes
-// the writers share this machine's pid namespace; a directory shared between machines or
-// containers should not receive concurrent saves to one path. Errors are ignored: cleaning
-// is a courtesy, never a reason for a save to fail.
+// Removes "<path>.tmp-<pid>[-<n>]" files whose process has died (kill(pid, 0) fails with ESRCH);
+// this process's and live pids' temps are kept. Assumes writers share this machine's pid
+// namespace. Errors are ignored: cleaning never fails a save.
 void remove_stale_temps(const std::string& path) {
     namespace fs = std::filesystem;
     const std::string prefix = fs::path(path).filename().string() + ".tmp-";
@@ -112,9 +104,7 @@ void remove_stale_temps(const std::string& path) {
     for (const auto& p : stale) fs::remove(p, ec);
 }
 
-// After rename() the new directory entry must reach the disk too, or a power cut can leave
-// the old file (or none) under `path` although the save returned. True on success, and on
-// file systems that cannot sync a directory (EINVAL).
+// Makes a rename durable. True on success, and where a directory cannot be synced (EINVAL).
 bool fsync_directory(const std::filesystem::path& dir) {
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return false;
@@ -155,9 +145,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     const std::uint64_t n = text.size();
 
     remove_stale_temps(path);
-    // Write to a temporary file in the same directory, flush it to disk (fsync), then rename:
-    // rename() replaces `path` atomically, so readers see the old file or the new one, never
-    // a half-written mix. Then sync the directory, so that the rename itself is durable.
+    // Temporary file, fsync, rename (atomic: readers see the old file or the new), sync the directory.
     std::string tmp;
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {  // a name left by a dead pid's save
@@ -196,8 +184,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
 
 SafetensorsFile load_safetensors(const std::string& path) {
     check(host_is_little_endian(), "load_safetensors", "big-endian hosts are not supported");
-    // Only regular files: a directory opens and then reads as 0 bytes, and a device such as
-    // /dev/zero would be read until memory runs out.
+    // Only regular files: a directory reads as 0 bytes, /dev/zero until memory runs out.
     std::error_code ec;
     if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
         throw std::runtime_error("load_safetensors: '" + path + "' is not a regular file (a directory, device or pipe?)");
@@ -212,8 +199,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     check(n <= kMaxHeader && n <= bytes.size() - 8, op,
           "'{}' declares a {}-byte header but has {} bytes after the length (limit 100 MB)", path, n,
           bytes.size() - 8);
-    // Duplicate keys are invalid safetensors, but a JSON parser silently keeps the last one;
-    // the parser callback sees every key and refuses a repeat within one object.
+    // Duplicate keys are invalid, but a JSON parser keeps the last: the callback refuses them.
     std::vector<std::set<std::string>> keys;  // one set per open object
     auto no_duplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
         using E = nlohmann::json::parse_event_t;
@@ -224,10 +210,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
                                          parsed.get<std::string>()));
         return true;
     };
-    // The header is one JSON object and nothing else: it starts with '{', and after its
-    // closing '}' come spaces only (the format's padding). A JSON parser alone would also take
-    // leading or trailing newlines and tabs, and stop quietly at a NUL byte, ignoring what
-    // follows it.
+    // One JSON object, '{' first, spaces only after its '}' (a parser would stop quietly at a NUL).
     const std::string_view text(bytes.data() + 8, n);
     const std::size_t nul = text.find('\0');
     check(nul == std::string_view::npos, op, "'{}' has a NUL byte in its header, at byte {} of {}", path,
@@ -315,9 +298,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
         return std::tie(order[a].begin, order[a].end) < std::tie(order[b].begin, order[b].end);
     });
-    // The tensors must tile the data section exactly, as the reference reader demands: each
-    // begins where the previous one ends, and the last ends at the end of the file. Overlaps
-    // would alias two tensors' bytes; gaps and trailing bytes mean a damaged or foreign file.
+    // The tensors must tile the data section exactly, as the reference reader demands.
     std::size_t expected = 0;
     for (std::size_t i : idx) {
         const Span& t = order[i];
@@ -330,8 +311,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     }
     check(expected == data_size, op, "'{}': {} trailing byte(s) after the last tensor (the data section has {} bytes)",
           path, data_size - expected, data_size);
-    // The checksum, when the writer recorded one (xgrad does; other tools do not). It is
-    // consumed here: the returned metadata holds the caller's keys only.
+    // The checksum, when recorded (xgrad's files), consumed: not returned in the metadata.
     auto crc_entry = file.metadata.find(kChecksumKey);
     if (crc_entry != file.metadata.end()) {
         const std::optional<std::uint32_t> recorded = parse_crc(crc_entry->second);

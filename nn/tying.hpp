@@ -2,9 +2,8 @@
 //
 //   table E (V, d): x_t = E[id_t];   head W (V, d): logit_t = h_t Wᵀ;   tied: W = E, one tensor
 //
-// The model gets V·d fewer parameters, and a rare token's row is trained by every output softmax
-// (Press & Wolf 2017; Inan et al. 2017; GPT-2 and nanoGPT do it). The one parameter gets both
-// uses' gradients, accumulated (+=) as for any tensor used twice:
+// V·d fewer parameters, and a rare token's row is trained by every output softmax (GPT-2 and
+// nanoGPT do it). The one parameter accumulates both uses' gradients:
 //   dL/dE = Σ_{t : id_t = v} dL/dx_t  (the lookup's row scatter)  +  (dL/dlogits)ᵀ · h  (the head's)
 //
 // Legend: V vocabulary, d width. ref: Press & Wolf 2017, "Using the Output Embedding to Improve
@@ -17,10 +16,8 @@
 namespace xgrad::nn {
 
 // Makes `head` (Linear(d, V)) use `table`'s weight (Embedding(V, d)) as its registered "weight":
-// one parameter, listed, stepped and saved once, under its first name in traversal order (so
-// register the table's module first). The head's bias stays its own. Call it before building the
-// optimizer. (`head.weight = table.weight` alone makes Linear::forward throw: the optimizer would
-// train a tensor the forward no longer reads.)
+// one parameter, listed, stepped and saved once under its first name (register the table's
+// module first). The head keeps its bias. Call it before building the optimizer.
 // Throws ValueError naming both shapes if head.weight is not (V, d) for table (V, d).
 void tie_weights(Linear& head, const Embedding& table);
 
