@@ -10,7 +10,7 @@
 
 
 #include "core/autograd.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
 
 namespace xgrad::nn {
 
