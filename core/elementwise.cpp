@@ -15,7 +15,7 @@
 #include <xtensor/xreducer.hpp>
 
 #include "core/op_helpers.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
 #include "core/parallel.hpp"
 
 namespace xgrad {

@@ -5,7 +5,8 @@
 #include <random>
 
 #include "core/autograd.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/reduction.hpp"
 
 namespace xgrad {
 

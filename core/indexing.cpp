@@ -5,7 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/shape.hpp"
+#include "core/indexing.hpp"
 
 namespace xgrad {
 

@@ -10,7 +10,8 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/masking.hpp"
 
 namespace xgrad {
 

@@ -7,7 +7,10 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/reduction.hpp"
+#include "core/shape.hpp"
+#include "core/math_ops.hpp"
 
 namespace xgrad {
 

@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "core/blas.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/matmul.hpp"
 
 namespace xgrad {
 

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "core/op_helpers.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/reduction.hpp"
+#include "core/shape.hpp"
 
 namespace xgrad {
 

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "core/op_helpers.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/shape.hpp"
 #include "core/permute.hpp"
 
 namespace xgrad {

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <limits>
 
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/shape.hpp"
+#include "core/slicing.hpp"
 
 namespace xgrad {
 

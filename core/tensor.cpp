@@ -12,7 +12,14 @@
 #include <xtensor/xio.hpp>
 
 #include "core/autograd.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/reduction.hpp"
+#include "core/shape.hpp"
+#include "core/matmul.hpp"
+#include "core/softmax.hpp"
+#include "core/slicing.hpp"
+#include "core/masking.hpp"
+#include "core/math_ops.hpp"
 
 namespace xgrad {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
 #include "nn/module.hpp"
 
 namespace xgrad::nn {

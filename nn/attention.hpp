@@ -18,7 +18,7 @@
 #include <memory>
 #include <optional>
 
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
 

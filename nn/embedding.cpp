@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "core/autograd.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/indexing.hpp"
 
 namespace xgrad::nn {
 

@@ -4,7 +4,7 @@
 // activations below are the core ops under their torch.nn.functional names.
 #pragma once
 
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
 #include "core/tensor.hpp"
 #include "nn/activation.hpp"
 #include "nn/embedding.hpp"

@@ -13,7 +13,8 @@
 #include <xtensor/xnoalias.hpp>
 
 #include "core/autograd.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/reduction.hpp"
 
 namespace xgrad::nn::functional {
 

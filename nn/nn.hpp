@@ -3,6 +3,7 @@
 // losses, safetensors checkpoints, weight tying and positional encodings.
 #pragma once
 
+#include "core/ops.hpp"  // the core ops, for programs that include only this header
 #include "nn/activation.hpp"
 #include "nn/attention.hpp"
 #include "nn/attention_fused.hpp"

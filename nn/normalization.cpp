@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "core/autograd.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
+#include "core/reduction.hpp"
+#include "core/shape.hpp"
 #include "core/parallel.hpp"
 #include "core/simd.hpp"
 

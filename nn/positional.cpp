@@ -8,7 +8,7 @@
 
 
 #include "core/autograd.hpp"
-#include "core/ops.hpp"
+#include "core/elementwise.hpp"
 
 namespace xgrad::nn {
 

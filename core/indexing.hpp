@@ -1,0 +1,18 @@
+// core/indexing.hpp — row gather and one-hot (core/indexing.cpp). Part of core/ops.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include "core/autograd.hpp"
+#include "core/tensor.hpp"
+
+namespace xgrad {
+
+// ---- indexing (core/indexing.cpp) -----------------------------------------------------------------
+// Throws IndexError naming `op`, the position (as a multi-index into `ids`) and the value of
+// the first ID outside [0, limit). Never clamps or wraps: negative IDs are errors.
+void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op);
+Tensor index_select(const Tensor& src, int dim, const IndexTensor& index);
+Tensor one_hot(const IndexTensor& ids, std::size_t num_classes);
+
+}  // namespace xgrad

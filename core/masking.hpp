@@ -1,0 +1,26 @@
+// core/masking.hpp — masks as tensors: masked_fill, tril/triu, eq/ne (core/masking.cpp). Part of core/ops.hpp.
+#pragma once
+
+#include <cstdint>
+#include "core/autograd.hpp"
+#include "core/tensor.hpp"
+
+namespace xgrad {
+
+// ---- masking (core/masking.cpp) -------------------------------------------------------------------
+// masked_fill: y = value where mask != 0, else x. mask is any Tensor whose shape broadcasts to
+//   x's shape (PyTorch's bool True = any nonzero here; NaN counts as nonzero); y has x's shape;
+//   value may be ±inf. dL/dx = grad_out with 0 at filled positions; mask gets no gradient.
+//   Throws ValueError when mask does not broadcast to x's shape.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, real value);
+// tril / triu on the last two dims (rows i, columns j), any leading batch dims: tril keeps
+//   j - i <= k, triu keeps j - i >= k, the rest is 0. Differentiable (the gradient is masked
+//   the same way). Causal mask: triu(ones({T, T}), 1). Throws ValueError for fewer than 2 dims.
+Tensor tril(const Tensor& x, std::int64_t k = 0);
+Tensor triu(const Tensor& x, std::int64_t k = 0);
+// eq / ne: 1 where a == v (a != v), else 0; a's shape; no gradient (a constant, like a mask).
+//   NaN == NaN is false, as in IEEE and PyTorch.
+Tensor eq(const Tensor& a, real v);
+Tensor ne(const Tensor& a, real v);
+
+}  // namespace xgrad

@@ -1,0 +1,25 @@
+// core/reduction.hpp — reductions over all elements or one dim (core/reduction.cpp). Part of core/ops.hpp.
+#pragma once
+
+#include <cstddef>
+#include "core/autograd.hpp"
+#include "core/tensor.hpp"
+
+namespace xgrad {
+
+// ---- helper for writing ops --------------------------------------------------------------------
+// Σ of n contiguous values, accumulated in double with eight interleaved partial sums (so the
+// additions pipeline instead of each waiting for the one before). Used by sum() and by losses
+// that sum rows (nn::functional::cross_entropy).
+double sum_double(const real* p, std::size_t n);
+
+// ---- reductions (core/reduction.cpp; sum_double too) ----------------------------------------------
+Tensor sum(const Tensor& x);                               // () 
+Tensor sum(const Tensor& x, int dim, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int dim, bool keepdim = false);
+Tensor max(const Tensor& x);                               // () 
+Tensor max(const Tensor& x, int dim, bool keepdim = false);
+IndexTensor argmax(const Tensor& x, int dim, bool keepdim = false);
+
+}  // namespace xgrad

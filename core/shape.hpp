@@ -1,0 +1,21 @@
+// core/shape.hpp — reshape, transpose/permute and concat (core/shape.cpp). Part of core/ops.hpp.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+#include "core/autograd.hpp"
+#include "core/tensor.hpp"
+
+namespace xgrad {
+
+// ---- helper for writing ops --------------------------------------------------------------------
+// Maps dim in [-n, n) to [0, n); throws ValueError naming `op` otherwise.
+std::size_t normalize_dim(int dim, std::size_t ndim, const char* op);
+
+// ---- shape (core/shape.cpp) -----------------------------------------------------------------------
+Tensor reshape(const Tensor& x, const Dims& shape);
+Tensor transpose(const Tensor& x, int dim0, int dim1);
+Tensor permute(const Tensor& x, const std::vector<int>& dims);
+Tensor concat(const std::vector<Tensor>& xs, int dim);
+
+}  // namespace xgrad
