@@ -21,6 +21,12 @@
 #include "nn/attention_fused.hpp"
 #include "nn/dropout.hpp"
 #include "nn/positional.hpp"
+#include "core/reduction.hpp"
+#include "core/shape.hpp"
+#include "core/matmul.hpp"
+#include "core/softmax.hpp"
+#include "core/slicing.hpp"
+#include "core/masking.hpp"
 
 namespace xgrad::nn {
 namespace functional {
