@@ -1,4 +1,4 @@
-// tests/test_helpers.hpp — comparison helpers shared by the test files.
+// tests/test_helpers.hpp — every helper that two or more test files use (one definition each).
 //
 //   require_values(t, {{1, 2}, {3, 4}})   t has exactly that shape, and each value agrees
 //                                         within tol (absolute or relative, whichever is larger)
