@@ -77,15 +77,16 @@ fuzz: deps
 	$(ASAN_BUILD)/tests/fuzz_checkpoint --iterations $(FUZZ_LOADS) --seed $(FUZZ_SEED)
 
 # ThreadSanitizer (a separate tree: it cannot be combined with ASan). Only the binary of
-# tests/test_reliability_core.cpp and tests/test_parallel.cpp is built, and only its [threads]
-# tests run: the global generator and module construction used from several threads at once,
-# and the thread pool of core/parallel.hpp. Any report fails the run.
+# tests/core/test_parallel.cpp and tests/core/test_threads.cpp is built, and only its [threads]
+# tests run: the thread pool of core/parallel.hpp, the ops and optimizer at 1 and 2 threads, and
+# the global generator and module construction used from several threads at once. Any report
+# fails the run.
 tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON \
 	      -DXGRAD_BUILD_EXAMPLES=OFF -DXGRAD_BUILD_BENCH=OFF
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target xgrad_reliability_core_tests
-	$(TSAN_BUILD)/tests/xgrad_reliability_core_tests "[threads]"
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target xgrad_threads_tests
+	$(TSAN_BUILD)/tests/xgrad_threads_tests "[threads]"
 
 # Release build with the benchmarks on; compare.py runs xgrad_bench and bench/torch_peer.py side by
 # side and prints the table. Debian's python (/usr/bin/python3) is the one that has python3-torch.

@@ -1,0 +1,45 @@
+// tests/core/gradcheck_shape.cpp — reshape, transpose, permute and concat against finite differences.
+//
+// Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
+// formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
+// gradcheck_shape && build/tests/gradcheck_shape`.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include <xtensor/xview.hpp>
+
+#include "core/autograd.hpp"
+#include "core/gradcheck.hpp"
+#include "core/ops.hpp"
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+using namespace xgrad::testing;
+using Catch::Matchers::Contains;
+
+static_assert(std::is_same_v<real, double>, "the gradcheck tests must link xgrad_f64");
+
+// ==== shape =============================================================================================
+
+TEST_CASE("gradcheck reshape - transpose - permute", "[gradcheck][shape]") {
+    manual_seed(9);
+    Tensor x = leaf({2, 3, 4});
+    REQUIRE_GRADCHECK([](const auto& v) { return reshape(v[0], {4, -1}); }, x);
+    REQUIRE_GRADCHECK([](const auto& v) { return v[0].view({-1}) * v[0].reshape({24}); }, x);
+    REQUIRE_GRADCHECK([](const auto& v) { return transpose(v[0], 0, 2); }, x);
+    REQUIRE_GRADCHECK([](const auto& v) { return transpose(v[0], -1, 1); }, x);
+    REQUIRE_GRADCHECK([](const auto& v) { return permute(v[0], {2, 0, 1}); }, x);
+    REQUIRE_GRADCHECK([](const auto& v) { return permute(v[0], {1, 2, 0}) * permute(v[0], {1, 2, 0}).exp(); }, x);
+}
+
+TEST_CASE("gradcheck concat along each dim - with an input that needs no grad", "[gradcheck][shape]") {
+    manual_seed(10);
+    Tensor a = leaf({2, 3, 2}), b = leaf({2, 1, 2}), c = randn({2, 2, 2});
+    REQUIRE_GRADCHECK([c](const auto& v) { return concat({v[0], c, v[1]}, 1); }, a, b);
+    REQUIRE_GRADCHECK([](const auto& v) { return concat({v[0], v[0]}, 0); }, a);
+    REQUIRE_GRADCHECK([](const auto& v) { return concat({v[0], v[0] * v[0]}, -1); }, a);
+    REQUIRE_GRADCHECK([](const auto& v) { return concat({v[0]}, 2); }, a);
+}

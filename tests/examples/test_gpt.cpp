@@ -1,0 +1,172 @@
+// tests/examples/test_gpt.cpp — examples/gpt: its data pipeline by hand, and its model against PyTorch.
+//
+// The reference cases load tests/reference/gpt_reference.safetensors, written by
+// tests/reference/make_gpt_reference.py with Debian's torch 1.13 in float64 from float32
+// weights: a tiny GPT (V 17, L 2, H 2, d 16, block T 8, batch B 2) in three variants (learned
+// positions with the head tied to wte, rope, an untied head). xgrad (float32) must give
+//   the logits (B, T, V) and the loss          to 1e-5 relative
+//   every parameter's gradient                 to 1e-4 relative
+//   the losses of 10 train_step()s             to 1e-5 relative   (AdamW, two groups, clip 1.0)
+// where a tensor's relative error is max|xgrad − torch| / max|torch| (llm.c's test_gpt2
+// accepts 1e-2). The loaded weights use nanoGPT's names, so the same names load into PyTorch.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "examples/gpt/data.hpp"
+#include "examples/gpt/model.hpp"
+#include "nn/serialize.hpp"
+
+using namespace gpt;
+
+// ==== data =================================================================================================
+
+TEST_CASE("gpt data: the vocabulary is the sorted set of characters", "[gpt][data]") {
+    const Vocab v = build_vocab("hello");
+    REQUIRE(v.chars == "ehlo");
+    REQUIRE(v.encode("hello") == Ids{1, 0, 2, 2, 3});
+    REQUIRE(v.decode({3, 2, 0}) == "ole");
+    REQUIRE_THROWS_WITH(v.encode("help"), Catch::Contains("\"p\"") && Catch::Contains("position 3"));
+}
+
+TEST_CASE("gpt data: 90/10 split and the error for a text shorter than one block", "[gpt][data]") {
+    const Ids ids(100, 0);
+    const Split s = split_ids(ids, /*block=*/9, "t.txt");  // val = 10 = block + 1: just enough
+    REQUIRE(s.train.size() == 90);
+    REQUIRE(s.val.size() == 10);
+    REQUIRE_THROWS_WITH(split_ids(ids, 10, "t.txt"), Catch::Contains("t.txt") && Catch::Contains("validation 10") &&
+                                                         Catch::Contains("at least 110 characters"));
+}
+
+TEST_CASE("gpt data: windows and the fixed validation offsets", "[gpt][data]") {
+    Ids data(20);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::int64_t(i);
+    const Batch w = windows(data, {0, 5}, 3);
+    REQUIRE(w.x.data() == xgrad::IndexTensor({{0, 1, 2}, {5, 6, 7}}).data());
+    REQUIRE(w.y.data() == xgrad::IndexTensor({{1, 2, 3}, {6, 7, 8}}).data());
+    REQUIRE_THROWS_AS(windows(data, {17}, 3), std::out_of_range);  // 17 + 3 + 1 > 20
+    // o_j = ⌊j · (N − T − 1) / n⌋ with N 100, T 8, n 4: span 91 → 0, 22, 45, 68
+    REQUIRE(fixed_offsets(100, 8, 4) == std::vector<std::size_t>{0, 22, 45, 68});
+    std::mt19937_64 rng(1);
+    const Batch r = sample_batch(data, 50, 3, rng);  // every window inside the data, y one ahead
+    for (std::size_t i = 0; i < 50 * 3; ++i) REQUIRE(r.y.data().data()[i] == r.x.data().data()[i] + 1);
+}
+
+TEST_CASE("gpt data: the bigram baseline by hand", "[gpt][data]") {
+    // train 0 1 0 1: pairs (0,1) twice, (1,0) once; add-one counts [[1, 3], [2, 1]], row totals 4, 3.
+    // eval 0 1 0: −(log 3/4 + log 2/3) / 2 = 0.3465736
+    REQUIRE(bigram_nll({0, 1, 0, 1}, {0, 1, 0}, 2) == Approx(-(std::log(0.75) + std::log(2.0 / 3.0)) / 2));
+}
+
+// ==== the model against PyTorch ===========================================================================
+
+namespace {
+
+const xgrad::nn::SafetensorsFile& reference() {
+    static const xgrad::nn::SafetensorsFile file =
+        xgrad::nn::load_safetensors(std::string(XGRAD_REFERENCE_DIR) + "/gpt_reference.safetensors");
+    return file;
+}
+
+const Tensor& expected(const std::string& name) {
+    for (const auto& [n, t] : reference().tensors)
+        if (n == name) return t;
+    FAIL("gpt_reference.safetensors has no tensor '" << name << "'");
+    throw std::logic_error("unreachable");
+}
+
+IndexTensor ids_of(const Tensor& t) {  // ids stored as F32 (exact below 2^24)
+    IndexArray a(t.shape());
+    std::transform(t.data().begin(), t.data().end(), a.begin(), [](real v) { return std::int64_t(v); });
+    return IndexTensor(std::move(a));
+}
+
+// max|a − b| / max|b|
+double rel_err(const Tensor& a, const Tensor& b) {
+    REQUIRE(a.shape() == b.shape());
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < a.numel(); ++i) {
+        diff = std::max(diff, std::abs(double(a.data().data()[i]) - double(b.data().data()[i])));
+        scale = std::max(scale, std::abs(double(b.data().data()[i])));
+    }
+    return diff / scale;
+}
+
+void check_against_pytorch(const std::string& variant, const std::string& pos, bool tie, bool fused = true) {
+    GPTConfig c;
+    c.vocab = 17, c.block = 8, c.n_layer = 2, c.n_head = 2, c.d = 16, c.pos = pos, c.tie = tie;
+    c.fused_attention = fused;
+    xgrad::manual_seed(0);
+    GPT model(c);
+    NamedTensors weights;
+    const std::string prefix = variant + "/weight/";
+    for (const auto& [n, t] : reference().tensors)
+        if (n.compare(0, prefix.size(), prefix) == 0) weights.emplace_back(n.substr(prefix.size()), t);
+    model.load_state_dict(weights);  // strict: every nanoGPT name present, no other
+    const IndexTensor x = ids_of(expected("inputs")), y = ids_of(expected("targets"));
+
+    // ---- forward and backward --------------------------------------------------------------
+    Tensor logits = model.forward(x);                                   // (B, T, V)
+    Tensor loss = nn::functional::cross_entropy(logits, y);             // ()
+    CHECK(rel_err(logits, expected(variant + "/logits")) < 1e-5);
+    CHECK(std::abs(loss.item() - expected(variant + "/loss").item()) / expected(variant + "/loss").item() < 1e-5);
+    loss.backward();
+    for (const auto& [name, p] : model.named_parameters()) {
+        INFO(variant << " gradient of " << name);
+        CHECK(rel_err(p.grad(), expected(variant + "/grad/" + name)) < 1e-4);
+    }
+
+    // ---- 10 training steps, as the example takes them ---------------------------------------
+    auto opt = make_adamw(model, 1e-3, 0.9, 0.99, 0.1);
+    const Tensor& losses = expected(variant + "/losses");
+    const Tensor& norms = expected(variant + "/grad_norms");
+    for (std::size_t k = 0; k < 10; ++k) {
+        const StepResult r = train_step(model, *opt, x, y, /*max_norm=*/1.0);
+        INFO(variant << " step " << k);
+        CHECK(std::abs(r.loss - losses.data()(k)) / losses.data()(k) < 1e-5);
+        CHECK(std::abs(r.grad_norm - norms.data()(k)) / norms.data()(k) < 1e-4);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gpt reference: learned positions and the tied head match PyTorch", "[gpt][reference]") {
+    check_against_pytorch("learned", "learned", true);
+}
+
+TEST_CASE("gpt reference: rope matches PyTorch", "[gpt][reference]") {
+    check_against_pytorch("rope", "rope", true);
+}
+
+TEST_CASE("gpt reference: the untied head matches PyTorch", "[gpt][reference]") {
+    check_against_pytorch("notie", "learned", false);
+}
+
+// The same model with CausalSelfAttentionOptions::fused off: the composed attention path.
+TEST_CASE("gpt reference: the composed attention path matches PyTorch too", "[gpt][reference]") {
+    check_against_pytorch("learned", "learned", true, /*fused=*/false);
+    check_against_pytorch("rope", "rope", true, /*fused=*/false);
+}
+
+TEST_CASE("gpt model: the tied table is one parameter, in the weight-decay group", "[gpt]") {
+    GPTConfig c;
+    c.vocab = 17, c.block = 8, c.n_layer = 2, c.n_head = 2, c.d = 16;
+    GPT model(c);
+    // wte 17·16 + wpe 8·16 + 2 blocks · (2 LayerNorms 2·32 + c_attn 16·48+48 + c_proj 16·16+16
+    // + c_fc 16·64+64 + c_proj 64·16+16) + ln_f 32 = 272 + 128 + 2·3280 + 32
+    REQUIRE(model.num_parameters() == 6992);
+    c.tie = false;
+    REQUIRE(GPT(c).num_parameters() == 6992 + 272);
+    auto opt = make_adamw(model, 1e-3, 0.9, 0.99, 0.1);
+    const auto& groups = opt->param_groups();
+    REQUIRE(groups.size() == 2);
+    REQUIRE(groups[0].weight_decay == 0.1);
+    REQUIRE(groups[1].weight_decay == 0.0);
+    REQUIRE(groups[0].params.front().first == "transformer.wte.weight");
+    REQUIRE(groups[0].params.size() == 2 + 2 * 4);  // wte, wpe, 4 Linear weights per block
+    for (const auto& [name, p] : groups[1].params) REQUIRE(p.dim() == 1);
+    REQUIRE_THROWS_AS(GPT(GPTConfig{17, 8, 2, 3, 16}), ValueError);  // 16 not divisible by 3
+}

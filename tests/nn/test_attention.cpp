@@ -1,0 +1,285 @@
+// tests/nn/test_attention.cpp — value tests of nn/attention (float32).
+//
+//   * values and gradients against PyTorch 1.13, from tests/reference/attention_reference.json
+//     (written by tests/reference/make_attention_reference.py; a fully masked row there is
+//     derived by hand, since torch 1.13 gives NaN for it);
+//   * causal leakage: changing position t leaves outputs and input gradients before t
+//     bit-identical;
+//   * fully masked rows give 0 and finite gradients; masks are honoured; hostile shapes throw.
+// Shapes: q, k (B, H, T, hd), v (B, H, Tk, hv); x (B, T, d).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
+
+#include "nn/attention.hpp"
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+using namespace xgrad::testing;
+namespace F = xgrad::nn::functional;
+using nlohmann::json;
+
+namespace {
+
+const json& reference() {
+    static const json ref = [] {
+        std::ifstream in(std::string(XGRAD_REFERENCE_DIR) + "/attention_reference.json");
+        REQUIRE(in.good());
+        return json::parse(in);
+    }();
+    return ref;
+}
+
+// {"shape": [...], "data": [...]} → Tensor
+Tensor tensor_of(const json& j, bool requires_grad = false) {
+    Array a(j.at("shape").get<Shape>());
+    const auto& data = j.at("data");
+    REQUIRE(data.size() == a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<real>(data[i].get<double>());
+    return from_array(std::move(a), requires_grad);
+}
+
+}  // namespace
+
+TEST_CASE("scaled_dot_product_attention: values and gradients match PyTorch") {
+    for (const json& c : reference().at("sdpa")) {
+        INFO("case " << c.at("name").get<std::string>());
+        Tensor q = tensor_of(c.at("q"), true), k = tensor_of(c.at("k"), true), v = tensor_of(c.at("v"), true);
+        const Tensor mask = c.at("mask").is_null() ? Tensor() : tensor_of(c.at("mask"));
+        std::optional<double> scale;
+        if (!c.at("scale").is_null()) scale = c.at("scale").get<double>();
+        Tensor out = F::scaled_dot_product_attention(q, k, v, mask, c.at("is_causal").get<bool>(), 0.0, scale);
+        require_values(out, tensor_of(c.at("out")));
+        sum(out * tensor_of(c.at("w"))).backward();
+        require_values(q.grad(), tensor_of(c.at("dq")));
+        require_values(k.grad(), tensor_of(c.at("dk")));
+        require_values(v.grad(), tensor_of(c.at("dv")));
+    }
+}
+
+TEST_CASE("CausalSelfAttention: nanoGPT-layout weights give PyTorch's outputs and gradients") {
+    for (const json& c : reference().at("module")) {
+        INFO("case " << c.at("name").get<std::string>());
+        nn::CausalSelfAttention m(c.at("d").get<std::int64_t>(), c.at("n_head").get<std::int64_t>(),
+                                  {/*dropout=*/0.0, /*bias=*/true, /*rope=*/c.at("rope").get<bool>()});
+        NamedTensors state;
+        for (const auto& [name, t] : c.at("state").items()) state.emplace_back(name, tensor_of(t));
+        m.load_state_dict(state);  // strict: the names and shapes are nanoGPT's
+        Tensor x = tensor_of(c.at("x"), true);
+        const Tensor mask = c.at("mask").is_null() ? Tensor() : tensor_of(c.at("mask"));
+        Tensor y = m.forward(x, mask);
+        require_values(y, tensor_of(c.at("y")));
+        sum(y * tensor_of(c.at("w"))).backward();
+        require_values(x.grad(), tensor_of(c.at("dx")));
+        for (const auto& [name, p] : m.named_parameters()) {
+            INFO("gradient of " << name);
+            require_values(p.grad(), tensor_of(c.at("grads").at(name)));
+        }
+    }
+}
+
+TEST_CASE("scaled_dot_product_attention: two keys worked by hand") {
+    // q = [[1, 0]], k = [[1, 0], [0, 1]], v = [[1, 2], [3, 4]], hd = 2:
+    // scores = [1, 0] / √2, weights = softmax = [e^(1/√2), 1] / (e^(1/√2) + 1) = [0.66976, 0.33024]
+    // out = 0.66976·[1, 2] + 0.33024·[3, 4] = [1.66048, 2.66048]
+    const double w0 = std::exp(1 / std::sqrt(2.0)) / (std::exp(1 / std::sqrt(2.0)) + 1);
+    Tensor out = F::scaled_dot_product_attention(Tensor({{1, 0}}), Tensor({{1, 0}, {0, 1}}), Tensor({{1, 2}, {3, 4}}));
+    require_values(out, Tensor({{real(w0 * 1 + (1 - w0) * 3), real(w0 * 2 + (1 - w0) * 4)}}));
+    REQUIRE(w0 == Approx(0.66976).epsilon(1e-4));
+    // causal: query 0 sees key 0 only, so out = v[0]
+    require_values(F::scaled_dot_product_attention(Tensor({{1, 0}}), Tensor({{1, 0}, {0, 1}}),
+                                                   Tensor({{1, 2}, {3, 4}}), Tensor(), true),
+                   Tensor({{1, 2}}));
+}
+
+TEST_CASE("scaled_dot_product_attention: a fully masked row gives 0 and finite gradients") {
+    manual_seed(11);
+    Tensor q = randn({2, 3, 4}, true), k = randn({2, 3, 4}, true), v = randn({2, 3, 4}, true);
+    Tensor mask({{1, 1, 0}, {0, 0, 0}, {1, 0, 1}});  // query 1 may attend no key
+    Tensor out = F::scaled_dot_product_attention(q, k, v, mask);
+    sum(out * out).backward();
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t j = 0; j < 4; ++j) {
+            REQUIRE(out.at({b, 1, j}) == 0);
+            REQUIRE(q.grad().at({b, 1, j}) == 0);
+        }
+    for (const Tensor& t : {out, q.grad(), k.grad(), v.grad()})
+        for (real e : t.data()) REQUIRE(std::isfinite(e));
+    // the weights of that row are 0, and the other rows still sum to 1
+    Tensor w = F::attention_weights(q, k, mask);
+    for (std::size_t b = 0; b < 2; ++b) {
+        for (std::size_t j = 0; j < 3; ++j) REQUIRE(w.data()(b, 1, j) == 0);
+        REQUIRE(double(w.data()(b, 0, 0) + w.data()(b, 0, 1)) == Approx(1));
+        REQUIRE(w.data()(b, 0, 2) == 0);
+    }
+}
+
+TEST_CASE("scaled_dot_product_attention: causal leakage is zero, bit for bit") {
+    // Change position t of q, k and v. Outputs before t, and the gradients of a loss on those
+    // outputs with respect to the inputs before t, must not change in a single bit; the
+    // gradients at t and after must be exactly 0.
+    const std::size_t T = 6, t = 3;
+    manual_seed(12);
+    const Tensor q0 = randn({2, 2, T, 4}), k0 = randn({2, 2, T, 4}), v0 = randn({2, 2, T, 4});
+    const Tensor noise = randn({2, 2, 1, 4}) * 5;
+    auto run = [&](bool perturb) {
+        Tensor q = q0.detach(), k = k0.detach(), v = v0.detach();
+        if (perturb)
+            for (Tensor* x : {&q, &k, &v}) xt::view(x->data(), xt::all(), xt::all(), t, xt::all()) += xt::view(noise.data(), xt::all(), xt::all(), 0, xt::all());
+        for (Tensor* x : {&q, &k, &v}) x->requires_grad_();
+        Tensor out = F::scaled_dot_product_attention(q, k, v, Tensor(), true);
+        Tensor before = narrow(out, 2, 0, std::int64_t(t));  // (B, H, t, hd)
+        sum(before * before).backward();
+        return std::vector<Tensor>{before, q.grad(), k.grad(), v.grad()};
+    };
+    const auto a = run(false), b = run(true);
+    REQUIRE(bits_equal(a[0], b[0]));
+    for (std::size_t i = 1; i < 4; ++i) {
+        REQUIRE(bits_equal(narrow(a[i], 2, 0, std::int64_t(t)), narrow(b[i], 2, 0, std::int64_t(t))));
+        // Hold the narrowed tensor: a range-for over .data() of a temporary would read freed memory.
+        const Tensor after = narrow(b[i], 2, std::int64_t(t), std::int64_t(T - t));
+        for (real g : after.data()) REQUIRE(g == 0);
+    }
+}
+
+TEST_CASE("CausalSelfAttention: causal leakage is zero, bit for bit") {
+    const std::int64_t T = 5, t = 2;
+    manual_seed(13);
+    nn::CausalSelfAttention m(/*d=*/8, /*n_head=*/2);
+    const Tensor x0 = randn({2, std::size_t(T), 8});
+    auto run = [&](bool perturb) {
+        Tensor x = x0.detach();
+        if (perturb) xt::view(x.data(), xt::all(), t, xt::all()) += 3;
+        x.requires_grad_();
+        Tensor y = m.forward(x);
+        Tensor before = narrow(y, 1, 0, t);  // (B, t, d)
+        sum(before * before).backward();
+        return std::tuple<Tensor, Tensor, Tensor>{y, before, x.grad()};
+    };
+    const auto [all_a, y_a, g_a] = run(false);
+    const auto [all_b, y_b, g_b] = run(true);
+    REQUIRE(!bits_equal(narrow(all_a, 1, t, 1), narrow(all_b, 1, t, 1)));  // position t did change
+    REQUIRE(bits_equal(y_a, y_b));
+    REQUIRE(bits_equal(narrow(g_a, 1, 0, t), narrow(g_b, 1, 0, t)));
+    const Tensor after = narrow(g_b, 1, t, T - t);  // held: .data() of a temporary would dangle
+    for (real g : after.data()) REQUIRE(g == 0);
+}
+
+TEST_CASE("CausalSelfAttention: attn_mask is honoured") {
+    // A key-padding mask that keeps keys 0..2 of 5 must give, at positions 0..2, exactly what
+    // the module gives on the first 3 tokens alone; without the mask positions 3, 4 differ.
+    manual_seed(14);
+    nn::CausalSelfAttention m(/*d=*/8, /*n_head=*/2);
+    const Tensor x = randn({1, 5, 8});
+    const Tensor keep = Tensor({1, 1, 1, 0, 0}).reshape({1, 1, 1, 5});  // (B, 1, 1, T)
+    const Tensor masked = m.forward(x, keep), unmasked = m.forward(x);
+    const Tensor short_run = m.forward(narrow(x, 1, 0, 3));
+    require_values(narrow(masked, 1, 0, 3), short_run);
+    // positions 3 and 4 now attend keys 0..2 only, so they differ from the unmasked output
+    const Tensor diff = narrow(masked, 1, 3, 2) - narrow(unmasked, 1, 3, 2);
+    REQUIRE(xt::amax(xt::abs(diff.data()))() > 1e-3);
+    // and the weights agree: (B, H, T, T) with keys 3, 4 at 0 in every row
+    const Tensor w = m.attention_weights(x, keep);
+    REQUIRE(w.shape() == Shape{1, 2, 5, 5});
+    for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t i = 0; i < 5; ++i) {
+            REQUIRE(w.at({0, h, i, 3}) == 0);
+            REQUIRE(w.at({0, h, i, 4}) == 0);
+        }
+}
+
+TEST_CASE("CausalSelfAttention: attention_weights are causal rows that sum to 1 and record no graph") {
+    manual_seed(15);
+    nn::CausalSelfAttention m(/*d=*/6, /*n_head=*/3);
+    const Tensor x = randn({2, 4, 6}, true);
+    const Tensor w = m.attention_weights(x);
+    REQUIRE(w.shape() == Shape{2, 3, 4, 4});
+    REQUIRE(!w.requires_grad());
+    require_values(sum(w, -1), ones({2, 3, 4}));
+    for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = i + 1; j < 4; ++j) REQUIRE(w.at({1, 2, i, j}) == 0);
+    REQUIRE(m.num_parameters() == 6 * 18 + 18 + 6 * 6 + 6);
+}
+
+TEST_CASE("scaled_dot_product_attention: dropout on the weights") {
+    // v = identity (Tk, Tk) makes out equal the weights after dropout: each is 0 or w / (1 - p).
+    manual_seed(16);
+    const Tensor q = randn({1, 8, 4}), k = randn({1, 8, 4});
+    Array eye = xt::eye<real>(8);
+    eye.reshape({1, 8, 8});
+    const Tensor v = from_array(std::move(eye));
+    const Tensor w = F::attention_weights(q, k);
+    const Tensor out = F::scaled_dot_product_attention(q, k, v, Tensor(), false, /*dropout_p=*/0.25);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < w.numel(); ++i) {
+        const double o = out.data().data()[i], expected = w.data().data()[i] / 0.75;
+        REQUIRE((o == 0 || o == Approx(expected).epsilon(1e-6)));
+        kept += o != 0;
+    }
+    REQUIRE(kept > 0);
+    REQUIRE(kept < w.numel());
+    const Tensor none = F::scaled_dot_product_attention(q, k, v, Tensor(), false, /*dropout_p=*/1.0);
+    for (real o : none.data()) REQUIRE(o == 0);
+}
+
+TEST_CASE("CausalSelfAttention: dropout is off in eval mode") {
+    manual_seed(17);
+    nn::CausalSelfAttention m(/*d=*/4, /*n_head=*/2, {/*dropout=*/0.5});
+    const Tensor x = randn({1, 3, 4});
+    m.eval();
+    REQUIRE(bits_equal(m.forward(x), m.forward(x)));
+    m.train();
+    REQUIRE(!bits_equal(m.forward(x), m.forward(x)));
+}
+
+TEST_CASE("scaled_dot_product_attention: hostile shapes and masks throw ValueError") {
+    const Tensor q = zeros({2, 2, 3, 4}), k = zeros({2, 2, 3, 4}), v = zeros({2, 2, 3, 4});
+    auto sdpa = [](const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& m = Tensor(), bool causal = false,
+                   double p = 0.0) { return F::scaled_dot_product_attention(a, b, c, m, causal, p); };
+    REQUIRE_THROWS_AS(sdpa(zeros({4}), zeros({4}), zeros({4})), ValueError);                  // 1-D
+    REQUIRE_THROWS_AS(sdpa(q, zeros({2, 2, 3, 5}), v), ValueError);                         // hd 4 vs 5
+    REQUIRE_THROWS_AS(sdpa(q, k, zeros({2, 2, 2, 4})), ValueError);                         // Tk 3 vs 2
+    REQUIRE_THROWS_AS(sdpa(q, zeros({2, 3, 3, 4}), zeros({2, 3, 3, 4})), ValueError);       // H 2 vs 3
+    REQUIRE_THROWS_AS(sdpa(q, zeros({2, 3, 4}), zeros({2, 3, 4})), ValueError);             // ranks differ
+    REQUIRE_THROWS_AS(sdpa(zeros({2, 3, 0}), zeros({2, 3, 0}), v), ValueError);             // hd 0
+    REQUIRE_THROWS_AS(sdpa(zeros({3, 4}), zeros({0, 4}), zeros({0, 4})), ValueError);       // no keys
+    REQUIRE_THROWS_AS(sdpa(q, k, v, ones({3, 4})), ValueError);                             // mask (Tq, Tk+1)
+    REQUIRE_THROWS_AS(sdpa(q, k, v, ones({3, 2, 3, 3})), ValueError);                       // mask B 3 vs 2
+    REQUIRE_THROWS_AS(sdpa(q, k, v, ones({1, 2, 2, 3, 3})), ValueError);                    // mask rank 5
+    REQUIRE_THROWS_AS(sdpa(q, k, v, full({3, 3}, 0.5)), ValueError);                        // not 0/1
+    REQUIRE_THROWS_AS(sdpa(q, k, v, full({3, 3}, -std::numeric_limits<real>::infinity())), ValueError);  // additive
+    REQUIRE_THROWS_AS(sdpa(q, k, v, ones({3, 3}), true), ValueError);                       // mask and causal
+    REQUIRE_THROWS_AS(sdpa(q, k, v, Tensor(), false, 1.5), ValueError);                     // dropout_p
+    REQUIRE_THROWS_AS(sdpa(q, k, v, Tensor(), false, -0.1), ValueError);
+    REQUIRE_THROWS_AS(sdpa(q, Tensor(), v), ValueError);                                    // undefined
+    try {
+        sdpa(q, k, v, ones({3, 4}));
+        FAIL("no exception");
+    } catch (const ValueError& e) {
+        REQUIRE(std::string(e.what()) ==
+                "scaled_dot_product_attention: attn_mask of shape (3, 4) does not broadcast to (..., Tq, Tk) = "
+                "(2, 2, 3, 3)");
+    }
+}
+
+TEST_CASE("CausalSelfAttention: bad sizes throw ValueError") {
+    REQUIRE_THROWS_AS(nn::CausalSelfAttention(6, 4), ValueError);   // 6 not a multiple of 4
+    REQUIRE_THROWS_AS(nn::CausalSelfAttention(0, 1), ValueError);
+    REQUIRE_THROWS_AS(nn::CausalSelfAttention(4, 0), ValueError);
+    REQUIRE_THROWS_AS(nn::CausalSelfAttention(6, 2, {0.0, true, /*rope=*/true}), ValueError);  // hd 3 is odd
+    REQUIRE_THROWS_AS(nn::CausalSelfAttention(4, 2, {/*dropout=*/1.0}), ValueError);
+    nn::CausalSelfAttention m(4, 2);
+    REQUIRE_THROWS_AS(m.forward(zeros({3, 4})), ValueError);        // (T, d): no batch dim
+    REQUIRE_THROWS_AS(m.forward(zeros({1, 3, 5})), ValueError);     // d 5 vs 4
+    REQUIRE_THROWS_AS(m.forward(zeros({1, 3, 4}), ones({1, 1, 1, 4})), ValueError);  // mask T 4 vs 3
+    REQUIRE_THROWS_AS(m.forward(zeros({1, 3, 4}), ones({1, 3, 3, 3})), ValueError);  // mask H 3 vs 2
+    REQUIRE_THROWS_AS(m.attention_weights(zeros({1, 3, 4}), full({3, 3}, 2)), ValueError);
+}

@@ -1,0 +1,117 @@
+// tests/nn/test_attention_fused.cpp — the fused kernel fused_causal_attention (nn/attention_fused.cpp)
+// against its oracle, the composed scaled_dot_product_attention with is_causal (nn/attention.cpp).
+// Values and the gradients of q, k and v for a G whose entries all differ, to 1e-5, on shapes
+// with Tq = Tk, Tq < Tk and Tq > Tk, no leading dims and two, head widths that are and are not a
+// multiple of the SIMD width, and a given scale. Then CausalSelfAttention with options.fused on
+// and off. Shapes: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv); x (B, T, d).
+// The double-precision gradcheck of the kernel alone is in gradcheck_attention_fused.cpp.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/autograd.hpp"
+#include "nn/attention.hpp"
+#include "nn/attention_fused.hpp"
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+using namespace xgrad::testing;
+namespace F = xgrad::nn::functional;
+
+namespace {
+
+// Whether an op named `op` was recorded anywhere in the graph that made y.
+bool graph_has(const Tensor& y, const std::string& op) {
+    std::vector<std::shared_ptr<Node>> todo{y.grad_fn()};
+    while (!todo.empty()) {
+        const std::shared_ptr<Node> n = todo.back();
+        todo.pop_back();
+        if (!n) continue;
+        if (n->name == op) return true;
+        for (const NodeInput& in : n->inputs) todo.push_back(in.tensor->grad_fn);
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("fused_causal_attention equals the composed scaled_dot_product_attention - values and gradients",
+          "[nn][attention][fused]") {
+    struct Case {
+        Shape lead;
+        std::size_t Tq, Tk, hd, hv;
+        std::optional<double> scale;
+    };
+    const Case cases[] = {{{2, 3}, 16, 16, 8, 8, std::nullopt}, {{3}, 5, 9, 3, 6, std::nullopt},
+                          {{3}, 9, 5, 4, 2, 0.7},              {{}, 7, 7, 13, 5, std::nullopt},
+                          {{1, 2}, 33, 33, 32, 32, std::nullopt}};
+    manual_seed(31);
+    for (const Case& c : cases) {
+        INFO("Tq " << c.Tq << ", Tk " << c.Tk << ", hd " << c.hd << ", hv " << c.hv);
+        auto with = [&](Shape tail) {
+            Shape s = c.lead;
+            s.insert(s.end(), tail.begin(), tail.end());
+            return s;
+        };
+        const Tensor q0 = randn(with({c.Tq, c.hd})), k0 = randn(with({c.Tk, c.hd})), v0 = randn(with({c.Tk, c.hv}));
+        const Tensor G = randn(with({c.Tq, c.hv}));
+        Tensor qf = q0.detach().requires_grad_(), kf = k0.detach().requires_grad_(), vf = v0.detach().requires_grad_();
+        Tensor qc = q0.detach().requires_grad_(), kc = k0.detach().requires_grad_(), vc = v0.detach().requires_grad_();
+        Tensor yf = F::fused_causal_attention(qf, kf, vf, c.scale);
+        Tensor yc = F::scaled_dot_product_attention(qc, kc, vc, Tensor(), /*is_causal=*/true, 0.0, c.scale);
+        require_values(yf, yc, 1e-5);
+        yf.backward(G);
+        yc.backward(G);
+        require_values(qf.grad(), qc.grad(), 1e-5);
+        require_values(kf.grad(), kc.grad(), 1e-5);
+        require_values(vf.grad(), vc.grad(), 1e-5);
+    }
+}
+
+TEST_CASE("fused_causal_attention: row 0 is v's first row - and no gradient reaches later keys from it",
+          "[nn][attention][fused]") {
+    // Query 0 sees key 0 only: weight 1, so out[0] = v[0]; keys 1.. get no gradient from row 0.
+    Tensor q = Tensor({{1, 2}, {3, 4}, {5, 6}}, true), k = Tensor({{1, 0}, {0, 1}, {1, 1}}, true);
+    Tensor v = Tensor({{7, 8}, {9, 10}, {11, 12}}, true);
+    Tensor y = F::fused_causal_attention(q, k, v, 1.0);
+    REQUIRE(y.at({0, 0}) == 7.0f);
+    REQUIRE(y.at({0, 1}) == 8.0f);
+    y.backward(Tensor({{1, 1}, {0, 0}, {0, 0}}));  // only row 0's output matters
+    require_values(v.grad(), {{1, 1}, {0, 0}, {0, 0}});
+    require_values(k.grad(), {{0, 0}, {0, 0}, {0, 0}});  // a weight of exactly 1 does not move
+    require_values(q.grad(), {{0, 0}, {0, 0}, {0, 0}});
+}
+
+TEST_CASE("fused_causal_attention: bad shapes throw ValueError naming the op", "[nn][attention][fused]") {
+    using Catch::Matchers::Contains;
+    const Tensor q = zeros({2, 3, 4});
+    CHECK_THROWS_WITH(F::fused_causal_attention(q, zeros({2, 3, 5}), zeros({2, 3, 4})),
+                      Contains("fused_causal_attention") && Contains("head width"));
+    CHECK_THROWS_WITH(F::fused_causal_attention(q, q, zeros({2, 2, 4})),
+                      Contains("fused_causal_attention") && Contains("number of keys"));
+    CHECK_THROWS_AS(F::fused_causal_attention(zeros({4}), zeros({4}), zeros({4})), ValueError);
+}
+
+TEST_CASE("CausalSelfAttention: the fused and the composed path give the same values and gradients",
+          "[nn][attention][fused]") {
+    manual_seed(5);
+    nn::CausalSelfAttentionOptions fused_opts, composed_opts;
+    composed_opts.fused = false;
+    nn::CausalSelfAttention fused(/*d=*/12, /*n_head=*/3, fused_opts), composed(12, 3, composed_opts);
+    composed.load_state_dict(fused.state_dict());
+    const Tensor x0 = randn({2, 10, 12}), G = randn({2, 10, 12});
+    Tensor xf = x0.detach().requires_grad_(), xc = x0.detach().requires_grad_();
+    Tensor yf = fused.forward(xf), yc = composed.forward(xc);
+    REQUIRE(graph_has(yf, "fused_causal_attention"));  // the two paths really differ
+    REQUIRE_FALSE(graph_has(yc, "fused_causal_attention"));
+    REQUIRE(graph_has(yc, "softmax"));
+    require_values(yf, yc, 1e-5);
+    yf.backward(G);
+    yc.backward(G);
+    require_values(xf.grad(), xc.grad(), 1e-5);
+    require_values(fused.c_attn->weight.grad(), composed.c_attn->weight.grad(), 1e-5);
+    require_values(fused.c_proj->weight.grad(), composed.c_proj->weight.grad(), 1e-5);
+}

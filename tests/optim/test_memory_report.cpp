@@ -1,0 +1,142 @@
+// tests/optim/test_memory_report.cpp — Optimizer::memory_report: exact bytes of parameters, gradients
+// (dense and row-sparse) and optimizer state, and the printed table.
+//
+// Legend: V rows of an "embedding" table, d its width, k rows in a row-sparse gradient,
+//         t the step count (1, 2, ...). Helpers and reference rules: tests/test_helpers.hpp.
+#include <catch2/catch.hpp>
+
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+using namespace xgrad::testing;
+
+static_assert(sizeof(xgrad::real) == 4, "the byte counts of the memory report are for the float32 build");
+
+namespace {
+
+struct Expected {  // state bytes per parameter: exp_avg, exp_avg_sq, max_exp_avg_sq, momentum, step
+    std::size_t m, v, v_max, b, step;
+};
+
+void check_row(const optim::MemoryRow& r, const Expected& e) {
+    INFO(r.name);
+    REQUIRE(r.exp_avg_bytes == e.m);
+    REQUIRE(r.exp_avg_sq_bytes == e.v);
+    REQUIRE(r.max_exp_avg_sq_bytes == e.v_max);
+    REQUIRE(r.momentum_buffer_bytes == e.b);
+    REQUIRE(r.step_bytes == e.step);
+    REQUIRE(r.state_bytes() == e.m + e.v + e.v_max + e.b + e.step);
+}
+
+// Before any step: parameter bytes exact, no state; then grads, a step, and the given state.
+void check_report(optim::Optimizer& opt, TinyModel& model, bool sparse_emb,
+                  const std::vector<Expected>& after) {
+    auto before = opt.memory_report();
+    REQUIRE(before.rows.size() == 3);
+    REQUIRE(before.rows[0].name == "emb.weight");
+    REQUIRE(before.rows[0].shape == Shape{50, 8});
+    REQUIRE(before.rows[0].numel == 400);
+    REQUIRE(before.rows[0].param_bytes == 1600);  // 400 · 4
+    REQUIRE(before.rows[1].param_bytes == 128);   // 32 · 4
+    REQUIRE(before.rows[2].param_bytes == 16);    // 4 · 4
+    for (const auto& r : before.rows) {
+        REQUIRE(r.grad_bytes == 0);
+        check_row(r, {0, 0, 0, 0, 0});
+        REQUIRE(r.last_update == optim::LastUpdate::none);
+    }
+    model.set_grads(1, sparse_emb);
+    REQUIRE(opt.memory_report().total().state_bytes() == 0);  // gradients alone allocate no state
+    opt.step();
+
+    const auto rep = opt.memory_report();
+    // Gradients: sparse = k·(8 + d·4) = 3·(8 + 32) = 120; dense = numel · 4.
+    REQUIRE(rep.rows[0].grad_bytes == (sparse_emb ? 120u : 1600u));
+    REQUIRE(rep.rows[1].grad_bytes == 128);
+    REQUIRE(rep.rows[2].grad_bytes == 16);
+    for (std::size_t i = 0; i < 3; ++i) check_row(rep.rows[i], after[i]);
+    REQUIRE(rep.rows[0].last_update == (sparse_emb ? optim::LastUpdate::sparse : optim::LastUpdate::dense));
+    REQUIRE(rep.rows[0].rows_touched == (sparse_emb ? 3u : 50u));
+    REQUIRE(rep.rows[0].rows == 50);
+    REQUIRE(rep.rows[1].rows_touched == 4);
+    REQUIRE(rep.rows[2].rows_touched == 4);  // a 1-d tensor: each element is a row
+
+    const auto total = rep.total();
+    std::size_t state = 0;
+    for (const auto& e : after) state += e.m + e.v + e.v_max + e.b + e.step;
+    REQUIRE(total.state_bytes() == state);
+    REQUIRE(total.param_bytes == 1744);
+    REQUIRE(total.numel == 436);
+    REQUIRE(rep.rows[0].state_bytes_per_element() == Approx(static_cast<double>(after[0].m + after[0].v +
+                                                                            after[0].v_max + after[0].b +
+                                                                            after[0].step) / 400.0));
+
+    // A parameter without a gradient at the next step keeps its state; nothing touched.
+    model.weight.reset_grad();
+    opt.step();
+    const auto rep2 = opt.memory_report();
+    REQUIRE(rep2.rows[1].state_bytes() == after[1].m + after[1].v + after[1].v_max + after[1].b + after[1].step);
+    REQUIRE(rep2.rows[1].last_update == optim::LastUpdate::none);
+    REQUIRE(rep2.rows[1].rows_touched == 0);
+    REQUIRE(rep2.rows[1].grad_bytes == 0);
+}
+
+}  // namespace
+
+TEST_CASE("memory report: exact bytes for SGD - SGD with momentum - Adam - amsgrad - AdamW",
+          "[optim][memory]") {
+    SECTION("SGD without momentum keeps no state") {
+        TinyModel m;
+        optim::SGD opt(m.params(), optim::SGDOptions(0.1));
+        check_report(opt, m, true, {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}});
+        REQUIRE(opt.memory_report().state_columns.empty());
+    }
+    SECTION("SGD with momentum: one buffer per parameter, no step counter") {
+        TinyModel m;
+        optim::SGD opt(m.params(), optim::SGDOptions(0.1).momentum(0.9));
+        check_report(opt, m, false, {{0, 0, 0, 1600, 0}, {0, 0, 0, 128, 0}, {0, 0, 0, 16, 0}});
+    }
+    SECTION("Adam: m, v and an 8-byte step count; the sparse table's state is dense") {
+        TinyModel m;
+        optim::Adam opt(m.params(), optim::AdamOptions(0.01));
+        check_report(opt, m, true, {{1600, 1600, 0, 0, 8}, {128, 128, 0, 0, 8}, {16, 16, 0, 0, 8}});
+        REQUIRE(opt.memory_report().state_columns ==
+                std::vector<std::string>{"exp_avg", "exp_avg_sq", "step"});
+    }
+    SECTION("Adam with amsgrad adds v_max") {
+        TinyModel m;
+        optim::Adam opt(m.params(), optim::AdamOptions(0.01).amsgrad(true));
+        check_report(opt, m, false,
+                     {{1600, 1600, 1600, 0, 8}, {128, 128, 128, 0, 8}, {16, 16, 16, 0, 8}});
+    }
+    SECTION("AdamW: the same state as Adam") {
+        TinyModel m;
+        optim::AdamW opt(m.params());
+        check_report(opt, m, true, {{1600, 1600, 0, 0, 8}, {128, 128, 0, 0, 8}, {16, 16, 0, 0, 8}});
+    }
+}
+
+TEST_CASE("memory report prints an aligned table with units", "[optim][memory]") {
+    TinyModel m;
+    optim::Adam opt(m.params(), optim::AdamOptions(0.01));
+    m.set_grads(1, true);
+    opt.step();
+    std::ostringstream os;
+    os << opt.memory_report();
+    const std::string text = os.str();
+    INFO(text);
+    for (const char* part : {"Adam optimizer memory", "emb.weight", "(50, 8)", "exp_avg_sq", "KiB",
+                             "B/element", "sparse", "3/50", "dense", "total", "3512",
+                             "optimizer state 3.43 KiB"}) {
+        REQUIRE(text.find(part) != std::string::npos);
+    }
+    // Aligned: every line between the title and the summary (header, units, rules, rows,
+    // total) has the same width.
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    REQUIRE(lines.size() == 1 + 2 + 1 + 3 + 1 + 1 + 1);
+    for (std::size_t i = 2; i + 1 < lines.size(); ++i) REQUIRE(lines[i].size() == lines[1].size());
+    REQUIRE(optim::human_bytes(512) == "512 B");
+    REQUIRE(optim::human_bytes(1536) == "1.50 KiB");
+    REQUIRE(optim::human_bytes(3u * 1024 * 1024) == "3.00 MiB");
+}
