@@ -3,8 +3,8 @@
 // x[o, :, j] that one softmax normalises, `inner` apart in memory (adjacent when dim is the
 // last dim, the common case: attention weights over the keys, (B, H, T, T)).
 //
-// Oracle: softmax_composed (below, the lesson). tests/test_ops.cpp ("fused softmax equals
-// softmax_composed") holds them equal along every dim; tests/test_gradcheck_core.cpp gradchecks
+// Oracle: softmax_composed (below, the lesson). tests/core/test_softmax.cpp ("fused softmax equals
+// softmax_composed") holds them equal along every dim; tests/core/gradcheck_softmax.cpp gradchecks
 // both. Fused so that each row is one pass with no temporaries; the backward needs only y.
 #include "core/softmax.hpp"
 

@@ -5,8 +5,8 @@
 #                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs).
 #                          Included as "common/checkpoint.hpp"; its include path is examples/, so
 #                          "char_mlp/model.hpp" (header-only) is reachable the same way.
-#   word2vec_lib           examples/word2vec's data and similarity code (test_word2vec.cpp)
-#   gpt_lib                examples/gpt's data and model (test_gpt.cpp)
+#   word2vec_lib           examples/word2vec's data and similarity code (tests/examples/test_word2vec.cpp)
+#   gpt_lib                examples/gpt's data and model (tests/examples/test_gpt.cpp)
 # An example links xgrad_examples_common and its own library, never another example's sources.
 # Included from examples/CMakeLists.txt, and from tests/CMakeLists.txt when the examples are off.
 include_guard(GLOBAL)

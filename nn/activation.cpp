@@ -3,8 +3,8 @@
 // (core/simd.hpp).
 //
 // W elements at once with xsimd: its exp and tanh, and for the exact form's Φ one fitted
-// polynomial (below). Oracle: tests/test_layers.cpp checks y and dy/dx on a dense grid against
-// double std::erfc and PyTorch; tests/test_gradcheck_layers.cpp gradchecks both forms.
+// polynomial (below). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid against
+// double std::erfc and PyTorch; tests/nn/gradcheck_activation.cpp gradchecks both forms.
 #include "nn/activation.hpp"
 
 #include <algorithm>

@@ -16,7 +16,7 @@ namespace functional {
 // GELU (Hendrycks & Gimpel 2016), elementwise on any shape, dtype real.
 //   approximate = "none": y = x · Φ(x), Φ the standard normal CDF, Φ(x) = ½ erfc(-x/√2)
 //   approximate = "tanh": y = ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))
-// The float "none" form is within 1e-6 of double std::erfc on [-10, 10] (tests/test_layers.cpp).
+// The float "none" form is within 1e-6 of double std::erfc on [-10, 10] (tests/nn/test_activation.cpp).
 // ±inf give the limits: y = +inf or 0, dy/dx = 1 or 0 (PyTorch gives nan at -inf). NaN gives NaN.
 // Throws ValueError for an undefined x or an approximate other than "none" or "tanh".
 // ref: PyTorch docs, torch.nn.functional.gelu / torch.nn.GELU

@@ -192,7 +192,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
     const double p = is_training() ? options_.dropout : 0.0;
     // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, the fused
-    // kernel runs where it is exactly the composed function (tests/test_attention_fused.cpp).
+    // kernel runs where it is exactly the composed function (tests/nn/test_attention_fused.cpp).
     const bool use_fused = options_.fused && !attn_mask.defined() && p == 0;
     Tensor y;
     if (use_fused) {

@@ -1,7 +1,7 @@
 // nn/attention_fused.hpp — causal scaled dot-product attention as one fused op.
 //
 // Oracle: functional::scaled_dot_product_attention(q, k, v, Tensor(), /*is_causal=*/true, 0, scale),
-// held equal (to 1e-5 in float) by tests/test_attention_fused.cpp; tests/test_gradcheck_attention.cpp
+// held equal (to 1e-5 in float) by tests/nn/test_attention_fused.cpp; tests/nn/gradcheck_attention_fused.cpp
 // gradchecks this kernel alone. Called only by CausalSelfAttention::forward, visibly.
 //
 // Legend: Tq queries, Tk keys, hd head width, hv value width; "..." the leading dims (B, H).

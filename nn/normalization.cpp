@@ -1,8 +1,8 @@
 // nn/normalization.cpp — layer norm: fused forward and closed-form backward, the composed
 // oracle, and the LayerNorm module.
 //
-// Oracle: layer_norm_composed (below), whose backward autograd derives; tests/test_layers.cpp
-// ("layer_norm: fused equals composed") and tests/test_gradcheck_layers.cpp hold them equal.
+// Oracle: layer_norm_composed (below), whose backward autograd derives; tests/nn/test_normalization.cpp
+// ("layer_norm: fused equals composed") and tests/nn/gradcheck_normalization.cpp hold them equal.
 // Legend as in nn/normalization.hpp: x (N, D), weight w and bias b (D), mean and rstd (N).
 #include "nn/normalization.hpp"
 

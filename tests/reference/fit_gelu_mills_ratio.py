@@ -29,7 +29,7 @@ coefficients in nn/activation.cpp):
         (1.1e-08 before the coefficients are rounded to float)
     the same, every step rounded to float (t, Horner with fma, t·P): 2.9e-07
 (the float rounding of t = 1/(1 + p z) dominates: near z = 0, R's relative change is about
-2.3 times t's). Degree 9 (p = 0.6) measured 1.1e-07 and 3.9e-07. tests/test_layers.cpp measures
+2.3 times t's). Degree 9 (p = 0.6) measured 1.1e-07 and 3.9e-07. tests/nn/test_activation.cpp measures
 what the C++ gelu reaches: max |error| 3.8e-7 for y and 1.8e-7 for dy/dx on [-10, 10], relative
 error of y at most 3.9e-6 on [-12, -3].
 """

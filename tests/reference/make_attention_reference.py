@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference values for tests/test_attention.cpp, computed with PyTorch (Debian's torch 1.13).
+"""Reference values for tests/nn/test_attention.cpp, computed with PyTorch (Debian's torch 1.13).
 
 Run at development time, never by the tests:
     /usr/bin/python3 tests/reference/make_attention_reference.py

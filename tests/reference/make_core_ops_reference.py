@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference values for tests/test_core_ops.cpp, computed by PyTorch in float64.
+"""Reference values for tests/core/test_slicing.cpp, test_masking.cpp and test_math_ops.cpp, computed by PyTorch in float64.
 
 Run at development time (Debian's python3-torch, torch 1.13):
     /usr/bin/python3 tests/reference/make_core_ops_reference.py

@@ -28,7 +28,7 @@ reads F32 and F64, so the token ids are stored as F32, exact for ids < 2^24):
     <variant>/grad/<nanoGPT name>                           dL/dθ at those weights
     <variant>/logits (B, T, V), <variant>/loss ()           nats
     <variant>/losses (10,), <variant>/grad_norms (10,)      the 10 steps
-and the shape in "__metadata__". The ctest case is tests/test_gpt_reference.cpp.
+and the shape in "__metadata__". The ctest case is tests/examples/test_gpt.cpp.
 """
 import json
 import os

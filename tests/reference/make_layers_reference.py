@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Reference values for tests/test_layers.cpp (GELU and layer norm), computed with PyTorch.
+"""Reference values for tests/nn/test_activation.cpp and tests/nn/test_normalization.cpp (GELU and layer norm), computed with PyTorch.
 
 Run at development time with Debian's torch 1.13, never by the tests:
     /usr/bin/python3 tests/reference/make_layers_reference.py
-It prints C++ initializer lists; they are pasted into tests/test_layers.cpp, each block under a
+It prints C++ initializer lists; they are pasted into tests/nn/test_activation.cpp and test_normalization.cpp, each block under a
 comment naming this script. Everything is computed in float64. The inputs are made from
 closed-form expressions that the C++ test repeats, so only the outputs are pasted.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference values for nn/positional (tests/test_positional.cpp), from PyTorch.
+"""Reference values for nn/positional (tests/nn/test_positional.cpp), from PyTorch.
 
 Run at development time with Debian's python3-torch (torch 1.13):
     /usr/bin/python3 tests/reference/make_positional_reference.py

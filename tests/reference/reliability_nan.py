@@ -1,7 +1,7 @@
 # tests/reference/reliability_nan.py — how PyTorch treats NaN in relu, max, max(dim) and argmax,
 # and matmul with a 0-size batch. Run with Debian's python3-torch (torch 1.13):
 #     /usr/bin/python3 tests/reference/reliability_nan.py
-# The printed values are pasted into tests/test_reliability_core.cpp.
+# The printed values are pasted into tests/core/test_reduction.cpp.
 import torch
 
 nan = float("nan")
