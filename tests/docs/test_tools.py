@@ -48,16 +48,16 @@ class Snippets(unittest.TestCase):
         self.assertEqual(rc, 1)
         lines = text.splitlines()
         self.assertIn("fail_unmarked.md:3: a ```cpp block with no <!-- check", lines[0])
-        self.assertIn("fail_unmarked.md:8: line not found in examples/tensor_basics.cpp in this order: "
+        self.assertIn("fail_unmarked.md:8: line not found in tests/docs/fixtures/tiny.cpp in this order: "
                       "Tensor y = matmul(x, w).sigmoid().sum();", lines[1])
-        self.assertIn("fail_unmarked.md:13: the block has 1 lines, examples/tensor_basics.cpp has 10", lines[2])
+        self.assertIn("fail_unmarked.md:13: the block has 1 lines, tests/docs/fixtures/tiny.cpp has 10", lines[2])
         self.assertIn("fail_unmarked.md:17: a check line that is not of the conventions", lines[3])
         self.assertEqual(lines[4], "snippets: 4 error(s)")
 
     def test_excerpt_needs_dots_to_skip(self):
         body = ["int main() {", "Tensor y = matmul(x, w).tanh().sum();"]  # not consecutive in the file
-        self.assertIsNotNone(snippets.check_excerpt(ROOT, "examples/tensor_basics.cpp", body))
-        self.assertIsNone(snippets.check_excerpt(ROOT, "examples/tensor_basics.cpp", [body[0], "...", body[1]]))
+        self.assertIsNotNone(snippets.check_excerpt(ROOT, "tests/docs/fixtures/tiny.cpp", body))
+        self.assertIsNone(snippets.check_excerpt(ROOT, "tests/docs/fixtures/tiny.cpp", [body[0], "...", body[1]]))
 
     def test_extract_wraps_bodies_and_turns_unmarked_blocks_into_errors(self):
         with tempfile.TemporaryDirectory() as d:
