@@ -138,10 +138,7 @@ Tensor softmax(const Tensor& x, int dim) {
     });
 }
 
-}  // namespace xgrad
-
 // ==== the composed forms: the lesson, and the oracle of the fused softmax above ====================
-namespace xgrad {
 
 // ---- softmax_composed ----------------------------------------------------------------------------
 // softmax(x)_i = e^(x_i - c) / Σ_j e^(x_j - c),   c = max_j x_j (detached)

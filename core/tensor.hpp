@@ -8,8 +8,8 @@
 //   Tensor        a shared handle, like torch::Tensor: a copy shares data, gradient and graph
 //
 // Legend used in shape comments throughout xgrad:
-//   B batch, T time (sequence position), V vocabulary size, d embedding width,
-//   C classes, N rows, n/k/m matrix sizes in (n, k) @ (k, m).
+//   B batch, T time (sequence position), V vocabulary size, d embedding width, H heads,
+//   hd = d / H head width, C classes, N rows, n/k/m matrix sizes in (n, k) @ (k, m).
 #pragma once
 
 #include <cstddef>
