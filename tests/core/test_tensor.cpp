@@ -330,10 +330,7 @@ TEST_CASE("SparseGrad coalesces rows: sorted unique indices - duplicates summed"
 TEST_CASE("a tensor holding a row-sparse gradient refuses dense access - a dense gradient sums into a dense one",
           "[tensor][sparse]") {
     Tensor E = zeros({4, 2}, true);
-    auto sg = std::make_unique<SparseGrad>();
-    sg->dense_shape = {4, 2};
-    sg->accumulate({2}, Array{{1, 1}});
-    E.impl()->sparse_grad = std::move(sg);
+    set_leaf_grad(*E.impl(), RowSparseGrad{{2}, Array{{1, 1}}, /*keep_sparse=*/true});  // row 2 = [1, 1]
     REQUIRE(E.has_grad());
     REQUIRE(E.sparse_grad() != nullptr);
     REQUIRE_THROWS_AS(E.grad(), ValueError);
