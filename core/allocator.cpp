@@ -12,6 +12,8 @@
 
 namespace xgrad {
 
+// Under AddressSanitizer or ThreadSanitizer the sanitizer's allocator replaces glibc's; mallopt then
+// returns 0 and the policy is not in force.
 bool apply_malloc_policy() {
     static const bool applied = [] {
         if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
