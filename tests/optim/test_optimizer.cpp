@@ -105,13 +105,7 @@ void check_resume(const MakeOpt& make, bool sparse_emb, bool with_schedule) {
     REQUIRE(exactly_equal(a.emb.data(), b.emb.data()));
     REQUIRE(exactly_equal(a.weight.data(), b.weight.data()));
     REQUIRE(exactly_equal(a.bias.data(), b.bias.data()));
-    const auto sa = opt_a->state_dict(), sb = opt_b->state_dict();
-    REQUIRE(sa.metadata == sb.metadata);
-    REQUIRE(sa.tensors.size() == sb.tensors.size());
-    for (std::size_t i = 0; i < sa.tensors.size(); ++i) {
-        REQUIRE(sa.tensors[i].first == sb.tensors[i].first);
-        REQUIRE(exactly_equal(sa.tensors[i].second.data(), sb.tensors[i].second.data()));
-    }
+    require_same_state(opt_a->state_dict(), opt_b->state_dict());
 }
 
 }  // namespace
@@ -191,14 +185,7 @@ TEST_CASE("load_state_dict rejects mismatches with clear messages and changes no
     opt.step();
     const auto good = opt.state_dict();
 
-    auto require_untouched = [&] {
-        const auto now = opt.state_dict();
-        REQUIRE(now.metadata == good.metadata);
-        REQUIRE(now.tensors.size() == good.tensors.size());
-        for (std::size_t i = 0; i < now.tensors.size(); ++i) {
-            REQUIRE(exactly_equal(now.tensors[i].second.data(), good.tensors[i].second.data()));
-        }
-    };
+    auto require_untouched = [&] { require_same_state(opt.state_dict(), good); };
 
     SECTION("different parameter names") {
         Tensor v = make_param({2, 3});
