@@ -164,6 +164,19 @@ Array& Tensor::data() {
     return t.data;
 }
 
+Array& Tensor::mutable_data() {
+    auto& t = checked("mutable_data");
+    ++t.version;
+    return t.data;
+}
+
+void Tensor::set_data(Array values) {
+    auto& t = checked("set_data");
+    if (values.shape() != t.data.shape()) clear_grad(t);
+    t.data = std::move(values);
+    ++t.version;
+}
+
 namespace {
 std::size_t flat_offset(const Array& a, std::initializer_list<std::size_t> index) {
     check_index(index.size() == a.dimension(), "at", "got {} indices for a tensor of shape {}",

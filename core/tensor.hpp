@@ -198,6 +198,12 @@ public:
     // Mutable access bumps the version: a backward needing the old values then throws ValueError,
     // as PyTorch after an in-place op. To only read, use std::as_const(t).data().
     Array& data();
+    // Write access to the values, in place: bumps the version, as an in-place op in PyTorch.
+    // The shape must stay; a parameter resized here is refused at its next use.
+    Array& mutable_data();
+    // Replaces the values by `values`, of any shape (PyTorch's `t.data = values`): bumps the
+    // version and drops a gradient of another shape. The way to resize a parameter.
+    void set_data(Array values);
     // Bounds-checked element access, t.at({1, 2}); the non-const one bumps the version.
     real& at(std::initializer_list<std::size_t> index);
     real at(std::initializer_list<std::size_t> index) const;
