@@ -87,6 +87,8 @@ void check_finite(const Array& a, const std::string& op, const char* what, const
 }
 
 Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_t n, BackwardFn backward) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (inputs[i].defined()) check_parameter_shape(*inputs[i].impl(), name);
     if (g_anomaly) check_finite(out, name, "its forward output", inputs, n);
     bool any = false;
     for (std::size_t i = 0; i < n; ++i) any = any || inputs[i].requires_grad();
@@ -236,8 +238,8 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
     if (r.keep_sparse && !leaf.grad) {  // sparse + sparse = sparse
         if (!leaf.sparse_grad) {
             leaf.sparse_grad = std::make_unique<SparseGrad>();
-            leaf.sparse_grad->dense_shape = Shape(leaf.data.shape().begin(), leaf.data.shape().end());
-            leaf.sparse_grad->values = Array(Shape{0, leaf.data.shape()[1]});
+            leaf.sparse_grad->dense_shape = to_shape(leaf.data.shape());
+            leaf.sparse_grad->values = Array(ArrayShape{0, leaf.data.shape()[1]});
         }
         SparseGrad& sg = *leaf.sparse_grad;
         if (sg.indices.empty() && strictly_ascending(r.indices)) {  // already coalesced: moved in
@@ -249,7 +251,7 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
         return;
     }
     if (!leaf.grad) {  // the one-time (V, d...) dense gradient; a held sparse one joins it
-        const Shape now(leaf.data.shape().begin(), leaf.data.shape().end());
+        const ArrayShape now(leaf.data.shape().begin(), leaf.data.shape().end());
         leaf.grad = std::make_shared<TensorImpl>(leaf.sparse_grad ? leaf.sparse_grad->to_dense() : zeros_array(now));
         leaf.sparse_grad.reset();
     }
@@ -257,6 +259,7 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
 }
 
 void accumulate_leaf(TensorImpl& leaf, Grad g, const char* op, const Source& source) {
+    check_parameter_shape(leaf, "backward");
     check_new(g, leaf.data.shape(), op, source);
     check_held(leaf, source);
     add_to_leaf(leaf, std::move(g));
@@ -269,7 +272,7 @@ void add_to_sum(std::optional<Array>& sum, Grad g, const Array::shape_type& shap
         else xt::noalias(*sum) += *dense;
         return;
     }
-    if (!sum) sum = zeros_array(Shape(shape.begin(), shape.end()));
+    if (!sum) sum = zeros_array(ArrayShape(shape.begin(), shape.end()));
     scatter_add(*sum, std::get<RowSparseGrad>(g.value));
 }
 
@@ -295,7 +298,7 @@ void zero_grad_(TensorImpl& leaf) {
     if (leaf.grad) leaf.grad->data.fill(0);
     if (leaf.sparse_grad) {  // an empty coalesced gradient: k = 0 rows
         leaf.sparse_grad->indices.clear();
-        leaf.sparse_grad->values = Array(Shape{0, leaf.sparse_grad->dense_shape.at(1)});
+        leaf.sparse_grad->values = Array(ArrayShape{0, static_cast<std::size_t>(leaf.sparse_grad->dense_shape.at(1))});
     }
 }
 
@@ -351,10 +354,9 @@ void check_unmodified(const Node& node) {
         throw ValueError(fmt::format(
             "backward: one of the variables needed for gradient computation has been modified by an "
             "inplace operation: input {} of op '{}', of shape {} when the op ran, is now of shape {} "
-            "at version {} (expected version {}). It was changed (through Tensor::data() or at(), or "
-            "by an optimizer step) between the forward and this backward; run the forward again "
-            "after changing it. Only reading? Non-const data() counts as a write: read through a "
-            "const handle, std::as_const(t).data().",
+            "at version {} (expected version {}). It was changed (through Tensor::mutable_data() or "
+            "set_data(), or by an optimizer step) between the forward and this backward; run the "
+            "forward again after changing it.",
             i, node.name, shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
     }
 }
@@ -414,7 +416,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         Node& node = *t->grad_fn;
         check(t->data.shape() == node.out_shape, "backward",
               "the output of op '{}', of shape {} when the op ran, was replaced by an array of shape {} "
-              "(through Tensor::data()) before this backward; run the forward again after changing it",
+              "(through Tensor::mutable_data() or set_data()) before this backward; run the forward again after changing it",
               node.name, lazy_shape(node.out_shape), lazy_shape(t->data.shape()));
         check_unmodified(node);
         Grads in_grads = node.backward(grad_out, t->data);

@@ -61,7 +61,7 @@ using BackwardFn = std::function<Grads(const Array& grad_out, const Array& out)>
 
 // An input of a recorded op, with its version and shape when the op ran. Before a backward
 // runs, the engine checks both: the closure reads its inputs through these handles, so an array
-// changed in between (Tensor::data(), an optimizer step) would give wrong gradients. PyTorch's
+// changed in between (Tensor::mutable_data(), an optimizer step) would give wrong gradients. PyTorch's
 // version counter, stricter: every input is checked, not only saved ones. An op's output is
 // checked only as the input of its consumers, and for its shape (Node::out_shape), which every
 // backward assumes grad_out has.

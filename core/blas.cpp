@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 
 #include "core/parallel.hpp"
 
@@ -30,7 +31,7 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
     // refuse it (sgemm_small_kernel_permit) and pack both operands; writing Bᵀ out
     // (cblas_somatcopy) and multiplying A·(Bᵀ) takes the small kernels. Same C, one K × N copy.
     if (copy_bt) {
-        Array bt(Shape{K, N});  // Bᵀ (K, N), row-major
+        Array bt(ArrayShape{K, N});  // Bᵀ (K, N), row-major
         cblas_somatcopy(CblasRowMajor, CblasTrans, i(N), i(K), 1.0f, B, i(ldb), bt.data(), i(N));
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i(M), i(N), i(K), alpha, A, i(lda), bt.data(),
                     i(N), beta, C, i(ldc));
@@ -61,6 +62,11 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     check(M < INT_MAX && N < INT_MAX && K < INT_MAX && lda < INT_MAX && ldb < INT_MAX &&
               ldc < INT_MAX,
           "gemm", "sizes ({}, {}, {}) exceed BLAS's 32-bit int range", M, N, K);
+    // One OpenBLAS thread per xgrad thread, from the first product on, even without a
+    // set_num_threads call: the pool below splits the bands, so OpenBLAS's own threads would
+    // only compete with it for the same cores.
+    static std::once_flag blas_threads;
+    std::call_once(blas_threads, [] { openblas_set_num_threads(1); });
     const double macs = double(M) * double(N) * double(K);
 #ifndef XGRAD_DOUBLE
     const bool copy_bt = !trans_a && trans_b && K < 32 && macs <= 1e6;  // see gemm_one_thread

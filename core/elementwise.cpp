@@ -22,7 +22,7 @@ namespace xgrad {
 
 // ==== helpers ======================================================================================
 
-Array sum_to(Array grad, const Shape& shape) {
+Array sum_to(Array grad, const ArrayShape& shape) {
     if (array_shape(grad) == shape) return grad;  // moved out: no copy when nothing was broadcast
     if (grad.size() == 0) return xt::zeros<real>(shape);  // an empty sum (xt::sum of nothing reads null)
     const std::size_t lead = grad.dimension() - shape.size();
@@ -61,7 +61,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
     check_broadcastable(a, b, "add");
     Array y = a.data() + b.data();
     return make_result(std::move(y), "add", {a, b},
-                       [sa = a.shape(), sb = b.shape()](const Array& g, const Array&) {
+                       [sa = array_shape(a.data()), sb = array_shape(b.data())](const Array& g, const Array&) {
                            return make_grads(sum_to(g, sa), sum_to(g, sb));
                        });
 }
@@ -73,7 +73,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     check_broadcastable(a, b, "sub");
     Array y = a.data() - b.data();
     return make_result(std::move(y), "sub", {a, b},
-                       [sa = a.shape(), sb = b.shape()](const Array& g, const Array&) {
+                       [sa = array_shape(a.data()), sb = array_shape(b.data())](const Array& g, const Array&) {
                            Array gb = -sum_to(g, sb);
                            return make_grads(sum_to(g, sa), std::move(gb));
                        });
@@ -88,8 +88,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     return make_result(std::move(y), "mul", {a, b},
                        [a, b, ra = a.requires_grad(), rb = b.requires_grad()](const Array& g, const Array&) {
                            Grads out(2);
-                           if (ra) out[0] = sum_to(Array(g * b.data()), a.shape());
-                           if (rb) out[1] = sum_to(Array(g * a.data()), b.shape());
+                           if (ra) out[0] = sum_to(Array(g * b.data()), array_shape(a.data()));
+                           if (rb) out[1] = sum_to(Array(g * a.data()), array_shape(b.data()));
                            return out;
                        });
 }
@@ -105,8 +105,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
                            const Array& A = a.data();
                            const Array& B = b.data();
                            Grads out(2);
-                           if (ra) out[0] = sum_to(Array(g / B), a.shape());
-                           if (rb) out[1] = sum_to(Array(-g * A / (B * B)), b.shape());
+                           if (ra) out[0] = sum_to(Array(g / B), array_shape(a.data()));
+                           if (rb) out[1] = sum_to(Array(-g * A / (B * B)), array_shape(b.data()));
                            return out;
                        });
 }

@@ -11,7 +11,7 @@ namespace xgrad {
 // Sums a broadcast gradient back to `shape` (the reverse of broadcasting): leading extra
 // dims are summed away, and dims where `shape` has 1 are summed with keepdim. Returns `grad`
 // itself (moved, not copied) when it already has `shape`.
-Array sum_to(Array grad, const Shape& shape);
+Array sum_to(Array grad, const ArrayShape& shape);
 
 // ---- elementwise, broadcasting (core/elementwise.cpp) ---------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);

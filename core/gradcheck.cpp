@@ -45,8 +45,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
         Array analytic = xt::zeros<real>(x.data().shape());
         if (x.sparse_grad()) analytic = x.sparse_grad()->to_dense();
         else if (x.grad().defined()) analytic = x.grad().data();
-        for (std::size_t i = 0; i < x.numel(); ++i) {
-            real& xi = x.data().data()[i];
+        for (std::size_t i = 0; i < x.data().size(); ++i) {
+            real& xi = x.mutable_data().data()[i];
             const real saved = xi;
             xi = static_cast<real>(saved + opt.eps);
             const double plus = loss_value();

@@ -38,11 +38,11 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
           lazy_shape(src.shape()));
     check(normalize_dim(dim, src.dim(), "index_select") == 0, "index_select",
           "only dim 0 (row gather) is supported; got dim {}", dim);
-    const Shape ss = src.shape();
+    const ArrayShape ss = array_shape(src.data());
     const auto rows = static_cast<std::int64_t>(ss[0]);
     check_ids(index, rows, "index_select");
     const std::size_t width = src.numel() / std::max<std::size_t>(ss[0], 1);  // d (or d·...)
-    Shape ys = index.shape();
+    ArrayShape ys = array_shape(index.data());
     ys.insert(ys.end(), ss.begin() + 1, ss.end());
     Array y(ys);
     const std::int64_t* ids = index.data().data();
@@ -53,7 +53,7 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
     return make_result(std::move(y), "index_select", {src},
                        [ss, index, width, P](const Array& g, const Array&) -> Grads {
                            // rows (P, d...) = g reshaped; the engine scatter-adds them at `index`
-                           Shape rs{P};
+                           ArrayShape rs{P};
                            rs.insert(rs.end(), ss.begin() + 1, ss.end());
                            Array rows(rs);
                            std::copy_n(g.data(), P * width, rows.data());
@@ -68,11 +68,11 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
 // at O(P·V·d) multiply-adds instead of O(P·d) copies.
 Tensor one_hot(const IndexTensor& ids, std::size_t num_classes) {
     check_ids(ids, static_cast<std::int64_t>(num_classes), "one_hot");
-    Shape ys = ids.shape();
+    ArrayShape ys = array_shape(ids.data());
     ys.push_back(num_classes);
     checked_numel(ys, "one_hot");
     Array y = xt::zeros<real>(ys);
-    for (std::size_t p = 0; p < ids.numel(); ++p)
+    for (std::size_t p = 0; p < ids.data().size(); ++p)
         y.data()[p * num_classes + static_cast<std::size_t>(ids.data().data()[p])] = 1;
     return from_array(std::move(y));
 }

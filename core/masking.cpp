@@ -22,7 +22,7 @@ namespace xgrad {
 // in-place masked_fill_). ref: PyTorch docs, torch.Tensor.masked_fill.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     check(x.defined() && mask.defined(), "masked_fill", "x and mask must be defined tensors");
-    const Shape xs = x.shape(), ms = mask.shape();
+    const ArrayShape xs = array_shape(x.data()), ms = array_shape(mask.data());
     bool ok = ms.size() <= xs.size();
     for (std::size_t i = 0; ok && i < ms.size(); ++i) {
         const std::size_t xd = xs[xs.size() - ms.size() + i];

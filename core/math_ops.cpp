@@ -44,7 +44,7 @@ Tensor rsqrt(const Tensor& x) {
 // backward: dL/dx_i = g · 2 (x_i - mean) / D      (the term through mean vanishes: Σ_j (x_j - mean) = 0)
 // ref: PyTorch docs, torch.var (argument `unbiased`, Bessel's correction).
 Tensor var(const Tensor& x, int dim, bool keepdim, bool unbiased) {
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     check(!xs.empty(), "var", "needs a dim to reduce; x is 0-d");
     const std::size_t d = normalize_dim(dim, xs.size(), "var");
     std::size_t outer = 1, inner = 1;
@@ -53,7 +53,7 @@ Tensor var(const Tensor& x, int dim, bool keepdim, bool unbiased) {
     const std::size_t n = xs[d];
     const double divisor = std::max(static_cast<double>(n) - (unbiased ? 1.0 : 0.0), 0.0);  // D
 
-    Shape kept = xs;  // the keepdim shape (..., 1, ...), which broadcasts against x
+    ArrayShape kept = xs;  // the keepdim shape (..., 1, ...), which broadcasts against x
     kept[d] = 1;
     Array mean(kept), y(kept);
     const real* px = x.data().data();
@@ -69,7 +69,7 @@ Tensor var(const Tensor& x, int dim, bool keepdim, bool unbiased) {
             y.data()[o * inner + j] = static_cast<real>(ss / divisor);
         }
     if (!keepdim) {
-        Shape reduced = xs;
+        ArrayShape reduced = xs;
         reduced.erase(reduced.begin() + static_cast<std::ptrdiff_t>(d));
         y.reshape(reduced);
     }

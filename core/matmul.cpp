@@ -22,11 +22,11 @@ namespace xgrad {
 namespace {
 struct MatmulPlan {
     std::size_t n, k, m;
-    Shape batch;                                     // broadcast batch shape of Y
+    ArrayShape batch;                                     // broadcast batch shape of Y
     std::vector<std::size_t> a_off, b_off;           // per batch: matrix offset into A and B
 };
 
-MatmulPlan plan_matmul(const Shape& sa, const Shape& sb) {
+MatmulPlan plan_matmul(const ArrayShape& sa, const ArrayShape& sb) {
     check(sa.size() >= 2 && sb.size() >= 2, "matmul",
           "needs operands of at least 2 dims; got {} and {}", lazy_shape(sa), lazy_shape(sb));
     MatmulPlan p;
@@ -35,9 +35,9 @@ MatmulPlan plan_matmul(const Shape& sa, const Shape& sb) {
     p.m = sb.back();
     check(sb[sb.size() - 2] == p.k, "matmul", "inner sizes differ: {} @ {} ({} vs {})", lazy_shape(sa),
           lazy_shape(sb), p.k, sb[sb.size() - 2]);
-    const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+    const ArrayShape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
     const std::size_t r = std::max(ba.size(), bb.size());
-    auto dim_of = [r](const Shape& s, std::size_t i) { return i < r - s.size() ? 1 : s[i - (r - s.size())]; };
+    auto dim_of = [r](const ArrayShape& s, std::size_t i) { return i < r - s.size() ? 1 : s[i - (r - s.size())]; };
     p.batch.resize(r);
     for (std::size_t i = 0; i < r; ++i) {
         const std::size_t x = dim_of(ba, i), y = dim_of(bb, i);
@@ -68,9 +68,9 @@ MatmulPlan plan_matmul(const Shape& sa, const Shape& sb) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-    const Shape sa = a.shape(), sb = b.shape();
+    const ArrayShape sa = array_shape(a.data()), sb = array_shape(b.data());
     MatmulPlan p = plan_matmul(sa, sb);
-    Shape ys = p.batch;
+    ArrayShape ys = p.batch;
     ys.push_back(p.n);
     ys.push_back(p.m);
     checked_numel(ys, "matmul");

@@ -9,14 +9,11 @@
 
 namespace xgrad {
 
-// An Array's shape as a Shape (xtensor keeps its own small-vector type).
-inline Shape array_shape(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
-
 // Element (o, i, j) sits at flat offset (o·n + i)·inner + j.
 struct DimSplit {
     std::size_t outer = 1, n = 1, inner = 1;
 };
-inline DimSplit split_at(const Shape& shape, std::size_t dim) {
+inline DimSplit split_at(const ArrayShape& shape, std::size_t dim) {
     DimSplit s;
     for (std::size_t i = 0; i < dim; ++i) s.outer *= shape[i];
     s.n = shape[dim];

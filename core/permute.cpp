@@ -11,7 +11,7 @@ namespace xgrad {
 Array permute_array(const Array& x, const std::vector<std::size_t>& perm) {
     const std::size_t n = x.dimension();
     if (n == 0) return x;  // a scalar: nothing to reorder
-    Shape ys(n);
+    ArrayShape ys(n);
     for (std::size_t i = 0; i < n; ++i) ys[i] = x.shape()[perm[i]];
     Array y(ys);
     if (y.size() == 0) return y;

@@ -12,8 +12,8 @@
 namespace xgrad {
 
 // The shape of x reduced along dim: the dim removed, or kept as 1.
-static Shape reduced_shape(const Shape& shape, std::size_t dim, bool keepdim) {
-    Shape out = shape;
+static ArrayShape reduced_shape(const ArrayShape& shape, std::size_t dim, bool keepdim) {
+    ArrayShape out = shape;
     if (keepdim) out[dim] = 1;
     else out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
     return out;
@@ -36,9 +36,9 @@ double sum_double(const real* p, std::size_t n) {
 
 Tensor sum(const Tensor& x) {
     const double acc = sum_double(x.data().data(), x.numel());
-    Array y = xt::zeros<real>(Shape{});
+    Array y = xt::zeros<real>(ArrayShape{});
     y() = static_cast<real>(acc);
-    return make_result(std::move(y), "sum", {x}, [shape = x.shape()](const Array& g, const Array&) {
+    return make_result(std::move(y), "sum", {x}, [shape = x.data().shape()](const Array& g, const Array&) {
         Array gx(shape);
         gx.fill(g());
         return make_grads(std::move(gx));
@@ -49,7 +49,7 @@ Tensor sum(const Tensor& x) {
 // forward : y[o, j] = Σ_i x[o, i, j]        x viewed as (outer, n, inner) around dim
 // backward: dL/dx[o, i, j] = g[o, j]        (g broadcast back along dim)
 Tensor sum(const Tensor& x, int dim, bool keepdim) {
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     const std::size_t d = normalize_dim(dim, xs.size(), "sum");
     const DimSplit s = split_at(xs, d);
     Array y = xt::zeros<real>(reduced_shape(xs, d, keepdim));
@@ -89,10 +89,10 @@ Tensor max(const Tensor& x) {
     check(x.numel() > 0, "max", "max of an empty tensor of shape {}", shape_str(x.shape()));
     const real* px = x.data().data();
     std::size_t k = 0;
-    for (std::size_t i = 1; i < x.numel(); ++i) k = beats(px[i], px[k]) ? i : k;
-    Array y = xt::zeros<real>(Shape{});
+    for (std::size_t i = 1; i < x.data().size(); ++i) k = beats(px[i], px[k]) ? i : k;
+    Array y = xt::zeros<real>(ArrayShape{});
     y() = px[k];
-    return make_result(std::move(y), "max", {x}, [shape = x.shape(), k](const Array& g, const Array&) {
+    return make_result(std::move(y), "max", {x}, [shape = x.data().shape(), k](const Array& g, const Array&) {
         Array gx = xt::zeros<real>(shape);
         gx.data()[k] = g();
         return make_grads(std::move(gx));
@@ -118,11 +118,11 @@ static IndexArray argmax_flat(const Array& x, std::size_t d, const DimSplit& s, 
 IndexTensor argmax(const Tensor& x, int dim, bool keepdim) {
     const std::size_t d = normalize_dim(dim, x.dim(), "argmax");
     check(x.shape()[d] > 0, "argmax", "argmax over an empty dim {} of shape {}", dim, shape_str(x.shape()));
-    return IndexTensor(argmax_flat(x.data(), d, split_at(x.shape(), d), keepdim));
+    return IndexTensor(argmax_flat(x.data(), d, split_at(array_shape(x.data()), d), keepdim));
 }
 
 Tensor max(const Tensor& x, int dim, bool keepdim) {
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     const std::size_t d = normalize_dim(dim, xs.size(), "max");
     check(xs[d] > 0, "max", "max over an empty dim {} of shape {}", dim, shape_str(xs));
     const DimSplit s = split_at(xs, d);

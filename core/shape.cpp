@@ -26,7 +26,7 @@ std::size_t normalize_dim(int dim, std::size_t ndim, const char* op) {
 // Unlike PyTorch's view, the result owns a copy of the data (xgrad never aliases storage).
 Tensor reshape(const Tensor& x, const Dims& dims) {
     const std::size_t numel = x.numel();
-    Shape shape(dims.size(), 1);  // an inferred (-1) size stays 1 until it is known
+    ArrayShape shape(dims.size(), 1);  // an inferred (-1) size stays 1 until it is known
     int infer = -1;
     for (std::size_t i = 0; i < dims.size(); ++i) {
         if (dims[i] == -1) {
@@ -88,12 +88,12 @@ Tensor transpose(const Tensor& x, int dim0, int dim1) {
 // backward: dL/dx_k = the slice of g that x_k filled
 Tensor concat(const std::vector<Tensor>& xs, int dim) {
     check(!xs.empty(), "concat", "needs at least one tensor");
-    const Shape first = xs[0].shape();
+    const ArrayShape first = array_shape(xs[0].data());
     const std::size_t d = normalize_dim(dim, first.size(), "concat");
-    Shape ys = first;
+    ArrayShape ys = first;
     ys[d] = 0;
     for (const auto& t : xs) {
-        Shape s = t.shape();
+        ArrayShape s = array_shape(t.data());
         bool same = s.size() == first.size();
         for (std::size_t i = 0; same && i < s.size(); ++i) same = (i == d || s[i] == first[i]);
         check(same, "concat", "shape {} does not match {} outside dim {}", shape_str(s),
@@ -112,8 +112,8 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
         offset += w;
     }
     return make_result(std::move(y), "concat", xs, [out, widths, xs_shapes = [&] {
-        std::vector<Shape> v;
-        for (const auto& t : xs) v.push_back(t.shape());
+        std::vector<ArrayShape> v;
+        for (const auto& t : xs) v.push_back(array_shape(t.data()));
         return v;
     }()](const Array& g, const Array&) {
         Grads grads;

@@ -24,7 +24,7 @@ namespace xgrad {
 // A negative start counts from the end, as in PyTorch.
 // ref: PyTorch docs, torch.narrow.
 Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length) {
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     check(!xs.empty(), "narrow", "cannot be applied to a 0-d tensor");
     const std::size_t d = normalize_dim(dim, xs.size(), "narrow");
     const auto size = static_cast<std::int64_t>(xs[d]);
@@ -42,7 +42,7 @@ Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length)
     const std::size_t x_row = xs[d] * inner;                                          // values per run in x
     const std::size_t offset = static_cast<std::size_t>(start) * inner;               // where the slice starts
 
-    Shape ys = xs;
+    ArrayShape ys = xs;
     ys[d] = static_cast<std::size_t>(length);
     Array y(ys);
     for (std::size_t o = 0; o < outer; ++o)

@@ -106,7 +106,7 @@ std::size_t grain_rows(std::size_t values_per_slice) {
 //           Where y_i = 0 (a -inf entry) the gradient is exactly 0, as in the composed form.
 // ref: PyTorch docs, torch.nn.functional.softmax; PyTorch's _softmax_backward_data
 Tensor softmax(const Tensor& x, int dim) {
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     const std::size_t d = normalize_dim(dim, xs.size(), "softmax");
     std::size_t outer = 1, inner = 1;
     for (std::size_t k = 0; k < d; ++k) outer *= xs[k];

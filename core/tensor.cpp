@@ -48,16 +48,35 @@ void manual_seed(std::uint64_t seed) {
 
 // ---- IndexTensor ---------------------------------------------------------------------------
 
-std::int64_t IndexTensor::operator[](std::size_t i) const {
-    check_index(i < data_.size(), "IndexTensor[]", "flat index {} out of range [0, {})", i,
-                data_.size());
+std::int64_t IndexTensor::operator[](std::int64_t i) const {
+    check_index(i >= 0 && static_cast<std::size_t>(i) < data_.size(), "IndexTensor[]",
+                "flat index {} out of range [0, {})", i, data_.size());
     return data_.data()[i];
+}
+
+IndexTensor::IndexTensor(const std::vector<std::int64_t>& values)
+    : IndexTensor(values, Shape{static_cast<std::int64_t>(values.size())}) {}
+
+IndexTensor::IndexTensor(const std::vector<std::int64_t>& values, const Shape& shape)
+    : data_(to_array_shape(shape, "IndexTensor")) {
+    check(data_.size() == values.size(), "IndexTensor", "shape {} holds {} elements, but {} values were given",
+          shape_str(shape), data_.size(), values.size());
+    std::copy(values.begin(), values.end(), data_.begin());
+}
+
+std::int64_t IndexTensor::size(int dim) const {
+    const int n = static_cast<int>(data_.dimension());
+    check(dim >= -n && dim < n, "IndexTensor::size", "dim {} out of range [{}, {}) for shape {}", dim,
+                -n, n, shape_str(data_.shape()));
+    return static_cast<std::int64_t>(data_.shape()[dim < 0 ? dim + n : dim]);
 }
 
 std::size_t checked_numel(const Shape& shape, const char* op) {
     std::size_t n = 1;  // the product of the non-zero sizes
     bool empty = false;
-    for (std::size_t size : shape) {
+    for (std::int64_t s : shape) {
+        check(s >= 0, op, "negative size {} in shape {}", s, lazy_shape(shape));
+        const auto size = static_cast<std::size_t>(s);
         if (size == 0) {
             empty = true;  // no element, but the other sizes are still bounded (strides use them)
             continue;
@@ -70,12 +89,23 @@ std::size_t checked_numel(const Shape& shape, const char* op) {
     return empty ? 0 : n;
 }
 
+std::size_t checked_numel(const ArrayShape& shape, const char* op) {
+    for (std::size_t s : shape)
+        check(s <= kMaxNumel, op, "size {} in shape {} is too large", s, lazy_shape(shape));
+    return checked_numel(to_shape(shape), op);
+}
+
+ArrayShape to_array_shape(const Shape& shape, const char* op) {
+    checked_numel(shape, op);
+    return ArrayShape(shape.begin(), shape.end());
+}
+
 IndexTensor IndexTensor::reshape(const Shape& shape) const {
     const std::size_t n = checked_numel(shape, "IndexTensor::reshape");
     check(n == data_.size(), "IndexTensor::reshape", "cannot reshape {} ({} elements) to {}",
           shape_str(this->shape()), data_.size(), shape_str(shape));
     IndexArray out = data_;
-    out.reshape(shape);
+    out.reshape(ArrayShape(shape.begin(), shape.end()));
     return IndexTensor(std::move(out));
 }
 
@@ -140,15 +170,15 @@ Shape Tensor::shape() const {
     return Shape(s.begin(), s.end());
 }
 
-std::size_t Tensor::size(int dim) const {
+std::int64_t Tensor::size(int dim) const {
     const int n = static_cast<int>(this->dim());
     check(dim >= -n && dim < n, "size", "dim {} out of range [{}, {}) for shape {}", dim, -n, n,
           shape_str(shape()));
     return shape()[static_cast<std::size_t>(dim < 0 ? dim + n : dim)];
 }
 
-std::size_t Tensor::numel() const { return checked("numel").data.size(); }
-std::size_t Tensor::dim() const { return checked("dim").data.dimension(); }
+std::int64_t Tensor::numel() const { return static_cast<std::int64_t>(checked("numel").data.size()); }
+std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(checked("dim").data.dimension()); }
 
 real Tensor::item() const {
     const auto& d = checked("item").data;
@@ -158,11 +188,6 @@ real Tensor::item() const {
 }
 
 const Array& Tensor::data() const { return checked("data").data; }
-Array& Tensor::data() {
-    auto& t = checked("data");
-    ++t.version;
-    return t.data;
-}
 
 Array& Tensor::mutable_data() {
     auto& t = checked("mutable_data");
@@ -172,36 +197,34 @@ Array& Tensor::mutable_data() {
 
 void Tensor::set_data(Array values) {
     auto& t = checked("set_data");
-    if (values.shape() != t.data.shape()) clear_grad(t);
+    const bool fits = (!t.grad || t.grad->data.shape() == values.shape()) &&
+                      (!t.sparse_grad || t.sparse_grad->dense_shape == to_shape(values.shape()));
+    if (!fits) clear_grad(t);
+    if (!t.param_name.empty()) t.param_shape = ArrayShape(values.shape().begin(), values.shape().end());
     t.data = std::move(values);
     ++t.version;
 }
 
-namespace {
-std::size_t flat_offset(const Array& a, std::initializer_list<std::size_t> index) {
+real Tensor::at(std::initializer_list<std::int64_t> index) const {
+    const auto& a = checked("at").data;
     check_index(index.size() == a.dimension(), "at", "got {} indices for a tensor of shape {}",
                 index.size(), shape_str(a.shape()));
     std::size_t off = 0, k = 0;
-    for (std::size_t i : index) {
-        check_index(i < a.shape()[k], "at", "index {} out of range [0, {}) in dim {} of shape {}", i,
-                    a.shape()[k], k, shape_str(a.shape()));
-        off += i * a.strides()[k];
+    for (std::int64_t i : index) {
+        check_index(i >= 0 && static_cast<std::size_t>(i) < a.shape()[k], "at",
+                    "index {} out of range [0, {}) in dim {} of shape {}", i, a.shape()[k], k,
+                    shape_str(a.shape()));
+        off += static_cast<std::size_t>(i) * a.strides()[k];
         ++k;
     }
-    return off;
-}
-}  // namespace
-
-real& Tensor::at(std::initializer_list<std::size_t> index) {
-    auto& t = checked("at");
-    const std::size_t off = flat_offset(t.data, index);
-    ++t.version;
-    return t.data.data()[off];
+    return a.data()[off];
 }
 
-real Tensor::at(std::initializer_list<std::size_t> index) const {
-    const auto& d = checked("at").data;
-    return d.data()[flat_offset(d, index)];
+void check_parameter_shape(const TensorImpl& t, const char* op) {
+    if (t.param_name.empty() || t.data.shape() == t.param_shape) return;
+    throw ValueError(fmt::format("{}: parameter '{}' was registered with shape {} but now holds an array of "
+                                 "shape {}; resize a parameter with set_data(), not through mutable_data()",
+                                 op, t.param_name, shape_str(t.param_shape), shape_str(t.data.shape())));
 }
 
 bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
@@ -308,23 +331,23 @@ void advise_huge_pages(Array& a) {
 #endif
 }
 
-Array zeros_array(const Shape& shape) {
-    checked_numel(shape, "zeros");
+Array zeros_array(const ArrayShape& shape) {
+    checked_numel(to_shape(shape), "zeros");
     Array a(shape);
     advise_huge_pages(a);
     a.fill(0);
     return a;
 }
 
-Tensor zeros(const Shape& shape, bool rg) { return from_array(zeros_array(shape), rg); }
+Tensor zeros(const Shape& shape, bool rg) { return from_array(zeros_array(to_array_shape(shape, "zeros")), rg); }
 Tensor ones(const Shape& shape, bool rg) {
-    checked_numel(shape, "ones");
-    return from_array(xt::ones<real>(shape), rg);
+    Array a(to_array_shape(shape, "ones"));
+    a.fill(1);
+    return from_array(std::move(a), rg);
 }
 
 Tensor full(const Shape& shape, real value, bool rg) {
-    checked_numel(shape, "full");
-    Array a(shape);
+    Array a(to_array_shape(shape, "full"));
     a.fill(value);
     return from_array(std::move(a), rg);
 }
@@ -361,7 +384,7 @@ IndexTensor IndexTensor::arange(std::int64_t start, std::int64_t end, std::int64
     const std::uint64_t count = span / stride + (span % stride != 0);
     check(count <= std::numeric_limits<std::size_t>::max() / sizeof(std::int64_t), "arange",
           "arange({}, {}, {}) would hold {} values, more than memory can address", start, end, step, count);
-    IndexArray a(Shape{static_cast<std::size_t>(count)});
+    IndexArray a(ArrayShape{static_cast<std::size_t>(count)});
     // start + i·step stays within [start, end): formed in unsigned arithmetic, it never overflows.
     for (std::uint64_t i = 0; i < count; ++i)
         a.data()[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(start) + i * static_cast<std::uint64_t>(step));
@@ -369,8 +392,7 @@ IndexTensor IndexTensor::arange(std::int64_t start, std::int64_t end, std::int64
 }
 
 Tensor randn(const Shape& shape, bool rg) {
-    checked_numel(shape, "randn");
-    Array a(shape);
+    Array a(to_array_shape(shape, "randn"));
     advise_huge_pages(a);  // an embedding table may be large
     std::normal_distribution<real> dist(0, 1);
     std::lock_guard<std::mutex> lock(generator_mutex());
@@ -379,8 +401,7 @@ Tensor randn(const Shape& shape, bool rg) {
 }
 
 Tensor rand(const Shape& shape, bool rg) {
-    checked_numel(shape, "rand");
-    Array a(shape);
+    Array a(to_array_shape(shape, "rand"));
     std::uniform_real_distribution<real> dist(0, 1);
     std::lock_guard<std::mutex> lock(generator_mutex());
     for (auto& v : a) v = dist(generator());
@@ -389,8 +410,7 @@ Tensor rand(const Shape& shape, bool rg) {
 
 IndexTensor randint(std::int64_t low, std::int64_t high, const Shape& shape) {
     check(low < high, "randint", "need low < high; got [{}, {})", low, high);
-    checked_numel(shape, "randint");
-    IndexArray a(shape);
+    IndexArray a(to_array_shape(shape, "randint"));
     std::uniform_int_distribution<std::int64_t> dist(low, high - 1);
     std::lock_guard<std::mutex> lock(generator_mutex());
     for (auto& v : a) v = dist(generator());

@@ -41,14 +41,29 @@ using real = float;
 // Storage: 32-byte-aligned blocks from plain malloc (MallocAllocator, core/allocator.hpp).
 using Array = xt::xarray<real, xt::layout_type::row_major, MallocAllocator<real>>;
 using IndexArray = xt::xarray<std::int64_t, xt::layout_type::row_major, MallocAllocator<std::int64_t>>;
-using Shape = std::vector<std::size_t>;
-// At most 2^60 elements, so byte offsets of 8-byte elements fit xtensor's signed 64-bit strides.
-constexpr std::size_t kMaxNumel = std::size_t{1} << 60;
-// The element count of `shape` (1 for 0-d). Throws ValueError naming `op` and the shape when the
-// product of its non-zero sizes exceeds kMaxNumel (an empty shape's strides can overflow too).
-std::size_t checked_numel(const Shape& shape, const char* op);
+// Sizes in the public API are int64, as PyTorch's IntArrayRef: Shape{B, T} with int64 B and T.
+using Shape = std::vector<std::int64_t>;
 // Sizes for reshape/view, where one entry may be -1 ("infer this one"), as in PyTorch.
 using Dims = std::vector<std::int64_t>;
+// What xtensor's arrays take and return: unsigned sizes. Used inside the library.
+using ArrayShape = std::vector<std::size_t>;
+// At most 2^60 elements, so byte offsets of 8-byte elements fit xtensor's signed 64-bit strides.
+constexpr std::size_t kMaxNumel = std::size_t{1} << 60;
+// The element count of `shape` (1 for 0-d). Throws ValueError naming `op` and the shape for a
+// negative size, or when the product of its non-zero sizes exceeds kMaxNumel.
+std::size_t checked_numel(const Shape& shape, const char* op);
+std::size_t checked_numel(const ArrayShape& shape, const char* op);
+// `shape` for xtensor, checked as checked_numel does.
+ArrayShape to_array_shape(const Shape& shape, const char* op);
+// The int64 Shape of xtensor's shape container, and an array's unsigned shape for kernels.
+template <class S>
+Shape to_shape(const S& shape) {
+    return Shape(shape.begin(), shape.end());
+}
+template <class A>
+ArrayShape array_shape(const A& a) {
+    return ArrayShape(a.shape().begin(), a.shape().end());
+}
 
 struct Node;  // core/autograd.hpp: one recorded op, the `grad_fn` of its output
 
@@ -74,7 +89,7 @@ public:
     NestedList(std::initializer_list<NestedList> items) : items_(items) {}
 
     xt::xarray<T> to_array() const {
-        Shape shape;
+        ArrayShape shape;
         for (const NestedList* n = this; !n->is_scalar_; n = &n->items_.front()) {
             shape.push_back(n->items_.size());
             if (n->items_.size() == 0) break;
@@ -86,7 +101,7 @@ public:
     }
 
 private:
-    void fill(std::size_t depth, const Shape& shape, xt::xarray<T>& out, std::size_t& pos) const {
+    void fill(std::size_t depth, const ArrayShape& shape, xt::xarray<T>& out, std::size_t& pos) const {
         if (is_scalar_) {
             check(depth == shape.size(), "tensor", "ragged nested list: a scalar at depth {} of shape {}",
                   depth, shape_str(shape));
@@ -114,13 +129,19 @@ public:
     IndexTensor(std::initializer_list<NestedList<std::int64_t>> v)
         : data_(NestedList<std::int64_t>(v).to_array()) {}
 
-    Shape shape() const { return Shape(data_.shape().begin(), data_.shape().end()); }
-    std::size_t numel() const { return data_.size(); }
-    std::size_t dim() const { return data_.dimension(); }
+    // torch::tensor(values): a (n,) tensor of `values`; with `shape`, viewed as it (same count).
+    // Throws ValueError when the shape does not hold values.size() elements.
+    explicit IndexTensor(const std::vector<std::int64_t>& values);
+    IndexTensor(const std::vector<std::int64_t>& values, const Shape& shape);
+
+    Shape shape() const { return to_shape(data_.shape()); }
+    std::int64_t size(int dim) const;  // negative dims count from the end
+    std::int64_t numel() const { return static_cast<std::int64_t>(data_.size()); }
+    std::int64_t dim() const { return static_cast<std::int64_t>(data_.dimension()); }
     const IndexArray& data() const { return data_; }
-    IndexArray& data() { return data_; }
+    IndexArray& mutable_data() { return data_; }
     // Flat (row-major) element access, bounds-checked.
-    std::int64_t operator[](std::size_t i) const;
+    std::int64_t operator[](std::int64_t i) const;
     IndexTensor reshape(const Shape& shape) const;
 
     // torch.arange on int64, shape (count,): start, start + step, ... while < end (step > 0) or
@@ -130,7 +151,7 @@ public:
     static IndexTensor arange(std::int64_t start, std::int64_t end, std::int64_t step = 1);
 
 private:
-    IndexArray data_ = IndexArray(Shape{0});  // empty (0,); a default xarray is 0-d with 1 element
+    IndexArray data_ = IndexArray(ArrayShape{0});  // empty (0,); a default xarray is 0-d with 1 element
 };
 
 // ---- SparseGrad: a coalesced row-sparse gradient ----------------------------------------
@@ -141,7 +162,7 @@ private:
 struct SparseGrad {
     Shape dense_shape;                  // (V, d)
     std::vector<std::int64_t> indices;  // (k,)
-    Array values = Array(Shape{0, 0});  // (k, d); a default Array would be 0-d with 1 element
+    Array values = Array(ArrayShape{0, 0});  // (k, d); a default Array would be 0-d with 1 element
 
     // Adds rows `rows` (n, d) at `idx` (n,) (duplicates allowed) and re-coalesces.
     void accumulate(const std::vector<std::int64_t>& idx, const Array& rows);
@@ -159,9 +180,14 @@ struct TensorImpl {
         : data(std::move(data)), requires_grad(requires_grad) {}
 
     Array data;
-    // Counts in-place changes: bumped by the non-const Tensor::data() and at(), and by
+    // Counts in-place changes: bumped by Tensor::mutable_data() and set_data(), and by
     // optimizers' steps. backward checks it against the version each op recorded (core/autograd.hpp).
     std::uint64_t version = 0;
+    // Set for a module's parameter (nn::Module::register_parameter): its dotted name and the
+    // shape it may have. Ops, backward and optimizers refuse it once data's shape differs
+    // (check_parameter_shape); set_data() is the way to resize it.
+    std::string param_name;
+    ArrayShape param_shape;
     bool requires_grad = false;
     // The gradient, written only by core/autograd.cpp (backward, set_grad, zero_grad): at most
     // one of the two is set, and it has data's shape.
@@ -190,23 +216,21 @@ public:
     // -- basics ---------------------------------------------------------------------------
     bool defined() const { return impl_ != nullptr; }
     Shape shape() const;
-    std::size_t size(int dim) const;  // negative dims count from the end
-    std::size_t numel() const;
-    std::size_t dim() const;
-    real item() const;                // only for a one-element tensor
+    std::int64_t size(int dim) const;  // negative dims count from the end
+    std::int64_t numel() const;
+    std::int64_t dim() const;
+    real item() const;                 // only for a one-element tensor
+    // The values, read only: free at any time, even between forward and backward.
     const Array& data() const;
-    // Mutable access bumps the version: a backward needing the old values then throws ValueError,
-    // as PyTorch after an in-place op. To only read, use std::as_const(t).data().
-    Array& data();
-    // Write access to the values, in place: bumps the version, as an in-place op in PyTorch.
-    // The shape must stay; a parameter resized here is refused at its next use.
+    // Write access in place. Bumps the version: a backward that needs the old values then throws
+    // ValueError, as PyTorch after an in-place op. Keep the shape: a parameter resized here is
+    // refused (ValueError naming it) at its next op, backward or optimizer step.
     Array& mutable_data();
-    // Replaces the values by `values`, of any shape (PyTorch's `t.data = values`): bumps the
-    // version and drops a gradient of another shape. The way to resize a parameter.
+    // Replaces the values by `values` of any shape (PyTorch's `t.data = values`), the way to
+    // resize a parameter: bumps the version and drops a gradient of another shape.
     void set_data(Array values);
-    // Bounds-checked element access, t.at({1, 2}); the non-const one bumps the version.
-    real& at(std::initializer_list<std::size_t> index);
-    real at(std::initializer_list<std::size_t> index) const;
+    // Bounds-checked read of one element, t.at({1, 2}). Throws IndexError out of range.
+    real at(std::initializer_list<std::int64_t> index) const;
 
     // -- autograd -------------------------------------------------------------------------
     bool requires_grad() const;
@@ -264,6 +288,10 @@ private:
     std::shared_ptr<TensorImpl> impl_;
 };
 
+// Throws ValueError naming `op` when `t` is a module parameter whose array no longer has the
+// shape it was registered (or set_data()) with: the array was replaced through mutable_data().
+void check_parameter_shape(const TensorImpl& t, const char* op);
+
 // Throws ValueError "op: <what> is an undefined tensor" for a default-constructed Tensor.
 inline void check_defined(const Tensor& t, const char* op, const char* what) {
     check(t.defined(), op, "{} is an undefined tensor", what);
@@ -281,7 +309,7 @@ std::ostream& operator<<(std::ostream& os, const IndexTensor& t);
 // so random row lookups in a big table need one TLB entry per 2 MiB. Call before the first write.
 void advise_huge_pages(Array& a);
 // xt::zeros, with advise_huge_pages before the fill. For tables, their gradients and state.
-Array zeros_array(const Shape& shape);
+Array zeros_array(const ArrayShape& shape);
 
 // ---- factories ----------------------------------------------------------------------------
 // Those taking a Shape throw ValueError when its element count overflows (checked_numel), and

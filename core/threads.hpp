@@ -5,8 +5,8 @@
 namespace xgrad {
 
 // Sets xgrad's pool to n threads, the caller included (large gemms are split into bands over
-// it), and OpenBLAS to 1 thread, so the two never compete; process-wide. Without a call, xgrad's
-// loops run on 1 thread and OpenBLAS on its default (OPENBLAS_NUM_THREADS, else one per core).
+// it), and OpenBLAS to 1 thread, so the two never compete; process-wide. Without a call, xgrad
+// runs on 1 thread, and its first matrix product sets OpenBLAS to 1 thread as well.
 // Use n no larger than the idle cores: pool workers spin briefly after each task.
 // Throws ValueError for n < 1, or when called from inside a parallel_for body.
 void set_num_threads(int n);

@@ -40,7 +40,7 @@ static const std::vector<std::string> tokens{"robot", "arm", "box", "tool"};
 // Counts a mismatch beyond `tol` between two tensors of the same shape, and says which.
 static void expect_close(const std::string& label, const Tensor& got, const Tensor& want, double tol = 1e-5) {
     double worst = got.shape() == want.shape() ? 0 : std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; worst < 1e300 && i < got.numel(); ++i)
+    for (std::size_t i = 0; worst < 1e300 && i < got.data().size(); ++i)
         worst = std::max(worst, double(std::abs(got.data().data()[i] - want.data().data()[i])));
     const bool ok = worst <= tol;
     fmt::print("  check {:<66} max |diff| {:.1e}  {}\n", label, worst, ok ? "ok" : "MISMATCH");
@@ -52,29 +52,29 @@ static void print_rows(const std::string& title, const Tensor& m, const std::vec
     fmt::print("\n{}\n        ", title);
     for (const std::string& c : columns) fmt::print("{:>8}", c);
     fmt::print("\n");
-    for (std::size_t i = 0; i < m.size(0); ++i) {
+    for (std::int64_t i = 0; i < m.size(0); ++i) {
         fmt::print("  {:<6}", tokens[i]);
-        for (std::size_t j = 0; j < m.size(1); ++j) fmt::print("{:>8.4f}", m.at({i, j}));
+        for (std::int64_t j = 0; j < m.size(1); ++j) fmt::print("{:>8.4f}", m.at({i, j}));
         fmt::print("\n");
     }
 }
 
 // The reference: attention for one (T, d) sequence as plain loops in double, no xgrad ops.
 static std::vector<Tensor> attention_by_hand(const Tensor& Q, const Tensor& K, const Tensor& V, bool causal) {
-    const std::size_t T = Q.size(0), d = Q.size(1);
+    const std::int64_t T = Q.size(0), d = Q.size(1);
     Tensor scores = zeros({T, T}), weights = zeros({T, T}), context = zeros({T, d});
-    for (std::size_t i = 0; i < T; ++i) {
-        const std::size_t seen = causal ? i + 1 : T;  // keys 0 .. seen-1 may be attended
+    for (std::int64_t i = 0; i < T; ++i) {
+        const std::int64_t seen = causal ? i + 1 : T;  // keys 0 .. seen-1 may be attended
         double z = 0;
-        for (std::size_t j = 0; j < T; ++j) {
+        for (std::int64_t j = 0; j < T; ++j) {
             double dot = 0;
-            for (std::size_t c = 0; c < d; ++c) dot += double(Q.at({i, c})) * K.at({j, c});
-            scores.at({i, j}) = real(dot / std::sqrt(double(d)));
+            for (std::int64_t c = 0; c < d; ++c) dot += double(Q.at({i, c})) * K.at({j, c});
+            scores.mutable_data()(i, j) = real(dot / std::sqrt(double(d)));
             if (j < seen) z += std::exp(dot / std::sqrt(double(d)));
         }
-        for (std::size_t j = 0; j < seen; ++j) weights.at({i, j}) = real(std::exp(double(scores.at({i, j}))) / z);
-        for (std::size_t j = 0; j < T; ++j)
-            for (std::size_t c = 0; c < d; ++c) context.at({i, c}) += weights.at({i, j}) * V.at({j, c});
+        for (std::int64_t j = 0; j < seen; ++j) weights.mutable_data()(i, j) = real(std::exp(double(scores.at({i, j}))) / z);
+        for (std::int64_t j = 0; j < T; ++j)
+            for (std::int64_t c = 0; c < d; ++c) context.mutable_data()(i, c) += weights.at({i, j}) * V.at({j, c});
     }
     return {scores, weights, context};
 }

@@ -35,8 +35,8 @@ namespace detail {
 
 AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, const char* op) {
     check(q.defined() && k.defined() && (!v || v->defined()), op, "q, k and v must be defined tensors");
-    const Shape sq = q.shape(), sk = k.shape();
-    const Shape sv = v ? v->shape() : sk;
+    const ArrayShape sq = array_shape(q.data()), sk = array_shape(k.data());
+    const ArrayShape sv = v ? array_shape(v->data()) : sk;
     check(sq.size() >= 2 && sq.size() == sk.size() && sq.size() == sv.size(), op,
           "q, k, v must have the same rank, at least 2 ((..., T, hd)); got q {}, k {}, v {}", shape_str(sq),
           shape_str(sk), shape_str(sv));
@@ -44,7 +44,7 @@ AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, cons
     AttentionSizes s;
     s.lead.assign(sq.begin(), sq.end() - 2);
     s.Tq = sq[n - 2], s.hd = sq[n - 1], s.Tk = sk[n - 2], s.hv = sv[n - 1];
-    check(Shape(sk.begin(), sk.end() - 2) == s.lead && Shape(sv.begin(), sv.end() - 2) == s.lead, op,
+    check(ArrayShape(sk.begin(), sk.end() - 2) == s.lead && ArrayShape(sv.begin(), sv.end() - 2) == s.lead, op,
           "q, k, v must share their leading dims (...); got q {}, k {}, v {}", shape_str(sq), shape_str(sk),
           shape_str(sv));
     check(sk[n - 1] == s.hd, op, "q and k must have the same head width hd; got q {} and k {}", shape_str(sq),
@@ -64,8 +64,8 @@ constexpr const char* kSdpa = "scaled_dot_product_attention";
 using detail::AttentionSizes;
 
 // attn_mask must broadcast to `target` (..., Tq, Tk) and hold only the values 0 and 1.
-void check_mask(const Tensor& mask, const Shape& target, const char* op) {
-    const Shape sm = mask.shape();
+void check_mask(const Tensor& mask, const ArrayShape& target, const char* op) {
+    const ArrayShape sm = array_shape(mask.data());
     bool fits = sm.size() <= target.size();
     for (std::size_t i = 0; fits && i < sm.size(); ++i) {
         const std::size_t m = sm[sm.size() - 1 - i], t = target[target.size() - 1 - i];
@@ -74,7 +74,7 @@ void check_mask(const Tensor& mask, const Shape& target, const char* op) {
     check(fits, op, "attn_mask of shape {} does not broadcast to (..., Tq, Tk) = {}", shape_str(sm),
           shape_str(target));
     const real* p = mask.data().data();
-    for (std::size_t i = 0; i < mask.numel(); ++i) {
+    for (std::size_t i = 0; i < mask.data().size(); ++i) {
         check(p[i] == 0 || p[i] == 1, op,
               "attn_mask must hold 0 (may not attend) or 1 (may attend); found {} at flat index {}. "
               "An additive mask (0 / -inf) means the opposite: convert it with eq(mask, 0)",
@@ -82,8 +82,8 @@ void check_mask(const Tensor& mask, const Shape& target, const char* op) {
     }
 }
 
-Shape scores_shape(const AttentionSizes& s) {
-    Shape out = s.lead;
+ArrayShape scores_shape(const AttentionSizes& s) {
+    ArrayShape out = s.lead;
     out.push_back(s.Tq);
     out.push_back(s.Tk);
     return out;
@@ -108,7 +108,7 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
     }
 
     // keep (Tq, Tk) or attn_mask's shape: 1 where query i may attend key j (causal: j ≤ i, top-left).
-    const Tensor keep = is_causal ? tril(ones({s.Tq, s.Tk})) : attn_mask;
+    const Tensor keep = is_causal ? tril(ones({std::int64_t(s.Tq), std::int64_t(s.Tk)})) : attn_mask;
     // scores (..., Tq, Tk), -inf where keep = 0: e^-inf = 0, so those keys get weight 0
     scores = masked_fill(scores, eq(keep, 0), -std::numeric_limits<real>::infinity());
 
@@ -164,7 +164,7 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t d, std::int64_t n_head, Ca
 }
 
 CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) const {
-    check(x.defined() && x.dim() == 3 && x.size(-1) == std::size_t(d_), "CausalSelfAttention",
+    check(x.defined() && x.dim() == 3 && x.size(-1) == d_, "CausalSelfAttention",
           "x must be (B, T, d) with d = {}; got {}", d_, x.defined() ? shape_str(x.shape()) : "undefined");
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), H = n_head_, hd = d_ / n_head_;
     // qkv (B, T, 3d) = x (B, T, d) · c_attn.weightᵀ (d, 3d) + c_attn.bias: [q | k | v] on the last dim
@@ -184,7 +184,7 @@ CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) con
 
 // keep (B or 1, H or 1, T, T) = attn_mask · tril(ones(T, T)): both must allow a pair.
 Tensor CausalSelfAttention::causal_mask(std::size_t T, const Tensor& attn_mask) const {
-    return attn_mask * tril(ones({T, T}));
+    return attn_mask * tril(ones({std::int64_t(T), std::int64_t(T)}));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) const {

@@ -28,7 +28,7 @@ namespace functional {
 namespace detail {
 // The sizes of one attention call: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv).
 struct AttentionSizes {
-    Shape lead;  // the leading dims "..."
+    ArrayShape lead;  // the leading dims "..."
     std::size_t Tq = 0, Tk = 0, hd = 0, hv = 0;
 };
 // Checks q, k and v (v may be null) as scaled_dot_product_attention documents; op names the caller.

@@ -34,10 +34,10 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
     const real scale = static_cast<real>(scale_opt.value_or(1.0 / std::sqrt(double(hd))));
     std::size_t N = 1;  // B·H matrices
     for (std::size_t n : s.lead) N *= n;
-    Shape ys = q.shape();
+    ArrayShape ys = array_shape(q.data());
     ys.back() = hv;
     Array out(ys);
-    Array P(Shape{N, Tq, Tk});  // the weights, saved for the backward
+    Array P(ArrayShape{N, Tq, Tk});  // the weights, saved for the backward
     const real* pq = q.data().data();
     const real* pk = k.data().data();
     const real* pv = v.data().data();

@@ -39,7 +39,7 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
     check_ids(ids, V, "embedding");
 
     const std::size_t P = ids.numel();
-    Shape ys = ids.shape();
+    ArrayShape ys = array_shape(ids.data());
     ys.push_back(d);
     Array y(ys);
     const std::int64_t* id = ids.data().data();
@@ -68,7 +68,7 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
             for (std::size_t p = 0; p < P; ++p)
                 if (id[p] != pad) r.indices.push_back(id[p]);  // every lookup but padding_idx's
             const std::size_t kept = r.indices.size();
-            r.rows = Array(Shape{kept, d});
+            r.rows = Array(ArrayShape{kept, d});
             for (std::size_t p = 0, k = 0; p < P; ++p)
                 if (id[p] != pad) std::copy_n(g.data() + p * d, d, r.rows.data() + d * k++);
             if (stats) {
@@ -103,7 +103,7 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
             stats->duplicates = lookups.size() - distinct.size();
             stats->bytes_written = distinct.size() * (d * sizeof(real) + sizeof(std::int64_t));
         }
-        Array values(Shape{distinct.size(), d});
+        Array values(ArrayShape{distinct.size(), d});
         std::size_t k = 0;    // output rows started so far
         real* out = nullptr;  // the output row being summed
         for (std::size_t i = 0; i < lookups.size(); ++i) {
@@ -133,9 +133,9 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Em
         check(p >= -V_ && p < V_, "Embedding", "padding_idx {} out of range [{}, {})", p, -V_, V_);
         options_.padding_idx = p < 0 ? p + V_ : p;  // stored in [0, V)
     }
-    Tensor w = randn({std::size_t(V_), std::size_t(d_)});  // N(0, 1), as torch.nn.Embedding
+    Tensor w = randn({V_, d_});  // N(0, 1), as torch.nn.Embedding
     if (options_.padding_idx) {
-        real* row = w.data().data() + std::size_t(*options_.padding_idx) * std::size_t(d_);
+        real* row = w.mutable_data().data() + std::size_t(*options_.padding_idx) * std::size_t(d_);
         std::fill(row, row + d_, real(0));
     }
     weight = register_parameter("weight", w);
@@ -146,7 +146,7 @@ Tensor Embedding::forward(const IndexTensor& ids) const {
           "the member 'weight' is no longer the registered parameter (was it reassigned?); the "
           "optimizer and state_dict() still hold the registered tensor, so this forward would read a "
           "tensor that is never trained. To share the table with an output head use "
-          "nn::tie_weights(head, table); to set values, assign to weight.data()");
+          "nn::tie_weights(head, table); to set values, write through weight.mutable_data() or nn::init");
     return functional::embedding(weight, ids, options_.padding_idx, options_.sparse, stats_);
 }
 

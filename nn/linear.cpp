@@ -34,7 +34,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
               lazy_shape(bias.data().shape()), out);
     std::size_t R = 1;  // product of the leading dims (not numel / in, which fails for in = 0)
     for (std::size_t i = 0; i + 1 < xs.size(); ++i) R *= xs[i];
-    Shape ys(xs.begin(), xs.end());
+    ArrayShape ys(xs.begin(), xs.end());
     ys.back() = out;
     Array y(ys);
     if (in == 0) y.fill(0);
@@ -87,13 +87,13 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bi
           "a ({}, {}) weight is too large to address", out_, in_);
     // U(-k, k), k = 1/√in:  u ~ U[0, 1)  →  (2u - 1)·k
     const real k = real(1) / std::sqrt(static_cast<real>(in_));
-    auto uniform = [k](Shape shape) {
+    auto uniform = [k](const Shape& shape) {
         Tensor t = rand(shape);
-        t.data() = (2 * t.data() - 1) * k;
+        t.mutable_data() = (2 * t.data() - 1) * k;
         return t;
     };
-    weight = register_parameter("weight", uniform({std::size_t(out_), std::size_t(in_)}));
-    if (with_bias) bias = register_parameter("bias", uniform({std::size_t(out_)}));
+    weight = register_parameter("weight", uniform({out_, in_}));
+    if (with_bias) bias = register_parameter("bias", uniform({out_}));
 }
 
 }  // namespace xgrad::nn
@@ -106,11 +106,11 @@ Tensor Linear::forward(const Tensor& x) const {
           "the member 'weight' is no longer the registered parameter (was it reassigned, as in "
           "`head->weight = emb->weight`?); the optimizer and state_dict() still hold the registered "
           "tensor, so this forward would read a tensor that is never trained. To share an "
-          "Embedding's table use nn::tie_weights(head, table); to set values, assign to weight.data()");
+          "Embedding's table use nn::tie_weights(head, table); to set values, write through weight.mutable_data() or nn::init");
     check(has_bias_ ? bias.impl() == registered_parameter("bias").impl() : !bias.defined(), "Linear",
           "the member 'bias' is no longer the registered parameter (was it reassigned?); the optimizer "
           "and state_dict() hold the registered one, so it would never be trained; to set values, "
-          "assign to bias.data()");
+          "write through bias.mutable_data() or nn::init");
     return functional::linear(x, weight, bias);
 }
 

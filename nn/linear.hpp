@@ -36,7 +36,7 @@ public:
     std::int64_t in_features() const { return in_; }
     std::int64_t out_features() const { return out_; }
 
-    // The registered parameters: change values in place (weight.data() = ...), never reassign.
+    // The registered parameters: change values in place (mutable_data(), nn::init), never reassign.
     Tensor weight;  // (out, in)
     Tensor bias;    // (out), or undefined when bias = false
 

@@ -27,7 +27,7 @@ void check_reduction(Reduction r, const char* op) {
 }
 
 // The multi-index of flat (row-major) element `flat` in `shape`: "(1, 2)".
-std::string position_str(std::size_t flat, const Shape& shape) {
+std::string position_str(std::size_t flat, const ArrayShape& shape) {
     std::vector<std::size_t> pos(shape.size());
     for (std::size_t i = shape.size(); i-- > 0;) {
         pos[i] = flat % shape[i];
@@ -46,7 +46,7 @@ std::pair<std::size_t, std::size_t> class_shapes(const Tensor& logits, const Ind
                                                  const CrossEntropyOptions& o, const char* op) {
     check_defined(logits, op, "the input");
     check_reduction(o.reduction, op);
-    const Shape ls = logits.shape(), ts = targets.shape();
+    const ArrayShape ls = array_shape(logits.data()), ts = array_shape(targets.data());
     check(ls.size() >= 2 && ls.size() == ts.size() + 1 && std::equal(ts.begin(), ts.end(), ls.begin()), op,
           "logits {} and targets {} do not match: expected logits (N, C) with targets (N,), "
           "or (B, T, C) with (B, T)",
@@ -73,7 +73,7 @@ real row_scale(const Array& g, Reduction r, std::size_t i, std::size_t n_valid) 
 }
 
 // Reduces per-row losses (N,) to the requested output: () or the targets' shape.
-Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_valid, const Shape& none_shape) {
+Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_valid, const ArrayShape& none_shape) {
     if (r == Reduction::None) {
         Array out(none_shape);
         for (std::size_t i = 0; i < loss.size(); ++i) out.data()[i] = static_cast<real>(loss[i]);
@@ -82,7 +82,7 @@ Array reduce_rows(const std::vector<double>& loss, Reduction r, std::size_t n_va
     double total = 0;
     for (double l : loss) total += l;
     if (r == Reduction::Mean) total = n_valid == 0 ? 0.0 : total / static_cast<double>(n_valid);
-    Array out = xt::zeros<real>(Shape{});
+    Array out = xt::zeros<real>(ArrayShape{});
     out() = static_cast<real>(total);
     return out;
 }
@@ -123,7 +123,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
     const double eps = o.label_smoothing;
 
     // Pass 1: e^(x - m) for all of (N, C). Pass 2, per row: Σ in double, lse, the loss, p_c = e^(x_c - lse).
-    Array probs(Shape{N, C});  // softmax, saved for the backward
+    Array probs(ArrayShape{N, C});  // softmax, saved for the backward
     std::vector<double> max_i(N, 0.0);  // m of each row
     for (std::size_t i = 0; i < N; ++i) {
         const real* xi = x + i * C;
@@ -147,8 +147,8 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
         const double sum_x = eps > 0 ? sum_double(xi, C) : 0.0;
         loss[i] = (1 - eps) * (lse - xi[t[i]]) + (eps > 0 ? eps * (lse - sum_x / double(C)) : 0.0);
     }
-    return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {logits},
-                       [probs = std::move(probs), targets, o, N = N, C = C, n_valid, shape = logits.shape()](
+    return make_result(reduce_rows(loss, o.reduction, n_valid, array_shape(targets.data())), op, {logits},
+                       [probs = std::move(probs), targets, o, N = N, C = C, n_valid, shape = logits.data().shape()](
                            const Array& g, const Array&) {
                            Array dx(shape);
                            const std::int64_t* t = targets.data().data();
@@ -187,8 +187,8 @@ Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const Cross
         ++n_valid;
         loss[i] = -double(lp[i * C + std::size_t(t[i])]);
     }
-    return make_result(reduce_rows(loss, o.reduction, n_valid, targets.shape()), op, {log_probs},
-                       [targets, o, N = N, C = C, n_valid, shape = log_probs.shape()](const Array& g, const Array&) {
+    return make_result(reduce_rows(loss, o.reduction, n_valid, array_shape(targets.data())), op, {log_probs},
+                       [targets, o, N = N, C = C, n_valid, shape = log_probs.data().shape()](const Array& g, const Array&) {
                            Array dx = xt::zeros<real>(shape);
                            const std::int64_t* t = targets.data().data();
                            for (std::size_t i = 0; i < N; ++i)
@@ -234,7 +234,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
     const real* y = targets.data().data();
     for (std::size_t i = 0; i < n; ++i)
         check(y[i] >= 0 && y[i] <= 1, op, "target {} at position {} outside [0, 1] (targets are probabilities)",
-              y[i], position_str(i, targets.shape()));
+              y[i], position_str(i, array_shape(targets.data())));
     std::vector<double> loss(n);
     for (std::size_t i = 0; i < n; ++i) {
         const double xi = x[i];
@@ -245,7 +245,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
         }
         loss[i] = std::max(xi, 0.0) - xi * y[i] + std::log1p(std::exp(-std::abs(xi)));
     }
-    return make_result(reduce_rows(loss, reduction, n, logits.shape()), op, {logits},
+    return make_result(reduce_rows(loss, reduction, n, array_shape(logits.data())), op, {logits},
                        [X = logits.data(), Y = targets.data(), reduction, n](const Array& g, const Array&) {
                            Array dx(X.shape());
                            for (std::size_t i = 0; i < n; ++i) {

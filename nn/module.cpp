@@ -25,6 +25,9 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
           "parameter '{}' must be a leaf tensor (detach() it first)", name);
     check_free(name, "register_parameter", "parameter");
     tensor.requires_grad_(requires_grad);
+    // Its name and shape, for check_parameter_shape; a parent prefixes the name (add_child).
+    tensor.impl()->param_name = name;
+    tensor.impl()->param_shape = array_shape(tensor.data());
     params_.emplace_back(name, tensor);
     return tensor;
 }
@@ -59,8 +62,11 @@ void Module::check_free(const std::string& name, const char* op, const char* kin
 }
 
 const Tensor& Module::registered_parameter(const std::string& name) const {
-    for (const auto& [n, t] : params_)
-        if (n == name) return t;
+    for (const auto& [n, t] : params_) {
+        if (n != name) continue;
+        check_parameter_shape(*t.impl(), "forward");
+        return t;
+    }
     throw ValueError(fmt::format("registered_parameter: this module has no parameter '{}'", name));
 }
 
@@ -70,6 +76,8 @@ void Module::replace_parameter(const std::string& name, Tensor tensor) {
     for (auto& [n, t] : params_) {
         if (n != name) continue;
         t = std::move(tensor);
+        if (t.impl()->param_name.empty()) t.impl()->param_name = name;
+        t.impl()->param_shape = array_shape(t.data());
         return;
     }
     throw ValueError(fmt::format("replace_parameter: this module has no parameter '{}'", name));
@@ -111,6 +119,7 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     check(!module->contains(this), "register_module",
           "module '{}' is this module or one of its ancestors; a module tree cannot have a cycle", name);
     check_free(name, "register_module", "module");
+    for (const auto& [child_name, p] : module->named_parameters()) p.impl()->param_name = name + "." + child_name;
     children_.emplace_back(name, std::move(module));
 }
 
@@ -228,7 +237,7 @@ void Module::load_state_dict(const NamedTensors& state) {
           given.empty() ? std::string() : given.begin()->first);
     std::map<std::string, const Tensor*> by_name;
     for (const auto& [name, t] : state) by_name[name] = &t;
-    for (auto& [name, p] : own) p.data() = by_name.at(name)->data();  // same shape: a plain copy
+    for (auto& [name, p] : own) p.mutable_data() = by_name.at(name)->data();  // same shape: a plain copy
 }
 
 void Module::save(const std::string& path) const {

@@ -84,7 +84,8 @@ public:
     void load(const std::string& path);
 
 protected:
-    // Own parameter `name` (ValueError if none), to check a public member is still registered.
+    // Own parameter `name`, to check a public member is still registered. Throws ValueError if
+    // there is none, or if its array was resized since registration (check_parameter_shape).
     const Tensor& registered_parameter(const std::string& name) const;
     // Replaces own parameter `name` in place in the order (nn::tie_weights).
     void replace_parameter(const std::string& name, Tensor tensor);

@@ -88,13 +88,13 @@ namespace functional {
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
     const std::size_t D = check_layer_norm(x, normalized_shape, weight, bias, eps, "layer_norm");
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     std::size_t N = 1;  // Π of the leading dims (not numel / D, which fails for D = 0)
     for (std::size_t i = 0; i + normalized_shape.size() < xs.size(); ++i) N *= xs[i];
     const bool has_w = weight.defined(), has_b = bias.defined();
 
     Array y(xs);
-    Array mean(Shape{N}), rstd(Shape{N});
+    Array mean(ArrayShape{N}), rstd(ArrayShape{N});
     const real* px = x.data().data();
     const std::vector<real> ones(has_w ? 0 : D, real(1)), zeros(has_b ? 0 : D, real(0));
     const real* pw = has_w ? weight.data().data() : ones.data();
@@ -192,7 +192,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                            const Tensor& bias, double eps) {
     const std::size_t D = check_layer_norm(x, normalized_shape, weight, bias, eps, "layer_norm_composed");
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     Dims rows(xs.begin(), xs.end() - normalized_shape.size());  // the leading dims, then D
     rows.push_back(std::int64_t(D));
     const Tensor xr = reshape(x, rows);                           // (..., D)
@@ -213,8 +213,8 @@ LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool w
     check(d >= 1, "LayerNorm", "d must be positive; got {}", d);
     check(eps >= 0, "LayerNorm", "eps must be >= 0; got {}", eps);
     if (elementwise_affine) {
-        weight = register_parameter("weight", ones({std::size_t(d)}));
-        if (with_bias) bias = register_parameter("bias", zeros({std::size_t(d)}));
+        weight = register_parameter("weight", ones({d}));
+        if (with_bias) bias = register_parameter("bias", zeros({d}));
     }
 }
 
@@ -223,12 +223,12 @@ Tensor LayerNorm::forward(const Tensor& x) const {
     check(affine_ ? weight.impl() == registered_parameter("weight").impl() : !weight.defined(), "LayerNorm",
           "the member 'weight' is no longer the registered parameter (was it reassigned?); the optimizer "
           "and state_dict() hold the registered one, so it would never be trained; to set values, assign "
-          "to weight.data()");
+          "to weight.mutable_data()");
     check(has_bias_ ? bias.impl() == registered_parameter("bias").impl() : !bias.defined(), "LayerNorm",
           "the member 'bias' is no longer the registered parameter (was it reassigned?); the optimizer "
           "and state_dict() hold the registered one, so it would never be trained; to set values, assign "
-          "to bias.data()");
-    return functional::layer_norm(x, {std::size_t(d_)}, weight, bias, eps_);  // fused; oracle: layer_norm_composed
+          "to bias.mutable_data()");
+    return functional::layer_norm(x, {d_}, weight, bias, eps_);  // fused; oracle: layer_norm_composed
 }
 
 }  // namespace xgrad::nn

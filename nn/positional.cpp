@@ -54,11 +54,11 @@ Tensor apply_rotary(const Tensor& x, const IndexTensor& positions, double base) 
     const char* op = "apply_rotary";
     check(x.defined() && x.dim() >= 2, op, "x must be (..., T, hd); got {}",
           x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
-    const Shape xs = x.shape();
+    const ArrayShape xs = array_shape(x.data());
     const std::size_t T = xs[xs.size() - 2], hd = xs.back(), half = hd / 2;
     check(hd % 2 == 0, op, "x of shape {} has an odd head width hd = {}; RoPE rotates pairs (2i, 2i+1)",
           shape_str(xs), hd);
-    check(positions.dim() == 1 && positions.numel() == T, op,
+    check(positions.dim() == 1 && positions.numel() == std::int64_t(T), op,
           "positions of shape {} must be (T,) = ({},) for x of shape {}", shape_str(positions.shape()), T,
           shape_str(xs));
     check(std::isfinite(base) && base > 0, op, "base must be finite and > 0; got {}", base);

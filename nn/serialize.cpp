@@ -166,7 +166,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     for (const auto& [_, t] : tensors) {
         if (!ok) break;
         if (t.numel() == 0) continue;  // an empty array's data() may be null, which fwrite must not get
-        ok = std::fwrite(t.data().data(), sizeof(real), t.numel(), out) == t.numel();
+        ok = std::fwrite(t.data().data(), sizeof(real), t.data().size(), out) == t.data().size();
     }
     ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
     ok = (std::fclose(out) == 0) && ok;
@@ -254,7 +254,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
         check(dtype == "F32" || dtype == "F64", op, "'{}': tensor '{}' has dtype {}; xgrad reads F32 and F64",
               path, name, dtype);
         const std::size_t elem = dtype == "F32" ? 4 : 8;
-        Shape shape;
+        ArrayShape shape;
         std::size_t numel = 1;
         for (const auto& s : e["shape"]) {
             check(s.is_number_unsigned(), op, "'{}': tensor '{}' has a non-integer or negative size", path, name);

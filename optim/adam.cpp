@@ -74,7 +74,7 @@ void adam_kernel(real* p, const real* grad, real* m, real* v, real* v_max, std::
 Coefficients begin_step(const ParamGroup& group, const Array& param, const detail::AdamHyper& h,
                         ParamState& st) {
     if (!st.initialized) {
-        const Shape shape(param.shape().begin(), param.shape().end());
+        const ArrayShape shape(param.shape().begin(), param.shape().end());
         st.exp_avg = zeros_array(shape);  // (on huge pages when large: rows are updated at random)
         st.exp_avg_sq = zeros_array(shape);
         if (h.amsgrad) st.max_exp_avg_sq = zeros_array(shape);

@@ -21,7 +21,7 @@ namespace xgrad::optim {
 
 namespace {
 
-Shape shape_of(const Array& a) { return Shape(a.shape().begin(), a.shape().end()); }
+ArrayShape shape_of(const Array& a) { return ArrayShape(a.shape().begin(), a.shape().end()); }
 
 // The largest step count a state dict may hold: 2^53, the last integer up to which every
 // integer is exactly a double.
@@ -108,11 +108,22 @@ void Optimizer::step() {
               group.lr, group.weight_decay);
         for (const auto& [name, p] : group.params) {
             const TensorImpl& t = *p.impl();
+            check_parameter_shape(t, op.c_str());
+            // State of another shape: the parameter was resized (set_data) after steps.
+            if (auto it = state_.find(name); it != state_.end() && it->second.initialized) {
+                for (const char* b : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer"}) {
+                    const Array* buf = it->second.buffer(b);
+                    check(buf == nullptr || buf->size() == 0 || buf->shape() == t.data.shape(), op.c_str(),
+                          "'{}' has shape {} but its {} has shape {}: the parameter was resized after "
+                          "steps; build a new optimizer for it", name, lazy_shape(t.data.shape()), b,
+                          lazy_shape(buf ? buf->shape() : t.data.shape()));
+                }
+            }
             if (t.sparse_grad) {
                 check(!t.grad, op.c_str(), "'{}' has both a dense and a row-sparse gradient", name);
                 const SparseGrad& sg = *t.sparse_grad;
-                const Shape shape = shape_of(t.data);
-                check(sg.dense_shape == shape && shape.size() == 2, op.c_str(),
+                const ArrayShape shape = shape_of(t.data);
+                check(sg.dense_shape == to_shape(shape) && shape.size() == 2, op.c_str(),
                       "'{}': row-sparse gradient of dense shape {} for a parameter of shape {}", name,
                       lazy_shape(sg.dense_shape), lazy_shape(shape));
                 const std::size_t k = sg.indices.size();

@@ -88,10 +88,10 @@ std::string human_bytes(std::size_t bytes);
 struct ParamState {
     bool initialized = false;                // set after the first step that saw a gradient
     std::int64_t step = 0;                   // t (Adam, AdamW)
-    Array exp_avg = Array(Shape{0});         // m
-    Array exp_avg_sq = Array(Shape{0});      // v
-    Array max_exp_avg_sq = Array(Shape{0});  // v_max (amsgrad)
-    Array momentum_buffer = Array(Shape{0}); // b
+    Array exp_avg = Array(ArrayShape{0});         // m
+    Array exp_avg_sq = Array(ArrayShape{0});      // v
+    Array max_exp_avg_sq = Array(ArrayShape{0});  // v_max (amsgrad)
+    Array momentum_buffer = Array(ArrayShape{0}); // b
     // Bookkeeping for memory_report() only: not algorithm state, not saved, not counted.
     LastUpdate last_update = LastUpdate::none;
     std::size_t rows_touched = 0;

@@ -55,7 +55,7 @@ namespace xgrad::testing {
 inline void require_values(const Tensor& t, const Tensor& expected, double tol = 1e-5) {
     REQUIRE(t.defined());
     REQUIRE(t.shape() == expected.shape());
-    for (std::size_t i = 0; i < t.numel(); ++i) {
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
         INFO("flat element " << i << " of shape " << shape_str(t.shape()));
         REQUIRE(t.data().data()[i] == Approx(expected.data().data()[i]).epsilon(tol).margin(tol));
     }
@@ -142,7 +142,7 @@ inline bool all_finite(const Tensor& t) {
 
 // A tensor of `shape` from values written in double (reference numbers pasted from a script).
 inline Tensor from_values(const std::vector<double>& v, const Shape& shape, bool requires_grad = false) {
-    Array a(shape);
+    Array a(to_array_shape(shape, "from_values"));
     REQUIRE(a.size() == v.size());
     for (std::size_t i = 0; i < v.size(); ++i) a.data()[i] = real(v[i]);
     return from_array(std::move(a), requires_grad);
@@ -184,7 +184,7 @@ inline Tensor weighted_sum(const Tensor& y, const Tensor& G) { return sum(mul(y,
 // A (..., d) tensor with distinct values 1, 2, 3, ...: an upstream gradient whose rows are
 // easy to add up by hand.
 inline Tensor counting(const Shape& shape) {
-    Array a(shape);
+    Array a(to_array_shape(shape, "counting"));
     for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<real>(i + 1);
     return from_array(std::move(a));
 }

@@ -42,7 +42,7 @@ std::string sample_word(const CharMLP& model, int block, std::mt19937_64& rng) {
 }
 
 void print_neighbours(const CharMLP& model, const std::string& letters, int k) {
-    const Array& E = model.emb->weight.data();  // (V, d)
+    const Array& E = model.emb->weight.mutable_data();  // (V, d)
     const std::size_t V = E.shape()[0], d = E.shape()[1];
     auto cos = [&](std::size_t a, std::size_t b) {
         double dot = 0, na = 0, nb = 0;

@@ -55,7 +55,7 @@ Split split_ids(const Ids& ids, int block, const std::string& source) {
 
 Batch windows(const Ids& data, const std::vector<std::size_t>& offsets, int block) {
     const std::size_t B = offsets.size(), T = std::size_t(block);
-    xgrad::IndexArray x(xgrad::Shape{B, T}), y(xgrad::Shape{B, T});
+    xgrad::IndexArray x(xgrad::ArrayShape{B, T}), y(xgrad::ArrayShape{B, T});
     for (std::size_t b = 0; b < B; ++b) {
         const std::size_t o = offsets[b];
         if (o + T + 1 > data.size())

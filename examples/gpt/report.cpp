@@ -85,7 +85,7 @@ std::string sample_text(const GPT& model, const Vocab& vocab, const std::string&
     std::string out;
     for (int i = 0; i < n; ++i) {
         const std::size_t len = std::min(T, ids.size());
-        IndexArray ctx(Shape{1, len});
+        IndexArray ctx(ArrayShape{1, len});
         std::copy(ids.end() - std::ptrdiff_t(len), ids.end(), ctx.data());
         const Tensor logits = model.forward(IndexTensor(std::move(ctx)));  // (1, len, V)
         const real* last = logits.data().data() + (len - 1) * V;           // the last position's row
@@ -122,7 +122,7 @@ std::string plot_attention(const GPT& model, const Vocab& vocab, const std::stri
           model.config().n_head);
     const std::string line = text.substr(0, std::size_t(model.config().block));
     const Ids ids = vocab.encode(line);
-    IndexArray x(Shape{1, ids.size()});
+    IndexArray x(ArrayShape{1, ids.size()});
     std::copy(ids.begin(), ids.end(), x.data());
     const Tensor w = model.attention_weights(IndexTensor(std::move(x)), layer);  // (1, H, T, T)
     const std::size_t T = ids.size();

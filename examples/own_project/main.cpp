@@ -92,7 +92,7 @@ int main() {
 
     // A batch: B windows of T + 1 characters at random offsets; y is x shifted by one.
     auto batch = [&] {
-        IndexArray x(Shape{B, T}), y(Shape{B, T});
+        IndexArray x(ArrayShape{B, T}), y(ArrayShape{B, T});
         for (std::int64_t b = 0; b < B; ++b) {
             const std::size_t at = rng() % (kText.size() - T);
             for (std::int64_t t = 0; t <= T; ++t) {
@@ -125,7 +125,7 @@ int main() {
         // Read logits before backward through a const reference. A non-const logits.data()
         // counts as a write: it bumps the version, and backward then throws, because
         // cross_entropy saved logits for its gradient.
-        const Array& z = std::as_const(logits).data();  // (B, T, V)
+        const Array& z = logits.mutable_data();  // (B, T, V)
         int right = 0;
         for (std::int64_t r = 0; r < B * T; ++r) {
             const real* row = z.data() + r * V;

@@ -175,8 +175,8 @@ double NegativeSampler::probability(std::int32_t w) const {
 Batch make_batch(const std::vector<Pair>& pairs, std::size_t begin, std::size_t end, int negatives,
                  const NegativeSampler& sampler, std::mt19937_64& rng) {
     const std::size_t B = end - begin, K1 = 1 + static_cast<std::size_t>(negatives);
-    IndexArray centres(Shape{B, 1}), contexts(Shape{B, K1});
-    xgrad::Array targets = xt::zeros<xgrad::real>(Shape{B, K1});
+    IndexArray centres(xgrad::ArrayShape{B, 1}), contexts(xgrad::ArrayShape{B, K1});
+    xgrad::Array targets = xt::zeros<xgrad::real>(xgrad::ArrayShape{B, K1});
     for (std::size_t b = 0; b < B; ++b) {
         centres(b, 0) = pairs[begin + b].centre;
         contexts(b, 0) = pairs[begin + b].context;  // the positive, target 1

@@ -41,9 +41,9 @@ public:
         in_embed = register_module("in_embed", std::make_shared<nn::Embedding>(vocab, dim, opts));
         out_embed = register_module("out_embed", std::make_shared<nn::Embedding>(vocab, dim, opts));
         const double half_width = 0.5 / static_cast<double>(dim);
-        for (real& x : in_embed->weight.data())
+        for (real& x : in_embed->weight.mutable_data())
             x = static_cast<real>(half_width * (2 * uniform01(rng) - 1));
-        out_embed->weight.data().fill(0);
+        out_embed->weight.mutable_data().fill(0);
     }
 
     // centres (B, 1), contexts (B, 1+k) → logits (B, 1+k), logits[b, j] = u_{contexts[b,j]}·v_{centres[b]}

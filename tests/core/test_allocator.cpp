@@ -25,7 +25,7 @@ static_assert(std::is_base_of_v<std::out_of_range, IndexError>);
 TEST_CASE("array storage starts on a 32-byte boundary for every size", "[tensor][allocator]") {
     std::vector<Array> arrays;  // kept alive together, so that malloc hands out distinct blocks
     for (std::size_t n : {1, 3, 7, 8, 9, 31, 1000, 100000}) {
-        arrays.emplace_back(Shape{n});
+        arrays.emplace_back(ArrayShape{n});
         Array& a = arrays.back();
         REQUIRE(reinterpret_cast<std::uintptr_t>(a.data()) % 32 == 0);
         a.fill(real(1));  // every element of the block is writable (ASan checks the bounds)

@@ -22,7 +22,7 @@ namespace {
 // Exact comparison that treats -inf == -inf as equal (require_values' Approx would not).
 void require_same_with_inf(const Tensor& t, const Tensor& expected) {
     REQUIRE(t.shape() == expected.shape());
-    for (std::size_t i = 0; i < t.numel(); ++i) {
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
         const real a = t.data().data()[i], b = expected.data().data()[i];
         INFO("flat element " << i);
         if (std::isinf(b)) REQUIRE(a == b);
@@ -125,14 +125,14 @@ TEST_CASE("hostile: masked_fill refuses a mask changed in place before the backw
     Tensor x({1, 2, 3}, true);
     Tensor mask({1, 0, 0});
     Tensor y = masked_fill(x, mask, 0);
-    mask.data()(1) = 1;  // the next batch's mask, written into the same buffer
+    mask.mutable_data()(1) = 1;  // the next batch's mask, written into the same buffer
     CHECK_THAT(message_of<ValueError>([&] { y.sum().backward(); }), Contains("masked_fill") && Contains("inplace"));
 
     // Replaced by an array of another shape: an xgrad error, not xt::broadcast_error.
     Tensor x2({1, 2, 3}, true);
     Tensor mask2({1, 0, 0});
     Tensor y2 = masked_fill(x2, mask2, 0);
-    mask2.data() = Array(Shape{2}, real(1));
+    mask2.mutable_data() = Array(ArrayShape{2}, real(1));
     CHECK_THAT(message_of<ValueError>([&] { y2.sum().backward(); }), Contains("masked_fill"));
 
     // Unchanged, the gradient is grad_out with 0 where the mask is set; the mask gets none.

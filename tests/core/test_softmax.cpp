@@ -88,8 +88,8 @@ TEST_CASE("softmax along dim 0 normalises columns", "[ops][softmax]") {
 TEST_CASE("fused softmax equals softmax_composed - values and gradients along each dim", "[ops][softmax]") {
     manual_seed(21);
     Tensor base = randn({3, 37, 5}) * 4;
-    base.data().data()[7] = -kInf;  // masked entries, as attention's causal mask makes them
-    base.data().data()[200] = -kInf;
+    base.mutable_data().data()[7] = -kInf;  // masked entries, as attention's causal mask makes them
+    base.mutable_data().data()[200] = -kInf;
     const Tensor G = randn({3, 37, 5});
     for (int d = -3; d < 3; ++d) {
         INFO("dim " << d);

@@ -79,7 +79,7 @@ const Tensor& expected(const std::string& name) {
 }
 
 IndexTensor ids_of(const Tensor& t) {  // ids stored as F32 (exact below 2^24)
-    IndexArray a(t.shape());
+    IndexArray a(t.data().shape());
     std::transform(t.data().begin(), t.data().end(), a.begin(), [](real v) { return std::int64_t(v); });
     return IndexTensor(std::move(a));
 }
@@ -88,7 +88,7 @@ IndexTensor ids_of(const Tensor& t) {  // ids stored as F32 (exact below 2^24)
 double rel_err(const Tensor& a, const Tensor& b) {
     REQUIRE(a.shape() == b.shape());
     double diff = 0, scale = 0;
-    for (std::size_t i = 0; i < a.numel(); ++i) {
+    for (std::int64_t i = 0; i < a.numel(); ++i) {
         diff = std::max(diff, std::abs(double(a.data().data()[i]) - double(b.data().data()[i])));
         scale = std::max(scale, std::abs(double(b.data().data()[i])));
     }

@@ -71,8 +71,8 @@ TEST_CASE("scaled_dot_product_attention: gradcheck with a fully masked row") {
     REQUIRE_GRADCHECK(f, q, k, v);
     require_finite_grads({q, k, v});
     // query 1's gradient is exactly 0: its output is the constant 0
-    for (std::size_t h = 0; h < 2; ++h)
-        for (std::size_t j = 0; j < 4; ++j) REQUIRE(q.grad().at({0, h, 1, j}) == 0);
+    for (std::int64_t h = 0; h < 2; ++h)
+        for (std::int64_t j = 0; j < 4; ++j) REQUIRE(q.grad().at({0, h, 1, j}) == 0);
 }
 
 TEST_CASE("scaled_dot_product_attention: gradcheck cross-attention with an explicit scale") {
@@ -135,7 +135,7 @@ namespace {
 
 // x (B, T, d) → (B, T, d): multi-head causal self-attention from core ops
 Tensor attention(const Tensor& x, const nn::Linear& c_attn, const nn::Linear& c_proj, std::int64_t H) {
-    const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), d = std::int64_t(x.size(2));
+    const auto B = x.size(0), T = x.size(1), d = x.size(2);
     const std::int64_t hd = d / H;                                           // head width
     std::vector<Tensor> qkv = split(c_attn.forward(x), d, -1);               // q, k, v (B, T, d)
     auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, hd}).transpose(1, 2); };

@@ -56,7 +56,7 @@ TEST_CASE("gradcheck embedding with padding_idx", "[gradcheck][nn][embedding]") 
     const std::int64_t pad = 3;
     IndexTensor ids{{1, 3, 3}, {0, 5, 1}, {3, 2, 2}};
     Array mask_a = xt::ones<real>({3, 3, 2});
-    for (std::size_t p = 0; p < ids.numel(); ++p)
+    for (std::int64_t p = 0; p < ids.numel(); ++p)
         if (ids[p] == pad) xt::view(mask_a, p / 3, p % 3) = 0;
     Tensor mask = from_array(mask_a);
     for (bool sparse : {false, true}) {
@@ -78,12 +78,12 @@ TEST_CASE("gradcheck catches a row scatter that overwrites instead of adding", "
     // A broken embedding: dE[ids[p]] = g[p] (=), so a duplicate keeps only its last row.
     auto broken = [](const Tensor& E, const IndexTensor& ids) {
         const std::size_t d = E.shape()[1];
-        Array y(Shape{ids.numel(), d});
-        for (std::size_t p = 0; p < ids.numel(); ++p)
+        Array y(ArrayShape{ids.data().size(), d});
+        for (std::int64_t p = 0; p < ids.numel(); ++p)
             for (std::size_t j = 0; j < d; ++j) y(p, j) = E.data()(static_cast<std::size_t>(ids[p]), j);
         return make_result(std::move(y), "broken_embedding", {E}, [ids, shape = E.shape(), d](const Array& g, const Array&) {
             Array dE = xt::zeros<real>(shape);
-            for (std::size_t p = 0; p < ids.numel(); ++p)
+            for (std::int64_t p = 0; p < ids.numel(); ++p)
                 for (std::size_t j = 0; j < d; ++j) dE(static_cast<std::size_t>(ids[p]), j) = g(p, j);  // the bug
             return Grads{std::move(dE)};
         });

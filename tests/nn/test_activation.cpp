@@ -119,7 +119,7 @@ TEST_CASE("gelu none and tanh: values and derivatives equal PyTorch", "[nn][acti
 // at most 3.9e-6 on [-12, -3].
 TEST_CASE("gelu: float accuracy over a dense grid against double std::erfc", "[nn][activation][gelu]") {
     const std::size_t n = 2000001;
-    Array xs(Shape{n});
+    Array xs(ArrayShape{n});
     for (std::size_t i = 0; i < n; ++i) xs[i] = real(-10 + 20 * double(i) / double(n - 1));
     for (const std::string approximate : {"none", "tanh"}) {
         Tensor x = from_array(xs, true);
@@ -149,7 +149,7 @@ TEST_CASE("gelu: float accuracy over a dense grid against double std::erfc", "[n
     double max_rel = 0;
     Tensor x = from_array(Array(xt::linspace<real>(-12, -3, 9001)));
     Tensor y = F::gelu(x);
-    for (std::size_t i = 0; i < x.numel(); ++i) {
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
         const double v = x.data()[i], ref = v * 0.5 * std::erfc(-v / std::sqrt(2.0));
         max_rel = std::max(max_rel, std::fabs(y.data()[i] - ref) / std::fabs(ref));
     }

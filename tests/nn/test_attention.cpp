@@ -40,7 +40,7 @@ const json& reference() {
 
 // {"shape": [...], "data": [...]} → Tensor
 Tensor tensor_of(const json& j, bool requires_grad = false) {
-    Array a(j.at("shape").get<Shape>());
+    Array a(j.at("shape").get<ArrayShape>());
     const auto& data = j.at("data");
     REQUIRE(data.size() == a.size());
     for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<real>(data[i].get<double>());
@@ -133,7 +133,7 @@ TEST_CASE("scaled_dot_product_attention: causal leakage is zero, bit for bit") {
     auto run = [&](bool perturb) {
         Tensor q = q0.detach(), k = k0.detach(), v = v0.detach();
         if (perturb)
-            for (Tensor* x : {&q, &k, &v}) xt::view(x->data(), xt::all(), xt::all(), t, xt::all()) += xt::view(noise.data(), xt::all(), xt::all(), 0, xt::all());
+            for (Tensor* x : {&q, &k, &v}) xt::view(x->mutable_data(), xt::all(), xt::all(), t, xt::all()) += xt::view(noise.data(), xt::all(), xt::all(), 0, xt::all());
         for (Tensor* x : {&q, &k, &v}) x->requires_grad_();
         Tensor out = F::scaled_dot_product_attention(q, k, v, Tensor(), true);
         Tensor before = narrow(out, 2, 0, std::int64_t(t));  // (B, H, t, hd)
@@ -157,7 +157,7 @@ TEST_CASE("CausalSelfAttention: causal leakage is zero, bit for bit") {
     const Tensor x0 = randn({2, std::size_t(T), 8});
     auto run = [&](bool perturb) {
         Tensor x = x0.detach();
-        if (perturb) xt::view(x.data(), xt::all(), t, xt::all()) += 3;
+        if (perturb) xt::view(x.mutable_data(), xt::all(), t, xt::all()) += 3;
         x.requires_grad_();
         Tensor y = m.forward(x);
         Tensor before = narrow(y, 1, 0, t);  // (B, t, d)
@@ -219,7 +219,7 @@ TEST_CASE("scaled_dot_product_attention: dropout on the weights") {
     const Tensor w = F::attention_weights(q, k);
     const Tensor out = F::scaled_dot_product_attention(q, k, v, Tensor(), false, /*dropout_p=*/0.25);
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < w.numel(); ++i) {
+    for (std::int64_t i = 0; i < w.numel(); ++i) {
         const double o = out.data().data()[i], expected = w.data().data()[i] / 0.75;
         REQUIRE((o == 0 || o == Approx(expected).epsilon(1e-6)));
         kept += o != 0;

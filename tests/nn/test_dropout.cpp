@@ -50,7 +50,7 @@ TEST_CASE("dropout: the backward multiplies by the same mask", "[nn][dropout]") 
     Tensor g = randn({5, 40});
     y.backward(g);
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < x.numel(); ++i) {
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
         const bool k = y.data()[i] != 0;
         kept += k;
         REQUIRE(y.data()[i] == (k ? x.data()[i] * scale : 0));

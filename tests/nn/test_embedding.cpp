@@ -65,7 +65,7 @@ TEST_CASE("Embedding weight is standard normal N(0 1)", "[nn][embedding]") {
 TEST_CASE("Embedding forward: ids (BxT) give (BxTxd) - each row the table's row", "[nn][embedding]") {
     nn::Embedding emb(6, 2);
     for (std::size_t r = 0; r < 6; ++r)
-        for (std::size_t j = 0; j < 2; ++j) emb.weight.at({r, j}) = static_cast<real>(10 * r + j);
+        for (std::size_t j = 0; j < 2; ++j) emb.weight.mutable_data()(r, j) = static_cast<real>(10 * r + j);
     Tensor y = emb.forward(IndexTensor{{1, 3, 5}, {0, 3, 3}});
     require_values(y, {{{10, 11}, {30, 31}, {50, 51}}, {{0, 1}, {30, 31}, {30, 31}}}, 0);
     // Any shape of IDs: (N,), (B, T, U), and a 0-d scalar ID.
@@ -161,7 +161,7 @@ TEST_CASE("Embedding sparse=true: a coalesced gradient equal to the dense one", 
     manual_seed(7);
     nn::Embedding dense(6, 2);
     nn::Embedding sparse(6, 2, nn::EmbeddingOptions().set_sparse(true));
-    sparse.weight.data() = dense.weight.data();
+    sparse.weight.mutable_data() = dense.weight.data();
     IndexTensor ids{{3, 1}, {3, 0}};
     Tensor G = counting({2, 2, 2});
     weighted_sum(dense.forward(ids), G).backward();

@@ -26,8 +26,8 @@ TEST_CASE("Linear forward y = x Wᵀ + b on hand numbers", "[nn][linear]") {
     nn::Linear fc(3, 2);
     REQUIRE(fc.in_features() == 3);
     REQUIRE(fc.out_features() == 2);
-    fc.weight.data() = Tensor({{1, 2, 3}, {4, 5, 6}}).data();
-    fc.bias.data() = Tensor({0.5, -1}).data();
+    fc.weight.mutable_data() = Tensor({{1, 2, 3}, {4, 5, 6}}).data();
+    fc.bias.mutable_data() = Tensor({0.5, -1}).data();
     Tensor x({{1, 0, -1}, {2, 1, 0}});
     // [1 - 3 + 0.5, 4 - 6 - 1] and [2 + 2 + 0.5, 8 + 5 - 1]
     require_values(fc.forward(x), {{-1.5, -3}, {4.5, 12}}, 0);
@@ -74,7 +74,7 @@ TEST_CASE("Linear without bias", "[nn][linear]") {
     REQUIRE_FALSE(fc.bias.defined());
     REQUIRE(fc.named_parameters().size() == 1);
     REQUIRE(fc.num_parameters() == 6);
-    fc.weight.data() = Tensor({{1, 2, 3}, {4, 5, 6}}).data();
+    fc.weight.mutable_data() = Tensor({{1, 2, 3}, {4, 5, 6}}).data();
     require_values(fc.forward(Tensor({{1, 0, -1}})), {{-2, -2}}, 0);
 }
 

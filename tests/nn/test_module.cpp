@@ -269,7 +269,7 @@ TEST_CASE("state_dict shares handles - load_state_dict copies values", "[nn][sta
     b.load_state_dict(sd);
     for (std::size_t i = 0; i < 3; ++i) REQUIRE(bits_equal(a.state_dict()[i].second, b.state_dict()[i].second));
     // A copy, not an alias: changing a afterwards leaves b alone.
-    a.fc->weight.at({0, 0}) = 123;
+    a.fc->weight.mutable_data()(0, 0) = 123;
     REQUIRE(b.fc->weight.at({0, 0}) != 123);
     // The order of the entries does not matter, only the names.
     NamedTensors reversed(sd.rbegin(), sd.rend());
@@ -337,7 +337,7 @@ TEST_CASE("a small model trains end to end: Embedding → Linear → cross_entro
         net.zero_grad();
         loss.backward();
         NoGradGuard no_grad;
-        for (auto& p : net.parameters()) p.data() -= real(0.5) * p.grad().data();  // plain SGD
+        for (auto& p : net.parameters()) p.mutable_data() -= real(0.5) * p.grad().data();  // plain SGD
     }
     REQUIRE(first > 0.3);
     REQUIRE(last < 0.05);
@@ -394,13 +394,13 @@ TEST_CASE("register_buffer refuses bad names - taken names - undefined and non-l
 TEST_CASE("a module with a buffer round-trips through save and load", "[nn][buffer][serialize]") {
     TempDir dir;
     Scaled a;
-    a.scale.data() = Array({5, 6, 7, 8});
+    a.scale.mutable_data() = Array({5, 6, 7, 8});
     a.save(dir.file("a.safetensors"));
     // The file holds the buffers beside the parameters.
     REQUIRE(names_of(nn::load_safetensors(dir.file("a.safetensors")).tensors).size() == 4);
 
     Scaled b;  // different random weights, scale = 1 2 3 4, offset = 0.5 -0.5
-    b.offset.data() = Array({{9, 9}});
+    b.offset.mutable_data() = Array({{9, 9}});
     b.load(dir.file("a.safetensors"));
     require_unchanged(b, snapshot(a));
     xgrad::testing::require_values(b.scale, Tensor({5, 6, 7, 8}), 0);
@@ -431,7 +431,7 @@ TEST_CASE("hostile: load with a missing or mis-shaped buffer throws and leaves t
           "[nn][buffer][serialize][hostile]") {
     TempDir dir;
     Scaled source;
-    source.scale.data() = Array({-1, -2, -3, -4});
+    source.scale.mutable_data() = Array({-1, -2, -3, -4});
     Scaled m;
     const Snapshot before = snapshot(m);
 
@@ -526,4 +526,15 @@ TEST_CASE("ckpt bug 8: a 100000-deep module tree is walked and destroyed without
     REQUIRE(w.data()(1) == 6);
 
     root.reset();  // ~Module on a chain of 100,000
+}
+
+TEST_CASE("a parameter's name is its dotted path in the module tree", "[module][regression]") {
+    struct Net : nn::Module {
+        std::shared_ptr<nn::Linear> fc = register_module("fc", std::make_shared<nn::Linear>(3, 2));
+    } net;
+    net.fc->bias.mutable_data() = zeros({5}).data();
+    REQUIRE_THROWS_WITH(net.fc->forward(ones({1, 3})), Contains("parameter 'fc.bias'") && Contains("(2)") &&
+                                                           Contains("(5)"));
+    net.fc->bias.set_data(zeros({2}).data());
+    REQUIRE(net.fc->forward(ones({1, 3})).shape() == Shape{1, 2});
 }

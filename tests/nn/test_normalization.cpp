@@ -136,8 +136,8 @@ TEST_CASE("LayerNorm module: parameters - initialisation - forward", "[nn][layer
     require_values(ln.weight, ones({4}), 0);
     require_values(ln.bias, zeros({4}), 0);
     Tensor x = ln_x(false);
-    ln.weight.data() = ln_weight({4}).data();
-    ln.bias.data() = ln_bias({4}).data();
+    ln.weight.mutable_data() = ln_weight({4}).data();
+    ln.bias.mutable_data() = ln_bias({4}).data();
     require_values(ln.forward(x), from_values(ln4_y, {2, 3, 4}), 1e-5);
 
     nn::LayerNorm plain(4, 1e-5, /*elementwise_affine=*/false);
@@ -192,7 +192,7 @@ TEST_CASE("hostile: LayerNorm refuses a reassigned weight or bias", "[hostile][r
     CHECK_THAT(message_of<ValueError>([&] { plain.forward(x); }), Contains("LayerNorm"));
     // Values changed in place are fine: the registered tensor is still the one read.
     nn::LayerNorm ln3(3);
-    ln3.weight.data().fill(2);
+    ln3.weight.mutable_data().fill(2);
     const Tensor y = ln3.forward(Tensor({{1, 2, 3}}));
     require_values(y, Tensor({{-2.4494714, 0, 2.4494714}}), 1e-5);
 }

@@ -55,7 +55,7 @@ IndexTensor index_of(const json& values) {
 
 double dot(const Tensor& a, const Tensor& b) {
     double s = 0;
-    for (std::size_t i = 0; i < a.numel(); ++i) s += double(a.data().data()[i]) * double(b.data().data()[i]);
+    for (std::int64_t i = 0; i < a.numel(); ++i) s += double(a.data().data()[i]) * double(b.data().data()[i]);
     return s;
 }
 

@@ -60,7 +60,7 @@ TEST_CASE("tie_weights: the table is one parameter listed once under its first n
     REQUIRE(names_of(m.state_dict()) == std::vector<std::string>{"transformer.wte.weight"});
     // The forward reads the table: changing a table value changes the head's logits.
     const Tensor before = m.forward(kIds).detach();
-    m.wte->weight.data()(0, 0) += 1;
+    m.wte->weight.mutable_data()(0, 0) += 1;
     REQUIRE_FALSE(bits_equal(m.forward(kIds), before));
 
     // Registered the other way round, the head's name wins (first in traversal order).
@@ -101,8 +101,8 @@ TEST_CASE("tie_weights: the gradient is the lookup's scatter plus the head's mat
     TinyLM tied(5, 3);
     // The same model untied: two tables holding the same values, each with its own gradient.
     TinyLM untied(5, 3, /*tie=*/false);
-    untied.wte->weight.data() = tied.wte->weight.data();
-    untied.lm_head->weight.data() = tied.wte->weight.data();
+    untied.wte->weight.mutable_data() = tied.wte->weight.data();
+    untied.lm_head->weight.mutable_data() = tied.wte->weight.data();
 
     F::cross_entropy(tied.forward(kIds), kTargets).backward();
     F::cross_entropy(untied.forward(kIds), kTargets).backward();
@@ -150,7 +150,7 @@ TEST_CASE("hostile: tie_weights with mismatched shapes throws naming both", "[nn
 TEST_CASE("tie_weights: a sparse table tied to a dense head sums into a dense gradient", "[nn][tying][sparse]") {
     manual_seed(3);
     TinyLM dense(5, 3), sparse(5, 3, /*tie=*/true, /*sparse=*/true);
-    sparse.wte->weight.data() = dense.wte->weight.data();
+    sparse.wte->weight.mutable_data() = dense.wte->weight.data();
     F::cross_entropy(dense.forward(kIds), kTargets).backward();
     F::cross_entropy(sparse.forward(kIds), kTargets).backward();
     REQUIRE(sparse.wte->weight.sparse_grad() == nullptr);
@@ -200,6 +200,6 @@ TEST_CASE("hostile: head->weight = emb->weight by hand is refused at forward - n
                Contains("Embedding") && Contains("tie_weights"));
     // Setting values in place is the supported way, and forward accepts it.
     nn::Linear ok(3, 5);
-    ok.weight.data() = xt::zeros<real>({5, 3});
+    ok.weight.mutable_data() = xt::zeros<real>({5, 3});
     REQUIRE(ok.forward(ones({1, 3})).shape() == Shape{1, 5});
 }

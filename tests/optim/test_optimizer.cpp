@@ -355,3 +355,22 @@ TEST_CASE("ckpt bug 2: an optimizer step count above 2^53 is refused on load", "
     a.opt.step();
     for (real v : a.w.data()) REQUIRE(std::isfinite(v));
 }
+
+TEST_CASE("step() refuses a parameter resized after its state was made, naming it, and changes nothing",
+          "[optim][regression]") {
+    Tensor p = zeros({4}, true);
+    optim::Adam opt({{"p", p}}, optim::AdamOptions(0.1));
+    p.set_grad(ones({4}));
+    opt.step();  // exp_avg and exp_avg_sq are (4,) now
+    p.set_data(zeros({1 << 20}).data());
+    p.set_grad(ones({1 << 20}));
+    REQUIRE_THROWS_WITH(opt.step(), Contains("Adam.step") && Contains("'p'") && Contains("(1048576)") &&
+                                        Contains("exp_avg") && Contains("(4)"));
+    REQUIRE(xt::all(xt::equal(p.data(), real(0))));  // untouched
+
+    nn::Linear fc(3, 2);  // a module parameter resized through mutable_data(): named by the module
+    optim::SGD sgd(fc.named_parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    fc.weight.mutable_data() = zeros({2, 5}).data();
+    REQUIRE_THROWS_WITH(sgd.step(), Contains("SGD.step") && Contains("parameter 'weight'") &&
+                                        Contains("(2, 3)") && Contains("(2, 5)"));
+}
