@@ -56,7 +56,12 @@ double xavier_std(const Tensor& w, double gain, const char* op) {
 double kaiming_std(const Tensor& w, double a, const std::string& mode, const std::string& nonlinearity,
                    const char* op) {
     const std::int64_t fan = correct_fan(w, mode, op);
-    const double gain = calculate_gain(nonlinearity, a);
+    double gain = 0;
+    try {
+        gain = calculate_gain(nonlinearity, a);
+    } catch (const ValueError& e) {
+        throw ValueError(std::string(op) + ": " + e.what());  // name the function the user called
+    }
     return fan > 0 ? gain / std::sqrt(double(fan)) : 0.0;
 }
 
