@@ -15,7 +15,10 @@ namespace xgrad {
 Tensor masked_fill(const Tensor& x, const Tensor& mask, real value);
 // tril / triu on the last two dims (rows i, columns j), any leading batch dims: tril keeps
 //   j - i <= k, triu keeps j - i >= k, the rest is 0. Differentiable (the gradient is masked
-//   the same way). Causal mask: triu(ones({T, T}), 1). Throws ValueError for fewer than 2 dims.
+//   the same way). Throws ValueError for fewer than 2 dims.
+//   Two mask conventions, as PyTorch's: masked_fill FILLS where mask = 1, so the future (keys after
+//   the query) is triu(ones({T, T}), 1); sdpa's attn_mask KEEPS where mask = 1, so the causal one
+//   is tril(ones({T, T})) = nn::functional::causal_mask(T, T).
 Tensor tril(const Tensor& x, std::int64_t k = 0);
 Tensor triu(const Tensor& x, std::int64_t k = 0);
 // eq / ne: 1 where a == v (a != v), else 0; a's shape; no gradient (a constant, like a mask).

@@ -94,7 +94,7 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
                               const Tensor& attn_mask, bool is_causal, std::optional<double> scale) {
     check(!(is_causal && attn_mask.defined()), kSdpa,
           "give attn_mask or is_causal, not both (as PyTorch); to combine them pass "
-          "attn_mask * tril(ones({{Tq, Tk}})) with is_causal = false");
+          "attn_mask * causal_mask(Tq, Tk) with is_causal = false");
     if (attn_mask.defined()) check_mask(attn_mask, scores_shape(s), kSdpa);
     const real factor = static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd))));
 
@@ -108,7 +108,7 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
     }
 
     // keep (Tq, Tk) or attn_mask's shape: 1 where query i may attend key j (causal: j ≤ i, top-left).
-    const Tensor keep = is_causal ? tril(ones({std::int64_t(s.Tq), std::int64_t(s.Tk)})) : attn_mask;
+    const Tensor keep = is_causal ? causal_mask(std::int64_t(s.Tq), std::int64_t(s.Tk)) : attn_mask;
     // scores (..., Tq, Tk), -inf where keep = 0: e^-inf = 0, so those keys get weight 0
     scores = masked_fill(scores, eq(keep, 0), -std::numeric_limits<real>::infinity());
 
@@ -147,6 +147,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     return matmul(weights, v);
 }
 
+// keep (Tq, Tk) = tril(ones): row i keeps keys 0..i (top-left, as PyTorch's is_causal builds it)
+Tensor causal_mask(std::int64_t Tq, std::int64_t Tk) {
+    check(Tq >= 0 && Tk >= 0, "causal_mask", "sizes must be >= 0; got ({}, {})", Tq, Tk);
+    return tril(ones({std::size_t(Tq), std::size_t(Tk)}));
+}
+
 }  // namespace functional
 
 // ---- CausalSelfAttention --------------------------------------------------------------------
@@ -182,9 +188,9 @@ CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) con
     return h;
 }
 
-// keep (B or 1, H or 1, T, T) = attn_mask · tril(ones(T, T)): both must allow a pair.
+// keep (B or 1, H or 1, T, T) = attn_mask · causal_mask(T, T): both must allow a pair.
 Tensor CausalSelfAttention::causal_mask(std::size_t T, const Tensor& attn_mask) const {
-    return attn_mask * tril(ones({std::int64_t(T), std::int64_t(T)}));
+    return attn_mask * functional::causal_mask(std::int64_t(T), std::int64_t(T));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) const {

@@ -9,7 +9,10 @@
 //
 // Masks (no bool dtype): attn_mask holds 1 = may attend (PyTorch's True) or 0 = may not, and
 // broadcasts to (..., Tq, Tk); other values throw ValueError. A fully masked query gets weights 0,
-// so output 0 and zero gradients, never NaN (as PyTorch >= 2.5).
+// so output 0 and zero gradients, never NaN (as PyTorch >= 2.5). The two conventions, as PyTorch's:
+//   masked_fill(x, mask, v)   FILLS where mask = 1   future mask: triu(ones({T, T}), 1)
+//   attn_mask                 KEEPS where mask = 1   causal_mask(Tq, Tk) = tril(ones({Tq, Tk}))
+// so masked_fill(scores, eq(causal_mask(T, T), 0), -inf) is the causal softmax's input.
 // ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2; PyTorch docs,
 //      torch.nn.functional.scaled_dot_product_attention; nanoGPT model.py, CausalSelfAttention.
 #pragma once
@@ -56,6 +59,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // masked). Differentiable; arguments and errors as scaled_dot_product_attention.
 Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask = Tensor(),
                          bool is_causal = false, std::optional<double> scale = std::nullopt);
+
+// The causal keep-mask (Tq, Tk) for attn_mask: 1 where key j may be attended by query i (j ≤ i),
+// 0 above the diagonal; = tril(ones({Tq, Tk})), top-left aligned as is_causal (and PyTorch's) for
+// Tq ≠ Tk. sdpa(q, k, v, causal_mask(Tq, Tk)) equals sdpa(q, k, v, {}, true). No gradient.
+// Throws ValueError for a negative size.
+Tensor causal_mask(std::int64_t Tq, std::int64_t Tk);
 
 }  // namespace functional
 

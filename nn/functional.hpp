@@ -1,12 +1,13 @@
 // nn/functional.hpp — the stateless layers and losses (torch.nn.functional), in one include.
 //
-// Each functional form lives beside its module (nn/linear, embedding, activation, loss); the
+// Each functional form lives beside its module (nn/linear, embedding, activation, loss, attention); the
 // activations below are the core ops under their torch.nn.functional names.
 #pragma once
 
 #include "core/elementwise.hpp"
 #include "core/tensor.hpp"
 #include "nn/activation.hpp"
+#include "nn/attention.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/loss.hpp"

@@ -1,6 +1,6 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
 // Dropout, Sequential, ModuleList, attention (composed and fused), the functional layers and
-// losses, safetensors checkpoints, weight tying and positional encodings.
+// losses, initialisers (nn::init), safetensors checkpoints, weight tying and positional encodings.
 #pragma once
 
 #include "core/ops.hpp"  // the core ops, for programs that include only this header
@@ -10,6 +10,7 @@
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/functional.hpp"
+#include "nn/init.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
 #include "nn/module_list.hpp"

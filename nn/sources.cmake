@@ -1,6 +1,7 @@
 # Sources of xgrad::nn, appended to the library (included from the top-level CMakeLists.txt).
 list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/module.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/init.cpp
   ${CMAKE_CURRENT_LIST_DIR}/serialize.cpp
   ${CMAKE_CURRENT_LIST_DIR}/loss.cpp
   ${CMAKE_CURRENT_LIST_DIR}/activation.cpp

@@ -74,8 +74,8 @@ GPT::GPT(const GPTConfig& config) : config_(checked(config)) {
             return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
         };
         if (name.find("ln_") != std::string::npos) continue;
-        if (ends_with(".bias")) p.mutable_data().fill(0);
-        else p.mutable_data() = randn(p.shape()).data() * real(ends_with("c_proj.weight") ? residual_std : 0.02);
+        if (ends_with(".bias")) nn::init::zeros_(p);
+        else nn::init::normal_(p, 0.0, ends_with("c_proj.weight") ? residual_std : 0.02);
     }
 }
 

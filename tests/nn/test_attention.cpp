@@ -5,7 +5,8 @@
 //     derived by hand, since torch 1.13 gives NaN for it);
 //   * causal leakage: changing position t leaves outputs and input gradients before t
 //     bit-identical;
-//   * fully masked rows give 0 and finite gradients; masks are honoured; hostile shapes throw.
+//   * fully masked rows give 0 and finite gradients; masks are honoured; hostile shapes throw;
+//   * causal_mask is is_causal's keep-mask (hand values; equal sdpa outputs for Tq ≠ Tk).
 // Shapes: q, k (B, H, T, hd), v (B, H, Tk, hv); x (B, T, d).
 #include <catch2/catch.hpp>
 
@@ -14,6 +15,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <xtensor/xbuilder.hpp>
@@ -98,6 +100,30 @@ TEST_CASE("scaled_dot_product_attention: two keys worked by hand") {
     require_values(F::scaled_dot_product_attention(Tensor({{1, 0}}), Tensor({{1, 0}, {0, 1}}),
                                                    Tensor({{1, 2}, {3, 4}}), Tensor(), true),
                    Tensor({{1, 2}}));
+}
+
+TEST_CASE("causal_mask: the keep-mask of is_causal, top-left aligned as PyTorch's") {
+    // PyTorch's sdpa reference code: temp_mask = ones(L, S, dtype=bool).tril(diagonal=0), 1 = attend.
+    require_values(F::causal_mask(3, 3), Tensor({{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}), 0);
+    require_values(F::causal_mask(2, 4), Tensor({{1, 0, 0, 0}, {1, 1, 0, 0}}), 0);
+    require_values(F::causal_mask(4, 2), Tensor({{1, 0}, {1, 1}, {1, 1}, {1, 1}}), 0);
+    REQUIRE(F::causal_mask(0, 3).shape() == Shape{0, 3});
+    REQUIRE(!F::causal_mask(2, 2).requires_grad());
+    REQUIRE_THROWS_AS(F::causal_mask(-1, 3), ValueError);
+    // masked_fill's convention is the opposite: it fills where its mask is 1, the future.
+    require_values(eq(F::causal_mask(3, 3), 0), triu(ones({3, 3}), 1), 0);
+}
+
+TEST_CASE("causal_mask: sdpa(attn_mask = causal_mask(Tq, Tk)) equals sdpa(is_causal = true)") {
+    manual_seed(21);
+    for (auto [Tq, Tk] : {std::pair<std::size_t, std::size_t>{4, 4}, {3, 5}, {5, 3}}) {
+        INFO("Tq " << Tq << " Tk " << Tk);
+        const Tensor q = randn({2, 2, Tq, 4}), k = randn({2, 2, Tk, 4}), v = randn({2, 2, Tk, 3});
+        const Tensor by_mask = F::scaled_dot_product_attention(q, k, v, F::causal_mask(Tq, Tk));
+        REQUIRE(bits_equal(by_mask, F::scaled_dot_product_attention(q, k, v, Tensor(), /*is_causal=*/true)));
+        // and it differs from the unmasked attention, so the comparison can fail
+        REQUIRE(!bits_equal(by_mask, F::scaled_dot_product_attention(q, k, v)));
+    }
 }
 
 TEST_CASE("scaled_dot_product_attention: a fully masked row gives 0 and finite gradients") {
