@@ -36,7 +36,7 @@ Array sum_to(Array grad, const ArrayShape& shape) {
 }
 
 
-static void check_broadcastable(const Tensor& a, const Tensor& b, const char* op) {
+void check_broadcastable(const Tensor& a, const Tensor& b, const char* op) {
     const auto& sa = a.data().shape();
     const auto& sb = b.data().shape();
     const std::size_t n = std::max(sa.size(), sb.size());

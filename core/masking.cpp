@@ -1,4 +1,4 @@
-// core/masking.cpp — masks: masked_fill, tril / triu, and the comparisons eq / ne that make them.
+// core/masking.cpp — masks: masked_fill, tril / triu (comparisons that make masks: core/comparison.cpp).
 //
 // Causal attention hides the future (-inf above the diagonal of scores (B, H, T, T)):
 //     Tensor causal = triu(ones({T, T}), 1);                     // (T, T), 1 above the diagonal
@@ -81,12 +81,5 @@ static Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* 
 
 Tensor tril(const Tensor& x, std::int64_t k) { return triangle(x, k, /*lower=*/true, "tril"); }
 Tensor triu(const Tensor& x, std::int64_t k) { return triangle(x, k, /*lower=*/false, "triu"); }
-
-// ---- eq / ne -------------------------------------------------------------------------------------------
-// y = 1 where a == v (eq) or a != v (ne), else 0.    a (...), y a's shape, no gradient
-// (xt::equal compares elementwise; `==` on xtensor arrays compares whole arrays.)
-// ref: PyTorch docs, torch.eq / torch.ne (they return bool; xgrad returns 1/0 reals).
-Tensor eq(const Tensor& a, real v) { return from_array(Array(xt::cast<real>(xt::equal(a.data(), v)))); }
-Tensor ne(const Tensor& a, real v) { return from_array(Array(xt::cast<real>(xt::not_equal(a.data(), v)))); }
 
 }  // namespace xgrad

@@ -1,8 +1,10 @@
-// core/masking.hpp — masks as tensors: masked_fill, tril/triu, eq/ne (core/masking.cpp). Part of core/ops.hpp.
+// core/masking.hpp — masks as tensors: masked_fill, tril/triu (core/masking.cpp). Part of core/ops.hpp.
+// A mask is usually made by a comparison (eq, ne, lt, ...), so this header brings them along.
 #pragma once
 
 #include <cstdint>
 #include "core/autograd.hpp"
+#include "core/comparison.hpp"
 #include "core/tensor.hpp"
 
 namespace xgrad {
@@ -21,9 +23,5 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value);
 //   is tril(ones({T, T})) = nn::functional::causal_mask(T, T).
 Tensor tril(const Tensor& x, std::int64_t k = 0);
 Tensor triu(const Tensor& x, std::int64_t k = 0);
-// eq / ne: 1 where a == v (a != v), else 0; a's shape; no gradient (a constant, like a mask).
-//   NaN == NaN is false, as in IEEE and PyTorch.
-Tensor eq(const Tensor& a, real v);
-Tensor ne(const Tensor& a, real v);
 
 }  // namespace xgrad

@@ -9,6 +9,10 @@
 
 namespace xgrad {
 
+// Throws ValueError naming `op` and both shapes unless a and b broadcast (NumPy/PyTorch rules) to a
+// shape of at most kMaxNumel elements. Defined in core/elementwise.cpp, beside the ops that use it.
+void check_broadcastable(const Tensor& a, const Tensor& b, const char* op);
+
 // Element (o, i, j) sits at flat offset (o·n + i)·inner + j.
 struct DimSplit {
     std::size_t outer = 1, n = 1, inner = 1;

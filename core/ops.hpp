@@ -20,7 +20,8 @@
 #include "core/softmax.hpp"      // softmax softmax_composed log_softmax
 #include "core/indexing.hpp"     // index_select one_hot check_ids
 #include "core/slicing.hpp"      // narrow split chunk
-#include "core/masking.hpp"      // masked_fill tril triu eq ne
+#include "core/masking.hpp"      // masked_fill tril triu
+#include "core/comparison.hpp"   // eq ne lt le gt ge (0/1 masks), allclose, equal
 #include "core/math_ops.hpp"     // sqrt rsqrt var
 
 namespace xgrad {

@@ -313,6 +313,9 @@ std::ostream& operator<<(std::ostream& os, const IndexTensor& t) {
     return os;
 }
 
+std::ostream& operator<<(std::ostream& os, const Array& a) { return xt::pretty_print(a, os); }
+std::ostream& operator<<(std::ostream& os, const IndexArray& a) { return xt::pretty_print(a, os); }
+
 // ---- factories -------------------------------------------------------------------------------
 
 Tensor from_array(Array data, bool rg) { return Tensor(make_impl(std::move(data), rg)); }

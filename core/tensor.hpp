@@ -303,6 +303,11 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 // Prints "Tensor(shape=(2, 3), requires_grad=true)" followed by the values (small tensors).
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::ostream& operator<<(std::ostream& os, const IndexTensor& t);
+// Prints the values alone, as the lines under a Tensor's header: std::cout << t.data(). Found by
+// argument-dependent lookup (MallocAllocator is xgrad's), and, matching exactly, preferred over
+// the template of <xtensor/xio.hpp> where both are visible.
+std::ostream& operator<<(std::ostream& os, const Array& a);
+std::ostream& operator<<(std::ostream& os, const IndexArray& a);
 
 // ---- large arrays on huge pages ------------------------------------------------------------
 // Asks Linux for 2 MiB transparent huge pages behind an array of 32 MiB or more (else a no-op),

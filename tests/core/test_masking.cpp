@@ -1,4 +1,4 @@
-// tests/core/test_masking.cpp — masked_fill, tril, triu, eq and ne of core/masking.cpp (float32):
+// tests/core/test_masking.cpp — masked_fill, tril and triu of core/masking.cpp (float32):
 // by hand, against PyTorch (tests/reference/core_ops_reference.hpp), a mask that does not
 // broadcast, and a mask changed in place before the backward. Gradchecks: gradcheck_masking.cpp.
 #include <catch2/catch.hpp>
@@ -32,7 +32,7 @@ void require_same_with_inf(const Tensor& t, const Tensor& expected) {
 
 }  // namespace
 
-// ==== masked_fill / tril / triu / eq / ne ===========================================================
+// ==== masked_fill / tril / triu ========================================================================
 
 TEST_CASE("masked_fill - by hand with a broadcast row mask", "[masking]") {
     Tensor x({{1, 2, 3}, {4, 5, 6}}, true);
@@ -101,20 +101,6 @@ TEST_CASE("tril and triu - by hand and against PyTorch with offsets", "[masking]
     require_values(leaf_m.grad(), Tensor({{1, 1}, {0, 1}}));
     REQUIRE_THROWS_AS(tril(zeros({3})), ValueError);
     REQUIRE_THROWS_WITH(triu(zeros({3})), Contains("triu") && Contains("at least 2 dims") && Contains("(3)"));
-}
-
-TEST_CASE("eq and ne - 0/1 tensors without gradient", "[masking]") {
-    Tensor a({{0, 2, 0}, {1, 0, -0.0}}, true);
-    Tensor e = eq(a, 0), n = ne(a, 0);
-    require_values(e, Tensor({{1, 0, 1}, {0, 1, 1}}));  // -0 == 0
-    require_values(n, Tensor({{0, 1, 0}, {1, 0, 0}}));
-    REQUIRE_FALSE(e.requires_grad());
-    REQUIRE_FALSE(n.requires_grad());
-    const real nan = std::numeric_limits<real>::quiet_NaN();
-    require_values(eq(Tensor({nan, 1}), nan), Tensor({0, 0}));  // NaN equals nothing
-    require_values(ne(Tensor({nan, 1}), 1), Tensor({1, 0}));
-    // A learner's mask from data, no xtensor code: fill where a is 0.
-    require_values(masked_fill(a, eq(a, 0), -1).detach(), Tensor({{-1, 2, -1}, {1, -1, -1}}));
 }
 
 // masked_fill's backward read the mask through its handle, but the mask was not among the
