@@ -199,7 +199,8 @@ std::string memory_summary(const MemoryReport& report, std::size_t largest) {
     std::vector<const MemoryRow*> rows;
     for (const MemoryRow& r : report.rows) rows.push_back(&r);
     auto bytes = [](const MemoryRow* r) { return r->param_bytes + r->grad_bytes + r->state_bytes(); };
-    std::stable_sort(rows.begin(), rows.end(), [&](const MemoryRow* a, const MemoryRow* b) { return bytes(a) > bytes(b); });
+    std::stable_sort(rows.begin(), rows.end(),  // largest first; equal sizes in param_groups() order
+                     [&](const MemoryRow* a, const MemoryRow* b) { return bytes(a) > bytes(b); });
     rows.resize(std::min(largest, rows.size()));
     std::ostringstream os;
     write_table(os, report, rows);

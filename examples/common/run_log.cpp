@@ -86,7 +86,8 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
        << "plot '" << dir << "/loss.csv' using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
        << "     '" << dir << "/loss_ema.csv' using 1:2 every ::1 with lines lw 2 lc rgb '#2c5d9f' title "
        << fmt::format("'train (EMA {:g})'", ema_weight) << ", \\\n"
-       << "     '" << dir << "/loss.csv' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' title 'validation'\n";
+       << "     '" << dir << "/loss.csv' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' "
+       << "title 'validation'\n";
     return run_gnuplot(dir + "/loss.gp", gp.str(), dir + "/loss.png", "loss curve");
 }
 

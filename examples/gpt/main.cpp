@@ -180,7 +180,8 @@ static int run(Config cfg, bool prompt_given) {
     // AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter. The 5 largest tensors, or all.
     const optim::MemoryReport memory = opt->memory_report();
     fmt::print("\noptimizer memory after training ({})\n",
-               cfg.verbose ? "every tensor" : fmt::format("the 5 largest of {} tensors; --verbose for all", memory.rows.size()));
+               cfg.verbose ? std::string("every tensor")
+                           : fmt::format("the 5 largest of {} tensors; --verbose for all", memory.rows.size()));
     if (cfg.verbose) std::cout << memory << "\n";
     else fmt::print("{}\n", optim::memory_summary(memory, 5));
 
@@ -243,7 +244,8 @@ int main(int argc, char** argv) {
     app.add_option("--top-k", cfg.top_k, "sample only among the k likeliest characters (0: all)")->capture_default_str()->check(non_negative);
     app.add_option("--heatmap-layer", cfg.heatmap_layer, "block whose attention attention.png shows (-1: the last)")->capture_default_str()->check(CLI::Range(-1, 255));
     app.add_option("--heatmap-head", cfg.heatmap_head, "head whose attention attention.png shows")->capture_default_str()->check(CLI::Range(0, 255));
-    app.add_flag("--verbose", cfg.verbose, "print the optimizer memory table of every parameter tensor, not only the 5 largest");
+    app.add_flag("--verbose", cfg.verbose,
+                 "print the optimizer memory table of every parameter tensor, not only the 5 largest");
     auto* prompt = app.add_option("--prompt", cfg.prompt, "text the samples continue (characters must be in the vocabulary)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     m.tie = !no_tie;

@@ -79,8 +79,8 @@ std::string graph_memory_report(const Tensor& loss, const GPT& model, int batch,
         w_human = std::max(w_human, l.human.size());
     }
     const auto& c = model.config();
-    std::string out = fmt::format("graph memory after the first forward (B {}, T {}: what the graph keeps alive for backward)\n",
-                                  batch, c.block);
+    std::string out = fmt::format(
+        "graph memory after the first forward (B {}, T {}: what the graph keeps alive for backward)\n", batch, c.block);
     for (const Line& l : lines) {
         const std::string row = fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}{}", l.name, w_name, l.tensors, w_tensors,
                                             l.bytes, w_bytes, l.human, w_human, l.note);

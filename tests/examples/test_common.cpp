@@ -99,7 +99,8 @@ TEST_CASE("plot_losses writes the EMA of the train losses as loss_ema.csv", "[ex
     }
     examples::plot_losses(dir.path.string(), "t", "[0:4]", 0.5);  // draws loss.png only if gnuplot is installed
     REQUIRE(read_bytes(dir.file("loss_ema.csv")) == "step,train_loss_ema\n10,1.000000\n20,1.666667\n30,2.428571\n");
-    REQUIRE_THROWS_WITH(examples::plot_losses(dir.file("missing")), Catch::Contains("loss.csv: cannot open for reading"));
+    REQUIRE_THROWS_WITH(examples::plot_losses(dir.file("missing")),
+                        Catch::Contains("loss.csv: cannot open for reading"));
 }
 
 TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 and a bad rng state",

@@ -40,7 +40,8 @@ double log_sum_exp(const std::vector<double>& x) {
 // =============================================================================================
 
 TEST_CASE("CrossEntropyOptions: the setters chain, set their field and leave the others", "[nn][loss][cross_entropy]") {
-    const auto o = F::CrossEntropyOptions().set_reduction(nn::Reduction::Sum).set_ignore_index(1).set_label_smoothing(0.25);
+    const auto o =
+        F::CrossEntropyOptions().set_reduction(nn::Reduction::Sum).set_ignore_index(1).set_label_smoothing(0.25);
     REQUIRE(o.reduction == nn::Reduction::Sum);
     REQUIRE(o.ignore_index == 1);
     REQUIRE(o.label_smoothing == 0.25);

@@ -161,7 +161,8 @@ TEST_CASE("memory_summary shows the largest rows first, one line for the rest, t
     REQUIRE(lines[6] == "... 1 smaller tensors not shown: parameters 16 B, state 40 B");
     REQUIRE(lines[8].rfind("total ", 0) == 0);
     REQUIRE(lines[8].find(" 3512 ") != std::string::npos);  // the state of all three rows
-    REQUIRE(lines[9] == "parameters 1.70 KiB, gradients 1.70 KiB, optimizer state 3.43 KiB (2.01 x the parameter bytes)");
+    REQUIRE(lines[9] ==
+            "parameters 1.70 KiB, gradients 1.70 KiB, optimizer state 3.43 KiB (2.01 x the parameter bytes)");
     for (std::size_t i : {2, 3, 4, 5, 7, 8}) REQUIRE(lines[i].size() == lines[1].size());
     // Room for every row: the full table, in param_groups() order.
     std::ostringstream full;
