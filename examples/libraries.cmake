@@ -6,7 +6,7 @@
 #                          Included as "common/checkpoint.hpp"; its include path is examples/, so
 #                          "char_mlp/model.hpp" (header-only) is reachable the same way.
 #   word2vec_lib           examples/word2vec's data and similarity code (tests/examples/test_word2vec.cpp)
-#   gpt_lib                examples/gpt's data and model (tests/examples/test_gpt.cpp)
+#   gpt_lib                examples/gpt's data, model and reports (tests/examples/test_gpt.cpp)
 # An example links xgrad_examples_common and its own library, never another example's sources.
 # Included from examples/CMakeLists.txt, and from tests/CMakeLists.txt when the examples are off.
 include_guard(GLOBAL)
@@ -21,5 +21,6 @@ target_link_libraries(xgrad_examples_common PUBLIC xgrad)
 add_library(word2vec_lib STATIC ${_xgrad_examples}/word2vec/corpus.cpp ${_xgrad_examples}/word2vec/similarity.cpp)
 target_link_libraries(word2vec_lib PUBLIC xgrad_examples_common)
 
-add_library(gpt_lib STATIC ${_xgrad_examples}/gpt/data.cpp ${_xgrad_examples}/gpt/model.cpp)
+add_library(gpt_lib STATIC ${_xgrad_examples}/gpt/data.cpp ${_xgrad_examples}/gpt/model.cpp
+            ${_xgrad_examples}/gpt/report.cpp)
 target_link_libraries(gpt_lib PUBLIC xgrad_examples_common)

@@ -73,6 +73,11 @@ struct CausalSelfAttentionOptions {
     bool bias = true;      // c_attn and c_proj have biases
     bool rope = false;     // rotate q and k by their positions (apply_rotary, Su et al. 2021)
     bool fused = true;     // nanoGPT's self.flash: fused_causal_attention where it is exact
+
+    CausalSelfAttentionOptions& set_dropout(double p) { dropout = p; return *this; }
+    CausalSelfAttentionOptions& set_bias(bool b) { bias = b; return *this; }
+    CausalSelfAttentionOptions& set_rope(bool r) { rope = r; return *this; }
+    CausalSelfAttentionOptions& set_fused(bool f) { fused = f; return *this; }
 };
 
 // Multi-head causal self-attention, as nanoGPT's:

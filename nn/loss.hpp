@@ -20,6 +20,10 @@ struct CrossEntropyOptions {
     Reduction reduction = Reduction::Mean;
     std::int64_t ignore_index = -100;  // targets equal to this contribute nothing
     double label_smoothing = 0.0;      // in [0, 1]
+
+    CrossEntropyOptions& set_reduction(Reduction r) { reduction = r; return *this; }
+    CrossEntropyOptions& set_ignore_index(std::int64_t i) { ignore_index = i; return *this; }
+    CrossEntropyOptions& set_label_smoothing(double e) { label_smoothing = e; return *this; }
 };
 
 // Softmax cross-entropy, fused. logits (N, C) with targets (N,), or (B, T, C) with (B, T): the

@@ -12,6 +12,7 @@
 // Legend: V rows, d width, k rows present in a row-sparse gradient, n elements.
 #include <algorithm>
 #include <ostream>
+#include <sstream>
 
 #include "optim/optimizer.hpp"
 
@@ -111,10 +112,10 @@ const char* last_update_name(LastUpdate u) {
     }
 }
 
-}  // namespace
-
-std::ostream& operator<<(std::ostream& os, const MemoryReport& report) {
-    // Two header lines (name, unit), one line per parameter, a rule, the total.
+// The table of the `shown` rows (in that order), one line summing the rows left out (if any),
+// then the total of every row and the summary line. Two header lines (name, unit); text columns
+// left-aligned, numbers right-aligned, each as wide as its widest cell.
+void write_table(std::ostream& os, const MemoryReport& report, const std::vector<const MemoryRow*>& shown) {
     using Line = std::vector<std::string>;
     Line names{"name", "shape", "numel", "param", "grad"};
     Line units{"", "", "elements", "B", "B"};
@@ -137,7 +138,7 @@ std::ostream& operator<<(std::ostream& os, const MemoryReport& report) {
         return line;
     };
     std::vector<Line> body;
-    for (const auto& r : report.rows) body.push_back(cells(r, false));
+    for (const MemoryRow* r : shown) body.push_back(cells(*r, false));
     const MemoryRow total = report.total();
     const Line total_line = cells(total, true);
 
@@ -168,6 +169,13 @@ std::ostream& operator<<(std::ostream& os, const MemoryReport& report) {
     print(units);
     os << std::string(rule - 2, '-') << "\n";
     for (const auto& l : body) print(l);
+    if (shown.size() < report.rows.size()) {
+        std::size_t params = 0, state = 0;
+        for (const MemoryRow& r : report.rows) params += r.param_bytes, state += r.state_bytes();
+        for (const MemoryRow* r : shown) params -= r->param_bytes, state -= r->state_bytes();
+        os << fmt::format("... {} smaller tensors not shown: parameters {}, state {}\n",
+                          report.rows.size() - shown.size(), human_bytes(params), human_bytes(state));
+    }
     os << std::string(rule - 2, '-') << "\n";
     print(total_line);
     const double ratio = total.param_bytes == 0 ? 0.0
@@ -176,7 +184,27 @@ std::ostream& operator<<(std::ostream& os, const MemoryReport& report) {
     os << fmt::format("parameters {}, gradients {}, optimizer state {} ({:.2f} x the parameter bytes)",
                       human_bytes(total.param_bytes), human_bytes(total.grad_bytes),
                       human_bytes(total.state_bytes()), ratio);
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const MemoryReport& report) {
+    std::vector<const MemoryRow*> all;
+    for (const MemoryRow& r : report.rows) all.push_back(&r);
+    write_table(os, report, all);
     return os;
+}
+
+std::string memory_summary(const MemoryReport& report, std::size_t largest) {
+    std::vector<const MemoryRow*> rows;
+    for (const MemoryRow& r : report.rows) rows.push_back(&r);
+    auto bytes = [](const MemoryRow* r) { return r->param_bytes + r->grad_bytes + r->state_bytes(); };
+    std::stable_sort(rows.begin(), rows.end(),  // largest first; equal sizes in param_groups() order
+                     [&](const MemoryRow* a, const MemoryRow* b) { return bytes(a) > bytes(b); });
+    rows.resize(std::min(largest, rows.size()));
+    std::ostringstream os;
+    write_table(os, report, rows);
+    return os.str();
 }
 
 }  // namespace xgrad::optim

@@ -79,6 +79,9 @@ struct MemoryReport {
 
 // An aligned table of exact bytes per column, then a summary line in B/KiB/MiB/GiB.
 std::ostream& operator<<(std::ostream& os, const MemoryReport& report);
+// The same table with only the `largest` rows of most bytes (parameter + gradient + state), largest
+// first, and one line summing the rows left out; the total and the summary line still count every row.
+std::string memory_summary(const MemoryReport& report, std::size_t largest = 5);
 // "812 B", "1.50 KiB", "3.00 MiB" (powers of 1024).
 std::string human_bytes(std::size_t bytes);
 

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -35,7 +37,45 @@ void LossLog::write(int step, double train_loss, double val_loss, double lr) {
     out_.flush();
 }
 
-std::string plot_losses(const std::string& dir, const std::string& title, const std::string& yrange) {
+std::vector<double> ema_smooth(const std::vector<double>& values, double weight) {
+    if (!(weight >= 0 && weight < 1))
+        throw std::invalid_argument(fmt::format("ema_smooth: weight {} is outside [0, 1)", weight));
+    std::vector<double> smoothed(values.size());
+    double m = 0, debias = 1;  // m_i and w^i
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const double x = values[i];
+        if (!std::isfinite(x)) {
+            smoothed[i] = x;
+            continue;
+        }
+        m = weight * m + (1 - weight) * x;
+        debias *= weight;
+        smoothed[i] = m / (1 - debias);
+    }
+    return smoothed;
+}
+
+std::string plot_losses(const std::string& dir, const std::string& title, const std::string& yrange,
+                        double ema_weight) {
+    // Rows of loss.csv: "step,train_loss,val_loss,lr", after a header line.
+    std::ifstream csv(dir + "/loss.csv");
+    if (!csv) throw std::runtime_error(fmt::format("{}/loss.csv: cannot open for reading", dir));
+    std::vector<std::string> steps;
+    std::vector<double> train;
+    std::string line;
+    std::getline(csv, line);
+    while (std::getline(csv, line)) {
+        const std::size_t a = line.find(','), b = line.find(',', a + 1);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        steps.push_back(line.substr(0, a));
+        train.push_back(std::strtod(line.substr(a + 1, b - a - 1).c_str(), nullptr));
+    }
+    const std::vector<double> ema = ema_smooth(train, ema_weight);
+    std::ofstream out(dir + "/loss_ema.csv");
+    out << "step,train_loss_ema\n";
+    for (std::size_t i = 0; i < ema.size(); ++i) out << fmt::format("{},{:.6f}\n", steps[i], ema[i]);
+    out.close();
+
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,540 noenhanced\n"
        << "set output '" << dir << "/loss.png'\n"
@@ -44,8 +84,10 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
        << "set xlabel 'step'\nset ylabel 'loss (nats)'\nset grid\nset key top right\n"
        << "set yrange " << yrange << "\n"
        << "plot '" << dir << "/loss.csv' using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
-       << "     '' using 1:2 every ::1 smooth bezier lw 2 lc rgb '#2c5d9f' title 'train (smoothed)', \\\n"
-       << "     '' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' title 'validation'\n";
+       << "     '" << dir << "/loss_ema.csv' using 1:2 every ::1 with lines lw 2 lc rgb '#2c5d9f' title "
+       << fmt::format("'train (EMA {:g})'", ema_weight) << ", \\\n"
+       << "     '" << dir << "/loss.csv' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' "
+       << "title 'validation'\n";
     return run_gnuplot(dir + "/loss.gp", gp.str(), dir + "/loss.png", "loss curve");
 }
 

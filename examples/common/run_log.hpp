@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace examples {
 
@@ -20,10 +21,24 @@ private:
     std::ofstream out_;
 };
 
-// Draws out_dir/loss.csv into out_dir/loss.png with gnuplot when it is installed (common/gnuplot.hpp);
-// returns the note to print. `title` and the y range (gnuplot syntax, in nats) default to char_mlp's.
+// TensorBoard's smoothing of a scalar curve: a debiased exponential moving average, weight w.
+//     m_0 = 0,   m_i = w·m_(i-1) + (1 - w)·x_i,   s_i = m_i / (1 - w^i)        i = 1, 2, ...
+// Dividing by 1 - w^i removes the pull of the zero start: s_1 = x_1, and each s_i is a weighted
+// mean of x_1..x_i with weights ∝ w^(i-j), about the last 1/(1 - w) points. It trails a falling
+// curve a little, but a last noisy minibatch moves it by only (1 - w) of its noise. A non-finite
+// x_i is copied through and left out of the average. values: any length; returns the same length.
+// Throws std::invalid_argument if w is outside [0, 1).
+// ref: TensorBoard, tensorboard/components/vz_line_chart2/line-chart.ts (resmoothDataset)
+std::vector<double> ema_smooth(const std::vector<double>& values, double weight);
+
+// Draws out_dir/loss.csv into out_dir/loss.png with gnuplot when it is installed (common/gnuplot.hpp):
+// the minibatch losses, their ema_smooth with weight `ema_weight` (written to out_dir/loss_ema.csv,
+// "step,train_loss_ema", so gnuplot only draws) and the validation losses. Returns the note to print.
+// `title` and the y range (gnuplot syntax, in nats) default to char_mlp's; a weight of 0.99 averages
+// about the last 100 rows (1,000 steps at one row per 10 steps). Throws std::runtime_error if
+// loss.csv cannot be read, std::invalid_argument for a weight outside [0, 1).
 std::string plot_losses(const std::string& out_dir, const std::string& title = "char_mlp: cross-entropy loss (nats)",
-                        const std::string& yrange = "[1.5:3.5]");
+                        const std::string& yrange = "[1.5:3.5]", double ema_weight = 0.99);
 
 // One status line per update: "step s/total  loss (nats)  lr  steps/s  ETA (s)  [val (nats)]",
 // rewritten in place ('\r') on a terminal, plain lines otherwise.

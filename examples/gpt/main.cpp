@@ -10,7 +10,7 @@
 //
 // Run:  build/examples/gpt                 (the defaults; minutes on one core)
 //       build/examples/gpt --help          (every flag, with units and defaults)
-// Writes to --out: loss.csv, loss.png, attention.csv, attention.png, checkpoint.safetensors
+// Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png, checkpoint.safetensors
 // (model and optimizer, for --resume) and model.safetensors (the weights alone, nanoGPT's names,
 // for bench/gpt_to_torch.py).
 #include <algorithm>
@@ -63,6 +63,7 @@ struct Config {
     std::string heatmap_text = "Ge1:1 In the beginning God created the heaven and the earth.";
     int heatmap_layer = -1;       // -1: the last block
     int heatmap_head = 0;
+    bool verbose = false;         // the optimizer's full memory table instead of its summary
 };
 
 static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
@@ -130,15 +131,13 @@ static int run(Config cfg, bool prompt_given) {
         fmt::print("{}\n", heatmap());
         return 0;
     }
-    std::cout << opt->memory_report() << "\n";
-
     // ---- the graph's memory, once, on the first fixed validation batch (no rng drawn) ---------
     {
         const std::vector<std::size_t> first(fixed_offsets(split.val.size(), int(m.block), std::size_t(cfg.batch_size)));
         const Batch w = windows(split.val, first, int(m.block));
         const std::size_t before = malloc_in_use();
         Tensor loss = nn::functional::cross_entropy(model.forward(w.x), w.y);
-        print_graph_memory(loss, model, cfg.batch_size, malloc_in_use() - before);
+        fmt::print("{}", graph_memory_report(loss, model, cfg.batch_size, malloc_in_use() - before));
     }
 
     // ---- the training loop ------------------------------------------------------------------------
@@ -178,8 +177,13 @@ static int run(Config cfg, bool prompt_given) {
     fmt::print("wall time        {:.1f} s{}\n", examples::now_seconds() - t0,
                start > 0 ? " (this process, since the resume)" : "");
 
-    std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
-              << opt->memory_report() << "\n";
+    // AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter. The 5 largest tensors, or all.
+    const optim::MemoryReport memory = opt->memory_report();
+    fmt::print("\noptimizer memory after training ({})\n",
+               cfg.verbose ? std::string("every tensor")
+                           : fmt::format("the 5 largest of {} tensors; --verbose for all", memory.rows.size()));
+    if (cfg.verbose) std::cout << memory << "\n";
+    else fmt::print("{}\n", optim::memory_summary(memory, 5));
 
     if (cfg.sample > 0 && !prompt_given) {  // the default prompt, in a text that lacks its characters
         const bool ok = std::all_of(cfg.prompt.begin(), cfg.prompt.end(),
@@ -193,7 +197,8 @@ static int run(Config cfg, bool prompt_given) {
                    sample_text(model, vocab, cfg.prompt, cfg.sample, cfg.temperature, cfg.top_k, sample_rng));
     }
     fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
-    fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]"));
+    // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
+    fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
     fmt::print("{}\n", heatmap());
     return 0;
 }
@@ -239,6 +244,8 @@ int main(int argc, char** argv) {
     app.add_option("--top-k", cfg.top_k, "sample only among the k likeliest characters (0: all)")->capture_default_str()->check(non_negative);
     app.add_option("--heatmap-layer", cfg.heatmap_layer, "block whose attention attention.png shows (-1: the last)")->capture_default_str()->check(CLI::Range(-1, 255));
     app.add_option("--heatmap-head", cfg.heatmap_head, "head whose attention attention.png shows")->capture_default_str()->check(CLI::Range(0, 255));
+    app.add_flag("--verbose", cfg.verbose,
+                 "print the optimizer memory table of every parameter tensor, not only the 5 largest");
     auto* prompt = app.add_option("--prompt", cfg.prompt, "text the samples continue (characters must be in the vocabulary)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     m.tie = !no_tie;

@@ -44,7 +44,7 @@ double evaluate_random(const GPT& model, const Ids& data, int batch, int n_batch
 
 std::size_t malloc_in_use() { return mallinfo2().uordblks; }
 
-void print_graph_memory(const Tensor& loss, const GPT& model, int batch, std::size_t malloc_delta) {
+std::string graph_memory_report(const Tensor& loss, const GPT& model, int batch, std::size_t malloc_delta) {
     struct Kind {
         std::size_t tensors = 0, bytes = 0;
     };
@@ -57,23 +57,40 @@ void print_graph_memory(const Tensor& loss, const GPT& model, int batch, std::si
         ++k.tensors, k.bytes += bytes, total += bytes;
     });
     std::vector<std::pair<std::string, Kind>> rows(kinds.begin(), kinds.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
+    std::stable_sort(rows.begin(), rows.end(),  // largest first; equal sizes stay in name order
+                     [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
 
-    const auto& c = model.config();
-    fmt::print("graph memory after the first forward (B {}, T {}: what the graph keeps alive for backward)\n",
-               batch, c.block);
-    fmt::print("  {:<24} {:>8} {:>12} {:>11}\n", "tensor made by op", "tensors", "bytes", "");
-    for (const auto& [name, k] : rows)
-        fmt::print("  {:<24} {:>8} {:>12} {:>11}\n", name, k.tensors, k.bytes, optim::human_bytes(k.bytes));
     const std::size_t hidden = malloc_delta > total ? malloc_delta - total : 0;
-    fmt::print("  {:<24} {:>8} {:>12} {:>11}\n", "total (tensors)", "", total, optim::human_bytes(total));
-    fmt::print("  {:<24} {:>8} {:>12} {:>11}   (malloc in use after forward − before: {})\n",
-               "+ inside closures, nodes", "", hidden, optim::human_bytes(hidden), optim::human_bytes(malloc_delta));
+    // Cells as strings first, so each column is as wide as its widest cell (op names vary with --pos).
+    struct Line {
+        std::string name, tensors, bytes, human, note;
+    };
+    std::vector<Line> lines{{"tensor made by op", "tensors", "bytes", "", ""}};
+    for (const auto& [name, k] : rows)
+        lines.push_back({name, std::to_string(k.tensors), std::to_string(k.bytes), optim::human_bytes(k.bytes), ""});
+    lines.push_back({"total (tensors)", "", std::to_string(total), optim::human_bytes(total), ""});
+    lines.push_back({"+ inside closures, nodes", "", std::to_string(hidden), optim::human_bytes(hidden),
+                     fmt::format("   (malloc in use after forward − before: {})", optim::human_bytes(malloc_delta))});
+    std::size_t w_name = 0, w_tensors = 0, w_bytes = 0, w_human = 0;
+    for (const Line& l : lines) {
+        w_name = std::max(w_name, l.name.size());
+        w_tensors = std::max(w_tensors, l.tensors.size());
+        w_bytes = std::max(w_bytes, l.bytes.size());
+        w_human = std::max(w_human, l.human.size());
+    }
+    const auto& c = model.config();
+    std::string out = fmt::format(
+        "graph memory after the first forward (B {}, T {}: what the graph keeps alive for backward)\n", batch, c.block);
+    for (const Line& l : lines) {
+        const std::string row = fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}{}", l.name, w_name, l.tensors, w_tensors,
+                                            l.bytes, w_bytes, l.human, w_human, l.note);
+        out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+    }
     const std::size_t params = model.num_parameters() * sizeof(real);
-    fmt::print("  beside: parameters {}, gradients {}, AdamW state {} (exp_avg + exp_avg_sq); the graph is {:.1f}x "
-               "the parameters\n",
-               optim::human_bytes(params), optim::human_bytes(params), optim::human_bytes(2 * params),
-               double(std::max(malloc_delta, total)) / double(params));
+    return out + fmt::format("  beside: parameters {}, gradients {}, AdamW state {} (exp_avg + exp_avg_sq); the graph "
+                             "is {:.1f}x the parameters\n",
+                             optim::human_bytes(params), optim::human_bytes(params), optim::human_bytes(2 * params),
+                             double(std::max(malloc_delta, total)) / double(params));
 }
 
 std::string sample_text(const GPT& model, const Vocab& vocab, const std::string& prompt, int n, double temperature,

@@ -23,12 +23,13 @@ double evaluate_random(const GPT& model, const Ids& data, int batch, int n_batch
 
 // The memory a training step's graph holds between forward and backward. Walks the graph
 // below `loss` (xgrad::visit_graph) and sums the bytes of every tensor it keeps alive, by the
-// op that made it (parameters excluded: they are counted as parameters), then prints them
-// beside the parameter, gradient and AdamW-state bytes. `malloc_delta` (bytes, from glibc's
+// op that made it (parameters excluded: they are counted as parameters), and returns them as a
+// table (op, tensors, bytes, KiB/MiB; each column as wide as its widest cell, largest first)
+// followed by the parameter, gradient and AdamW-state bytes. `malloc_delta` (bytes, from glibc's
 // mallinfo2 before and after the forward) counts everything the forward left allocated; the
 // part the walk cannot see (arrays saved inside backward closures, the nodes themselves) is
-// printed as the difference.
-void print_graph_memory(const Tensor& loss, const GPT& model, int batch, std::size_t malloc_delta);
+// shown as the difference.
+std::string graph_memory_report(const Tensor& loss, const GPT& model, int batch, std::size_t malloc_delta);
 
 // Bytes currently allocated by malloc in this process (glibc mallinfo2().uordblks).
 std::size_t malloc_in_use();

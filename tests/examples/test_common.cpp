@@ -1,6 +1,7 @@
 // tests/examples/test_common.cpp — examples/common: read_text (a file's bytes, and its errors),
-// LossLog (the loss CSV: header, row format, append on resume) and the checkpoint's refusal of
-// bad metadata (a char_mlp model and its AdamW). The loader's fuzzing is in tests/fuzz_checkpoint.cpp.
+// LossLog (the loss CSV: header, row format, append on resume), ema_smooth and the smoothed column
+// plot_losses writes, and the checkpoint's refusal of bad metadata (a char_mlp model and its
+// AdamW). The loader's fuzzing is in tests/fuzz_checkpoint.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "char_mlp/model.hpp"
 #include "common/checkpoint.hpp"
@@ -64,6 +66,41 @@ TEST_CASE("LossLog throws when the file cannot be opened", "[examples_common][ru
     TempDir dir;
     REQUIRE_THROWS_WITH(examples::LossLog(dir.file("no/such/dir/loss.csv"), false),
                         Catch::Contains("cannot open for writing"));
+}
+
+TEST_CASE("ema_smooth is TensorBoard's debiased EMA, worked by hand", "[examples_common][run_log]") {
+    // w = 0.5 on 1, 2, 3:  m = 0.5, 1.25, 2.125;  1 - w^i = 0.5, 0.75, 0.875;  s = 1, 5/3, 17/7.
+    const std::vector<double> s = examples::ema_smooth({1, 2, 3}, 0.5);
+    REQUIRE(s.size() == 3);
+    REQUIRE(s[0] == Approx(1.0).epsilon(1e-12));
+    REQUIRE(s[1] == Approx(5.0 / 3.0).epsilon(1e-12));
+    REQUIRE(s[2] == Approx(17.0 / 7.0).epsilon(1e-12));
+    // Debiased, a constant curve stays constant from the first point (no pull towards 0).
+    for (double v : examples::ema_smooth({3, 3, 3, 3}, 0.9)) REQUIRE(v == Approx(3.0).epsilon(1e-12));
+    // A NaN is copied through and skipped: after 2, NaN, 4 with w = 0.5, m = 0.5·1 + 0.5·4 = 2.5
+    // over 1 - 0.25, i.e. 10/3.
+    const std::vector<double> gap = examples::ema_smooth({2, std::nan(""), 4}, 0.5);
+    REQUIRE(gap[0] == Approx(2.0).epsilon(1e-12));
+    REQUIRE(std::isnan(gap[1]));
+    REQUIRE(gap[2] == Approx(10.0 / 3.0).epsilon(1e-12));
+    REQUIRE(examples::ema_smooth({4, 1}, 0.0) == std::vector<double>{4, 1});  // w = 0: no smoothing
+    REQUIRE(examples::ema_smooth({}, 0.6).empty());
+    REQUIRE_THROWS_WITH(examples::ema_smooth({1}, 1.0), Catch::Contains("weight 1 is outside [0, 1)"));
+    REQUIRE_THROWS_WITH(examples::ema_smooth({1}, -0.1), Catch::Contains("outside [0, 1)"));
+}
+
+TEST_CASE("plot_losses writes the EMA of the train losses as loss_ema.csv", "[examples_common][run_log]") {
+    TempDir dir;
+    {
+        examples::LossLog log(dir.file("loss.csv"), /*append=*/false);
+        log.write(10, 1.0, std::nan(""), 1e-3);
+        log.write(20, 2.0, 1.5, 1e-3);  // the validation column is not smoothed
+        log.write(30, 3.0, std::nan(""), 1e-3);
+    }
+    examples::plot_losses(dir.path.string(), "t", "[0:4]", 0.5);  // draws loss.png only if gnuplot is installed
+    REQUIRE(read_bytes(dir.file("loss_ema.csv")) == "step,train_loss_ema\n10,1.000000\n20,1.666667\n30,2.428571\n");
+    REQUIRE_THROWS_WITH(examples::plot_losses(dir.file("missing")),
+                        Catch::Contains("loss.csv: cannot open for reading"));
 }
 
 TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 and a bad rng state",

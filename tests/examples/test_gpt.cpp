@@ -14,10 +14,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "examples/gpt/data.hpp"
 #include "examples/gpt/model.hpp"
+#include "examples/gpt/report.hpp"
 #include "nn/serialize.hpp"
 
 using namespace gpt;
@@ -169,4 +171,47 @@ TEST_CASE("gpt model: the tied table is one parameter, in the weight-decay group
     REQUIRE(groups[0].params.size() == 2 + 2 * 4);  // wte, wpe, 4 Linear weights per block
     for (const auto& [name, p] : groups[1].params) REQUIRE(p.dim() == 1);
     REQUIRE_THROWS_AS(GPT(GPTConfig{17, 8, 2, 3, 16}), ValueError);  // 16 not divisible by 3
+}
+
+TEST_CASE("gpt report: the graph-memory table sums its rows and aligns its columns", "[gpt]") {
+    GPTConfig c;
+    c.vocab = 17, c.block = 8, c.n_layer = 1, c.n_head = 2, c.d = 16;
+    xgrad::manual_seed(0);
+    GPT model(c);
+    IndexArray xs(Shape{2, 8}), ys(Shape{2, 8});  // B 2, T 8
+    for (std::size_t i = 0; i < 16; ++i) xs.data()[i] = std::int64_t(i % 17), ys.data()[i] = std::int64_t((i + 1) % 17);
+    const Tensor loss = nn::functional::cross_entropy(model.forward(IndexTensor(xs)), IndexTensor(ys));
+    const std::string text = graph_memory_report(loss, model, 2, 0);
+    INFO(text);
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    // lines: title, header, one per op, "total (tensors)", "+ inside closures, nodes", "beside: ...".
+    REQUIRE(lines.size() >= 6);
+    const std::string& header = lines[1];
+    const std::size_t end_tensors = header.find("tensors") + 7, end_bytes = header.find("bytes") + 5;
+    // A number right-aligned to end at column `end`, read back.
+    auto number_ending_at = [](const std::string& line, std::size_t end) {
+        REQUIRE(end <= line.size());
+        REQUIRE((end == line.size() || line[end] == ' '));
+        std::size_t begin = end;
+        while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+        REQUIRE(begin < end);
+        REQUIRE(line[begin - 1] == ' ');
+        return std::stoull(line.substr(begin, end - begin));
+    };
+    std::size_t sum = 0;
+    std::map<std::string, std::pair<std::size_t, std::size_t>> ops;  // name → (tensors, bytes)
+    const std::size_t n_ops = lines.size() - 5;
+    for (std::size_t i = 2; i < 2 + n_ops; ++i) {
+        const std::string name = lines[i].substr(2, lines[i].find("  ", 2) - 2);
+        ops[name] = {number_ending_at(lines[i], end_tensors), number_ending_at(lines[i], end_bytes)};
+        sum += ops[name].second;
+    }
+    REQUIRE(lines[2 + n_ops].rfind("  total (tensors) ", 0) == 0);
+    REQUIRE(number_ending_at(lines[2 + n_ops], end_bytes) == sum);
+    REQUIRE(number_ending_at(lines[3 + n_ops], end_bytes) == 0);  // malloc_delta 0: nothing beyond the tensors
+    // By hand: the token rows (2, 8, 16) and the position rows (8, 16), float32; the loss, one float.
+    REQUIRE(ops.at("embedding") == std::pair<std::size_t, std::size_t>{2, (2 * 8 * 16 + 8 * 16) * 4});
+    REQUIRE(ops.at("cross_entropy") == std::pair<std::size_t, std::size_t>{1, 4});
 }

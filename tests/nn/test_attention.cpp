@@ -88,6 +88,19 @@ TEST_CASE("CausalSelfAttention: nanoGPT-layout weights give PyTorch's outputs an
     }
 }
 
+TEST_CASE("CausalSelfAttentionOptions: the setters chain and set their field") {
+    const auto o = nn::CausalSelfAttentionOptions().set_dropout(0.25).set_bias(false).set_rope(true).set_fused(false);
+    REQUIRE(o.dropout == 0.25);
+    REQUIRE_FALSE(o.bias);
+    REQUIRE(o.rope);
+    REQUIRE_FALSE(o.fused);
+    const auto d = nn::CausalSelfAttentionOptions().set_rope(true);  // the others keep their defaults
+    REQUIRE((d.dropout == 0.0 && d.bias && d.fused));
+    // Without biases the module registers c_attn.weight (3d, d) and c_proj.weight (d, d) only.
+    const nn::CausalSelfAttention m(4, 2, nn::CausalSelfAttentionOptions().set_bias(false));
+    REQUIRE(m.named_parameters().size() == 2);
+}
+
 TEST_CASE("scaled_dot_product_attention: two keys worked by hand") {
     // q = [[1, 0]], k = [[1, 0], [0, 1]], v = [[1, 2], [3, 4]], hd = 2:
     // scores = [1, 0] / √2, weights = softmax = [e^(1/√2), 1] / (e^(1/√2) + 1) = [0.66976, 0.33024]

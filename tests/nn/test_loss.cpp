@@ -39,6 +39,21 @@ double log_sum_exp(const std::vector<double>& x) {
 // cross_entropy
 // =============================================================================================
 
+TEST_CASE("CrossEntropyOptions: the setters chain, set their field and leave the others", "[nn][loss][cross_entropy]") {
+    const auto o =
+        F::CrossEntropyOptions().set_reduction(nn::Reduction::Sum).set_ignore_index(1).set_label_smoothing(0.25);
+    REQUIRE(o.reduction == nn::Reduction::Sum);
+    REQUIRE(o.ignore_index == 1);
+    REQUIRE(o.label_smoothing == 0.25);
+    const auto d = F::CrossEntropyOptions().set_ignore_index(2);
+    REQUIRE(d.reduction == nn::Reduction::Mean);
+    REQUIRE(d.label_smoothing == 0.0);
+    // Zero logits (2, 3): every row's loss is ln 3, smoothed or not (the softmax is uniform).
+    // Targets {0, 1} with target 1 ignored, summed: one row, ln 3.
+    const Tensor logits = zeros({2, 3});
+    REQUIRE(F::cross_entropy(logits, IndexTensor{0, 1}, o).item() == Approx(std::log(3.0)).epsilon(1e-6));
+}
+
 TEST_CASE("cross_entropy on a hand-computed 2×3 example", "[nn][loss][cross_entropy]") {
     // loss_i = lse(x_i) - x_i[t_i],   lse(x) = log Σ_c e^(x_c)
     const std::vector<std::vector<double>> X{{1, 2, 3}, {1, -1, 0.5}};

@@ -1,5 +1,5 @@
 // tests/optim/test_memory_report.cpp — Optimizer::memory_report: exact bytes of parameters, gradients
-// (dense and row-sparse) and optimizer state, and the printed table.
+// (dense and row-sparse) and optimizer state, the printed table and its short form (memory_summary).
 //
 // Legend: V rows of an "embedding" table, d its width, k rows in a row-sparse gradient,
 //         t the step count (1, 2, ...). Helpers and reference rules: tests/test_helpers.hpp.
@@ -139,4 +139,34 @@ TEST_CASE("memory report prints an aligned table with units", "[optim][memory]")
     REQUIRE(optim::human_bytes(512) == "512 B");
     REQUIRE(optim::human_bytes(1536) == "1.50 KiB");
     REQUIRE(optim::human_bytes(3u * 1024 * 1024) == "3.00 MiB");
+}
+
+TEST_CASE("memory_summary shows the largest rows first, one line for the rest, the full total", "[optim][memory]") {
+    TinyModel m;
+    const NamedTensors p = m.params();
+    optim::Adam opt(NamedTensors(p.rbegin(), p.rend()), optim::AdamOptions(0.01));  // fc.bias first
+    m.set_grads(1, /*sparse_emb=*/false);
+    opt.step();
+    // Bytes (param + grad + exp_avg + exp_avg_sq + step): emb.weight (50, 8) 1600 + 1600 + 3208,
+    // fc.weight (4, 8) 128 + 128 + 264, fc.bias (4) 16 + 16 + 40.
+    const optim::MemoryReport report = opt.memory_report();
+    const std::string text = optim::memory_summary(report, 2);
+    INFO(text);
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    REQUIRE(lines.size() == 1 + 2 + 1 + 2 + 1 + 1 + 1 + 1);
+    REQUIRE(lines[4].rfind("emb.weight ", 0) == 0);
+    REQUIRE(lines[5].rfind("fc.weight ", 0) == 0);
+    REQUIRE(lines[6] == "... 1 smaller tensors not shown: parameters 16 B, state 40 B");
+    REQUIRE(lines[8].rfind("total ", 0) == 0);
+    REQUIRE(lines[8].find(" 3512 ") != std::string::npos);  // the state of all three rows
+    REQUIRE(lines[9] ==
+            "parameters 1.70 KiB, gradients 1.70 KiB, optimizer state 3.43 KiB (2.01 x the parameter bytes)");
+    for (std::size_t i : {2, 3, 4, 5, 7, 8}) REQUIRE(lines[i].size() == lines[1].size());
+    // Room for every row: the full table, in param_groups() order.
+    std::ostringstream full;
+    full << report;
+    REQUIRE(optim::memory_summary(report, 3) != full.str());  // sorted by size, not in group order
+    REQUIRE(optim::memory_summary(report, 3).find("...") == std::string::npos);
 }
