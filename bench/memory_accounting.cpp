@@ -22,7 +22,7 @@
 
 #include "data.hpp"
 #include "model.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/optim/optim.hpp>
 
 using namespace xgrad;
 using namespace char_mlp;

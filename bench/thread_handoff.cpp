@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/parallel.hpp"
+#include <xgrad/core/parallel.hpp>
 
 namespace {
 

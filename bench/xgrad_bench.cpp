@@ -32,14 +32,14 @@
 #include <string>
 #include <vector>
 
-#include "core/threads.hpp"
-#include "core/parallel.hpp"
+#include <xgrad/core/threads.hpp>
+#include <xgrad/core/parallel.hpp>
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
 #ifdef XGRAD_BENCH_GPT
 #include "gpt/model.hpp"  // examples/gpt: the GPT of T1
 #endif
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 
 using namespace xgrad;
 

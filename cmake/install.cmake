@@ -5,8 +5,8 @@
 # `cmake --install` does not also install xgrad unless it sets XGRAD_INSTALL=ON).
 #
 # What lands under the prefix P:
-#   P/include/xgrad/{core,nn,optim}/*.hpp      the headers; a user includes "core/tensor.hpp",
-#                                              "nn/nn.hpp", "optim/optim.hpp" as the examples do
+#   P/include/xgrad/{core,nn,optim}/*.hpp      the headers; a user includes <xgrad/core/tensor.hpp>,
+#   P/include/xgrad/xgrad.hpp                  <xgrad/nn/nn.hpp>, ... or all of them: <xgrad/xgrad.hpp>
 #   P/lib/libxgrad.a, P/lib/libxgrad_f64.a     float32 and float64 builds of the same sources
 #   P/lib/cmake/xgrad/                         xgradConfig.cmake, its version file, the targets
 #
@@ -33,6 +33,7 @@ install(TARGETS ${XGRAD_INSTALL_TARGETS} EXPORT xgradTargets
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/nn ${PROJECT_SOURCE_DIR}/optim
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad
         FILES_MATCHING PATTERN "*.hpp")
+install(FILES ${PROJECT_SOURCE_DIR}/xgrad.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad)
 install(EXPORT xgradTargets NAMESPACE xgrad:: DESTINATION ${XGRAD_INSTALL_CMAKEDIR})
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/xgradConfig.cmake.in

@@ -4,7 +4,7 @@
 // and unmaps it when freed, so each step faults (and the kernel zeroes) its pages again. Serving
 // blocks up to 32 MiB from the heap, trimmed past 256 MiB free, keeps them mapped for reuse.
 // ref: glibc manual, "Memory Allocation Tunables" (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD).
-#include "core/allocator.hpp"
+#include <xgrad/core/allocator.hpp>
 
 #include <malloc.h>
 

@@ -8,7 +8,7 @@
 //   3. Add what reaches a leaf into leaf.grad (+=, dense or row-sparse), so gradients
 //      accumulate across backward() calls until zero_grad(). This file alone writes .grad.
 //   4. Unless retain_graph, free each closure (and its saved arrays) right after it runs.
-#include "core/autograd.hpp"
+#include <xgrad/core/autograd.hpp>
 
 #include <algorithm>
 #include <cmath>

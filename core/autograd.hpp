@@ -24,7 +24,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

@@ -1,5 +1,5 @@
 // core/blas.cpp — gemm on OpenBLAS's cblas (see core/blas.hpp).
-#include "core/blas.hpp"
+#include <xgrad/core/blas.hpp>
 
 #include <cblas.h>
 
@@ -7,7 +7,7 @@
 #include <climits>
 #include <mutex>
 
-#include "core/parallel.hpp"
+#include <xgrad/core/parallel.hpp>
 
 namespace xgrad {
 

@@ -6,8 +6,8 @@
 // cblas_sgemm / cblas_dgemm; <cblas.h> stays in the .cpp (it clashes with xtensor-blas).
 #pragma once
 
-#include "core/tensor.hpp"
-#include "core/threads.hpp"  // set_num_threads: the examples include this header for it
+#include <xgrad/core/tensor.hpp>
+#include <xgrad/core/threads.hpp>  // set_num_threads: the examples include this header for it
 
 namespace xgrad {
 

@@ -13,8 +13,8 @@
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xvectorize.hpp>
 
-#include "core/comparison.hpp"
-#include "core/op_helpers.hpp"
+#include <xgrad/core/comparison.hpp>
+#include <xgrad/core/op_helpers.hpp>
 
 namespace xgrad {
 

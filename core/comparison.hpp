@@ -2,7 +2,7 @@
 // Part of core/ops.hpp.
 #pragma once
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

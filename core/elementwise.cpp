@@ -14,9 +14,9 @@
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xreducer.hpp>
 
-#include "core/op_helpers.hpp"
-#include "core/elementwise.hpp"
-#include "core/parallel.hpp"
+#include <xgrad/core/op_helpers.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/parallel.hpp>
 
 namespace xgrad {
 

@@ -2,8 +2,8 @@
 // operators, and the pointwise functions. Part of core/ops.hpp.
 #pragma once
 
-#include "core/autograd.hpp"
-#include "core/tensor.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

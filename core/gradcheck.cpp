@@ -1,12 +1,12 @@
 // core/gradcheck.cpp — analytic gradients against central finite differences.
-#include "core/gradcheck.hpp"
+#include <xgrad/core/gradcheck.hpp>
 
 #include <cmath>
 #include <random>
 
-#include "core/autograd.hpp"
-#include "core/elementwise.hpp"
-#include "core/reduction.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/reduction.hpp>
 
 namespace xgrad {
 

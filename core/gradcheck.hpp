@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 
@@ -23,6 +23,9 @@ struct GradcheckOptions {
 #else
     double eps = 1e-2, atol = 1e-2, rtol = 1e-2;  // float32: only coarse errors are caught
 #endif
+    GradcheckOptions& set_eps(double v) { eps = v; return *this; }
+    GradcheckOptions& set_atol(double v) { atol = v; return *this; }
+    GradcheckOptions& set_rtol(double v) { rtol = v; return *this; }
 };
 
 struct GradcheckResult {

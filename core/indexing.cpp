@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/elementwise.hpp"
-#include "core/shape.hpp"
-#include "core/indexing.hpp"
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/indexing.hpp>
 
 namespace xgrad {
 

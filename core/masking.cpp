@@ -10,8 +10,8 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "core/elementwise.hpp"
-#include "core/masking.hpp"
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/masking.hpp>
 
 namespace xgrad {
 

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include "core/autograd.hpp"
-#include "core/comparison.hpp"
-#include "core/tensor.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/comparison.hpp>
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

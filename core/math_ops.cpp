@@ -7,10 +7,10 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "core/elementwise.hpp"
-#include "core/reduction.hpp"
-#include "core/shape.hpp"
-#include "core/math_ops.hpp"
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/reduction.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/math_ops.hpp>
 
 namespace xgrad {
 

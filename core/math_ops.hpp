@@ -1,8 +1,8 @@
 // core/math_ops.hpp — sqrt, rsqrt and var (core/math_ops.cpp). Part of core/ops.hpp.
 #pragma once
 
-#include "core/autograd.hpp"
-#include "core/tensor.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

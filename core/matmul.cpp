@@ -5,9 +5,9 @@
 #include <numeric>
 #include <vector>
 
-#include "core/blas.hpp"
-#include "core/elementwise.hpp"
-#include "core/matmul.hpp"
+#include <xgrad/core/blas.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/matmul.hpp>
 
 namespace xgrad {
 

@@ -1,8 +1,8 @@
 // core/matmul.hpp — the matrix product (core/matmul.cpp, on core/blas.cpp's gemm). Part of core/ops.hpp.
 #pragma once
 
-#include "core/autograd.hpp"
-#include "core/tensor.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

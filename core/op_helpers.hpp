@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

@@ -13,16 +13,16 @@
 // std::out_of_range) for out-of-range indices; each message names the op.
 #pragma once
 
-#include "core/elementwise.hpp"  // add sub mul div neg, + - * /, pow exp log tanh relu sigmoid; sum_to
-#include "core/reduction.hpp"    // sum mean max argmax; sum_double
-#include "core/shape.hpp"        // reshape transpose permute concat; normalize_dim
-#include "core/matmul.hpp"       // matmul
-#include "core/softmax.hpp"      // softmax softmax_composed log_softmax
-#include "core/indexing.hpp"     // index_select one_hot check_ids
-#include "core/slicing.hpp"      // narrow split chunk
-#include "core/masking.hpp"      // masked_fill tril triu
-#include "core/comparison.hpp"   // eq ne lt le gt ge (0/1 masks), allclose, equal
-#include "core/math_ops.hpp"     // sqrt rsqrt var
+#include <xgrad/core/elementwise.hpp>  // add sub mul div neg, + - * /, pow exp log tanh relu sigmoid; sum_to
+#include <xgrad/core/reduction.hpp>    // sum mean max argmax; sum_double
+#include <xgrad/core/shape.hpp>        // reshape transpose permute concat; normalize_dim
+#include <xgrad/core/matmul.hpp>       // matmul
+#include <xgrad/core/softmax.hpp>      // softmax softmax_composed log_softmax
+#include <xgrad/core/indexing.hpp>     // index_select one_hot check_ids
+#include <xgrad/core/slicing.hpp>      // narrow split chunk
+#include <xgrad/core/masking.hpp>      // masked_fill tril triu
+#include <xgrad/core/comparison.hpp>   // eq ne lt le gt ge (0/1 masks), allclose, equal
+#include <xgrad/core/math_ops.hpp>     // sqrt rsqrt var
 
 namespace xgrad {
 

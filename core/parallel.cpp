@@ -6,7 +6,7 @@
 //   worker: waits until `generation` differs from the last one it ran (spinning first, then
 //           sleeping on the condition variable), runs its chunk, decrements pending (release).
 // The release/acquire pairs publish the task and the results (checked by the XGRAD_TSAN build).
-#include "core/parallel.hpp"
+#include <xgrad/core/parallel.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.hpp"
+#include <xgrad/core/error.hpp>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "core/error.hpp"
+#include <xgrad/core/error.hpp>
 
 namespace xgrad {
 

@@ -2,7 +2,7 @@
 //
 // The output is filled a row (its last dim) at a time, rather than through xt::transpose's
 // n-dim index: a memcpy when that dim is also the input's last (the head split), else a loop.
-#include "core/permute.hpp"
+#include <xgrad/core/permute.hpp>
 
 #include <cstring>
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/op_helpers.hpp"
-#include "core/elementwise.hpp"
-#include "core/reduction.hpp"
-#include "core/shape.hpp"
+#include <xgrad/core/op_helpers.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/reduction.hpp>
+#include <xgrad/core/shape.hpp>
 
 namespace xgrad {
 

@@ -2,8 +2,8 @@
 #pragma once
 
 #include <cstddef>
-#include "core/autograd.hpp"
-#include "core/tensor.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

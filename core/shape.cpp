@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/op_helpers.hpp"
-#include "core/elementwise.hpp"
-#include "core/shape.hpp"
-#include "core/permute.hpp"
+#include <xgrad/core/op_helpers.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/permute.hpp>
 
 namespace xgrad {
 

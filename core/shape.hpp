@@ -3,8 +3,8 @@
 
 #include <cstddef>
 #include <vector>
-#include "core/autograd.hpp"
-#include "core/tensor.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad {
 

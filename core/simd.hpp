@@ -10,7 +10,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad::simd {
 

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <limits>
 
-#include "core/elementwise.hpp"
-#include "core/shape.hpp"
-#include "core/slicing.hpp"
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/slicing.hpp>
 
 namespace xgrad {
 

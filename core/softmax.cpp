@@ -6,20 +6,20 @@
 // Oracle: softmax_composed (below, the lesson). tests/core/test_softmax.cpp ("fused softmax equals
 // softmax_composed") holds them equal along every dim; tests/core/gradcheck_softmax.cpp gradchecks
 // both. Fused so that each row is one pass with no temporaries; the backward needs only y.
-#include "core/softmax.hpp"
+#include <xgrad/core/softmax.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <utility>
 
-#include "core/autograd.hpp"
-#include "core/elementwise.hpp"
-#include "core/reduction.hpp"
-#include "core/shape.hpp"
-#include "core/softmax.hpp"
-#include "core/parallel.hpp"
-#include "core/simd.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/reduction.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/softmax.hpp>
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/core/simd.hpp>
 
 namespace xgrad {
 

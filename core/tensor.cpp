@@ -1,5 +1,5 @@
 // core/tensor.cpp — Tensor handle basics, factories, the random generator, SparseGrad.
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 #include <sys/mman.h>
 
@@ -11,15 +11,15 @@
 
 #include <xtensor/xio.hpp>
 
-#include "core/autograd.hpp"
-#include "core/elementwise.hpp"
-#include "core/reduction.hpp"
-#include "core/shape.hpp"
-#include "core/matmul.hpp"
-#include "core/softmax.hpp"
-#include "core/slicing.hpp"
-#include "core/masking.hpp"
-#include "core/math_ops.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/reduction.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/matmul.hpp>
+#include <xgrad/core/softmax.hpp>
+#include <xgrad/core/slicing.hpp>
+#include <xgrad/core/masking.hpp>
+#include <xgrad/core/math_ops.hpp>
 
 namespace xgrad {
 

@@ -27,8 +27,8 @@
 
 #include <xtensor/xarray.hpp>
 
-#include "core/allocator.hpp"
-#include "core/error.hpp"
+#include <xgrad/core/allocator.hpp>
+#include <xgrad/core/error.hpp>
 
 namespace xgrad {
 

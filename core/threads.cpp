@@ -1,10 +1,10 @@
 // core/threads.cpp — set_num_threads and get_num_threads (see core/threads.hpp).
-#include "core/threads.hpp"
+#include <xgrad/core/threads.hpp>
 
 #include <cblas.h>
 
-#include "core/error.hpp"
-#include "core/parallel.hpp"
+#include <xgrad/core/error.hpp>
+#include <xgrad/core/parallel.hpp>
 
 namespace xgrad {
 

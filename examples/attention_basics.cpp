@@ -26,10 +26,10 @@
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
-#include "core/ops.hpp"
+#include <xgrad/core/ops.hpp>
 #include "common/gnuplot.hpp"
-#include "nn/attention.hpp"
-#include "nn/positional.hpp"
+#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/positional.hpp>
 
 using namespace xgrad;
 namespace F = xgrad::nn::functional;

@@ -17,9 +17,9 @@
 
 #include <fmt/format.h>
 
-#include "core/ops.hpp"
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/core/ops.hpp>
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 
 using namespace xgrad;
 
@@ -46,7 +46,7 @@ int main() {
               { 0.9, 0.1, 0.8},    // 1 arm
               { 0.0, 1.0, 0.0},    // 2 box
               {-1.0, 0.0, 0.5}});  // 3 tool
-    const std::size_t V = 4;
+    const std::int64_t V = 4;
     fmt::print("1. The toy table E, shape {} (V tokens × d features)\n", shape_str(E.shape()));
     expect("parameter count V·d", double(E.numel()), 12);
 
@@ -111,9 +111,9 @@ int main() {
     fmt::print("\n5. After one backward through the lookup of [robot, box, box]\n");
     const Tensor g = E2.grad();
     std::size_t nonzero_rows = 0;
-    for (std::size_t r = 0; r < V; ++r) {
+    for (std::int64_t r = 0; r < V; ++r) {
         bool any = false;
-        for (std::size_t j = 0; j < 3; ++j) any = any || g.at({r, j}) != 0;
+        for (std::int64_t j = 0; j < 3; ++j) any = any || g.at({r, j}) != 0;
         nonzero_rows += any;
     }
     expect("rows with a non-zero gradient", double(nonzero_rows), 2);

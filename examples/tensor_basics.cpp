@@ -9,7 +9,7 @@
 // It prints y, x.grad() and w.grad(): these numbers.
 #include <iostream>
 
-#include "core/ops.hpp"
+#include <xgrad/core/ops.hpp>
 
 using namespace xgrad;
 

@@ -5,7 +5,7 @@
 // W elements at once with xsimd: its exp and tanh, and for the exact form's Φ one fitted
 // polynomial (below). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid against
 // double std::erfc and PyTorch; tests/nn/gradcheck_activation.cpp gradchecks both forms.
-#include "nn/activation.hpp"
+#include <xgrad/nn/activation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/autograd.hpp"
-#include "core/parallel.hpp"
-#include "core/simd.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/core/simd.hpp>
 
 namespace xgrad::nn {
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "core/elementwise.hpp"
-#include "nn/module.hpp"
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 

@@ -13,20 +13,20 @@
 //
 // and output row t = Σ_j weights[t, j] · v[j]: a weighted average of the values that token t
 // may see.
-#include "nn/attention.hpp"
+#include <xgrad/nn/attention.hpp>
 
 #include <cmath>
 #include <limits>
 
-#include "nn/attention_fused.hpp"
-#include "nn/dropout.hpp"
-#include "nn/positional.hpp"
-#include "core/reduction.hpp"
-#include "core/shape.hpp"
-#include "core/matmul.hpp"
-#include "core/softmax.hpp"
-#include "core/slicing.hpp"
-#include "core/masking.hpp"
+#include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/dropout.hpp>
+#include <xgrad/nn/positional.hpp>
+#include <xgrad/core/reduction.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/matmul.hpp>
+#include <xgrad/core/softmax.hpp>
+#include <xgrad/core/slicing.hpp>
+#include <xgrad/core/masking.hpp>
 
 namespace xgrad::nn {
 namespace functional {
@@ -150,7 +150,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // keep (Tq, Tk) = tril(ones): row i keeps keys 0..i (top-left, as PyTorch's is_causal builds it)
 Tensor causal_mask(std::int64_t Tq, std::int64_t Tk) {
     check(Tq >= 0 && Tk >= 0, "causal_mask", "sizes must be >= 0; got ({}, {})", Tq, Tk);
-    return tril(ones({std::size_t(Tq), std::size_t(Tk)}));
+    return tril(ones({Tq, Tk}));
 }
 
 }  // namespace functional
@@ -189,7 +189,7 @@ CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) con
 }
 
 // keep (B or 1, H or 1, T, T) = attn_mask · causal_mask(T, T): both must allow a pair.
-Tensor CausalSelfAttention::causal_mask(std::size_t T, const Tensor& attn_mask) const {
+Tensor CausalSelfAttention::combined_mask(std::size_t T, const Tensor& attn_mask) const {
     return attn_mask * functional::causal_mask(std::int64_t(T), std::int64_t(T));
 }
 
@@ -206,7 +206,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     } else if (attn_mask.defined()) {
         functional::check_mask(attn_mask, {std::size_t(B), std::size_t(n_head_), std::size_t(T), std::size_t(T)},
                                "CausalSelfAttention");
-        y = functional::scaled_dot_product_attention(h.q, h.k, h.v, causal_mask(std::size_t(T), attn_mask),
+        y = functional::scaled_dot_product_attention(h.q, h.k, h.v, combined_mask(std::size_t(T), attn_mask),
                                                      /*is_causal=*/false, p);
     } else {
         y = functional::scaled_dot_product_attention(h.q, h.k, h.v, Tensor(), /*is_causal=*/true, p);
@@ -223,7 +223,7 @@ Tensor CausalSelfAttention::attention_weights(const Tensor& x, const Tensor& att
     const std::size_t B = x.size(0), T = x.size(1);
     if (!attn_mask.defined()) return functional::attention_weights(h.q, h.k, Tensor(), /*is_causal=*/true);
     functional::check_mask(attn_mask, {B, std::size_t(n_head_), T, T}, "CausalSelfAttention");
-    return functional::attention_weights(h.q, h.k, causal_mask(T, attn_mask));
+    return functional::attention_weights(h.q, h.k, combined_mask(T, attn_mask));
 }
 
 }  // namespace xgrad::nn

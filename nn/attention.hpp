@@ -21,9 +21,9 @@
 #include <memory>
 #include <optional>
 
-#include "core/elementwise.hpp"
-#include "nn/linear.hpp"
-#include "nn/module.hpp"
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/nn/linear.hpp>
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 namespace functional {
@@ -113,7 +113,7 @@ private:
         Tensor q, k, v;  // (B, H, T, hd) each
     };
     Heads split_heads(const Tensor& x) const;
-    Tensor causal_mask(std::size_t T, const Tensor& attn_mask) const;
+    Tensor combined_mask(std::size_t T, const Tensor& attn_mask) const;
 
     std::int64_t d_, n_head_;
     CausalSelfAttentionOptions options_;

@@ -13,18 +13,18 @@
 //   dS = P ⊙ (dP − Σ_j dP⊙P)            (softmax's backward, row by row; 0 where P is 0)
 //   dq (Tq, hd) = scale · dS · k        dk (Tk, hd) = scale · dSᵀ · q
 // ref: Vaswani et al. 2017, eq. (1); llm.c attention_backward (train_gpt2.c).
-#include "nn/attention_fused.hpp"
+#include <xgrad/nn/attention_fused.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
 
-#include "core/autograd.hpp"
-#include "core/blas.hpp"
-#include "core/parallel.hpp"
-#include "core/softmax.hpp"
-#include "nn/attention.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/blas.hpp>
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/core/softmax.hpp>
+#include <xgrad/nn/attention.hpp>
 
 namespace xgrad::nn::functional {
 

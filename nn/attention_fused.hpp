@@ -9,7 +9,7 @@
 
 #include <optional>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad::nn::functional {
 

@@ -1,13 +1,13 @@
 // nn/dropout.cpp — dropout, forward and backward, and the Dropout module.
 // Legend: x any shape, n = x.numel(); mask (scaled) has x's shape.
-#include "nn/dropout.hpp"
+#include <xgrad/nn/dropout.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <utility>
 
-#include "core/autograd.hpp"
+#include <xgrad/core/autograd.hpp>
 
 namespace xgrad::nn {
 

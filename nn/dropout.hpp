@@ -6,8 +6,8 @@
 // Overfitting"; PyTorch docs, torch.nn.functional.dropout
 #pragma once
 
-#include "core/tensor.hpp"
-#include "nn/module.hpp"
+#include <xgrad/core/tensor.hpp>
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 

@@ -1,6 +1,6 @@
 // nn/embedding.cpp — functional::embedding (the row lookup and its row-scatter backward, dense
 // or row-sparse), then the Embedding module that owns the table and calls it.
-#include "nn/embedding.hpp"
+#include <xgrad/nn/embedding.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/autograd.hpp"
-#include "core/elementwise.hpp"
-#include "core/indexing.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/indexing.hpp>
 
 namespace xgrad::nn {
 

@@ -13,8 +13,8 @@
 #include <memory>
 #include <optional>
 
-#include "core/tensor.hpp"
-#include "nn/module.hpp"
+#include <xgrad/core/tensor.hpp>
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 

@@ -4,13 +4,13 @@
 // activations below are the core ops under their torch.nn.functional names.
 #pragma once
 
-#include "core/elementwise.hpp"
-#include "core/tensor.hpp"
-#include "nn/activation.hpp"
-#include "nn/attention.hpp"
-#include "nn/embedding.hpp"
-#include "nn/linear.hpp"
-#include "nn/loss.hpp"
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/tensor.hpp>
+#include <xgrad/nn/activation.hpp>
+#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/embedding.hpp>
+#include <xgrad/nn/linear.hpp>
+#include <xgrad/nn/loss.hpp>
 
 namespace xgrad::nn::functional {
 

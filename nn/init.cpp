@@ -1,11 +1,11 @@
 // nn/init.cpp — the initialisers of nn/init.hpp: a fill, or draws from the process generator.
-#include "nn/init.hpp"
+#include <xgrad/nn/init.hpp>
 
 #include <cmath>
 #include <mutex>
 #include <random>
 
-#include "core/autograd.hpp"
+#include <xgrad/core/autograd.hpp>
 
 namespace xgrad::nn::init {
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <utility>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad::nn::init {
 

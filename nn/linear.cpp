@@ -1,14 +1,14 @@
 // nn/linear.cpp — functional::linear (forward and backward, one gemm each), then the Linear
 // module: its parameters, their initialisation, and a forward that calls functional::linear.
-#include "nn/linear.hpp"
+#include <xgrad/nn/linear.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
-#include "core/autograd.hpp"
-#include "core/blas.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/blas.hpp>
 
 namespace xgrad::nn {
 

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "core/tensor.hpp"
-#include "nn/module.hpp"
+#include <xgrad/core/tensor.hpp>
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 

@@ -1,6 +1,6 @@
 // nn/loss.cpp — forward and backward of the losses in nn/loss.hpp.
 // Legend: N rows, C classes; g = dL/d(loss), () for Mean/Sum or the targets' shape for None.
-#include "nn/loss.hpp"
+#include <xgrad/nn/loss.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -12,9 +12,9 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xnoalias.hpp>
 
-#include "core/autograd.hpp"
-#include "core/elementwise.hpp"
-#include "core/reduction.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/reduction.hpp>
 
 namespace xgrad::nn::functional {
 

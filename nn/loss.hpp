@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad::nn {
 

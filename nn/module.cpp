@@ -1,13 +1,13 @@
 // nn/module.cpp — registration of parameters, buffers and submodules, traversal, modes and
 // checkpoints.
-#include "nn/module.hpp"
+#include <xgrad/nn/module.hpp>
 
 #include <map>
 #include <set>
 #include <vector>
 
-#include "core/autograd.hpp"
-#include "nn/serialize.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/nn/serialize.hpp>
 
 namespace xgrad::nn {
 

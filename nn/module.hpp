@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad::nn {
 

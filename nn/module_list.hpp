@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "nn/module.hpp"
+#include <xgrad/core/error.hpp>
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 

@@ -3,19 +3,19 @@
 // losses, initialisers (nn::init), safetensors checkpoints, weight tying and positional encodings.
 #pragma once
 
-#include "core/ops.hpp"  // the core ops, for programs that include only this header
-#include "nn/activation.hpp"
-#include "nn/attention.hpp"
-#include "nn/attention_fused.hpp"
-#include "nn/dropout.hpp"
-#include "nn/embedding.hpp"
-#include "nn/functional.hpp"
-#include "nn/init.hpp"
-#include "nn/linear.hpp"
-#include "nn/module.hpp"
-#include "nn/module_list.hpp"
-#include "nn/normalization.hpp"
-#include "nn/positional.hpp"
-#include "nn/sequential.hpp"
-#include "nn/serialize.hpp"
-#include "nn/tying.hpp"
+#include <xgrad/core/ops.hpp>  // the core ops, for programs that include only this header
+#include <xgrad/nn/activation.hpp>
+#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/dropout.hpp>
+#include <xgrad/nn/embedding.hpp>
+#include <xgrad/nn/functional.hpp>
+#include <xgrad/nn/init.hpp>
+#include <xgrad/nn/linear.hpp>
+#include <xgrad/nn/module.hpp>
+#include <xgrad/nn/module_list.hpp>
+#include <xgrad/nn/normalization.hpp>
+#include <xgrad/nn/positional.hpp>
+#include <xgrad/nn/sequential.hpp>
+#include <xgrad/nn/serialize.hpp>
+#include <xgrad/nn/tying.hpp>

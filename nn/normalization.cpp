@@ -4,7 +4,7 @@
 // Oracle: layer_norm_composed (below), whose backward autograd derives; tests/nn/test_normalization.cpp
 // ("layer_norm: fused equals composed") and tests/nn/gradcheck_normalization.cpp hold them equal.
 // Legend as in nn/normalization.hpp: x (N, D), weight w and bias b (D), mean and rstd (N).
-#include "nn/normalization.hpp"
+#include <xgrad/nn/normalization.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -13,12 +13,12 @@
 #include <utility>
 #include <vector>
 
-#include "core/autograd.hpp"
-#include "core/elementwise.hpp"
-#include "core/reduction.hpp"
-#include "core/shape.hpp"
-#include "core/parallel.hpp"
-#include "core/simd.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/reduction.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/core/simd.hpp>
 
 namespace xgrad::nn {
 

@@ -1,14 +1,14 @@
 // nn/positional.cpp — learned, sinusoidal and rotary positions (overview and legend in
 // nn/positional.hpp).
-#include "nn/positional.hpp"
+#include <xgrad/nn/positional.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 
-#include "core/autograd.hpp"
-#include "core/elementwise.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/elementwise.hpp>
 
 namespace xgrad::nn {
 

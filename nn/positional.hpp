@@ -14,8 +14,8 @@
 
 #include <cstdint>
 
-#include "nn/embedding.hpp"
-#include "nn/module.hpp"
+#include <xgrad/nn/embedding.hpp>
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.hpp"
+#include <xgrad/nn/module.hpp>
 
 namespace xgrad::nn {
 

@@ -1,5 +1,5 @@
 // nn/serialize.cpp — safetensors writer and validating reader (layout in nn/serialize.hpp).
-#include "nn/serialize.hpp"
+#include <xgrad/nn/serialize.hpp>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/parse.hpp"
+#include <xgrad/core/parse.hpp>
 
 namespace xgrad::nn {
 

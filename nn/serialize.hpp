@@ -14,7 +14,7 @@
 #include <map>
 #include <string>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace xgrad::nn {
 

@@ -1,5 +1,5 @@
 // nn/tying.cpp — tie_weights: the head's registered weight becomes the table's (nn/tying.hpp).
-#include "nn/tying.hpp"
+#include <xgrad/nn/tying.hpp>
 
 namespace xgrad::nn {
 

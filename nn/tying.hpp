@@ -10,8 +10,8 @@
 // Language Models"; nanoGPT model.py (self.transformer.wte.weight = self.lm_head.weight).
 #pragma once
 
-#include "nn/embedding.hpp"
-#include "nn/linear.hpp"
+#include <xgrad/nn/embedding.hpp>
+#include <xgrad/nn/linear.hpp>
 
 namespace xgrad::nn {
 

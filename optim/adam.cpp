@@ -22,13 +22,13 @@
 // so the update is never recorded by autograd.
 //
 // Legend: n elements, V rows, d width, k rows present in a row-sparse gradient.
-#include "optim/adam.hpp"
+#include <xgrad/optim/adam.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <xtensor/xbuilder.hpp>
 
-#include "core/parallel.hpp"
+#include <xgrad/core/parallel.hpp>
 
 namespace xgrad::optim {
 

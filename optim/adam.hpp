@@ -11,7 +11,7 @@
 
 #include <tuple>
 
-#include "optim/optimizer.hpp"
+#include <xgrad/optim/optimizer.hpp>
 
 namespace xgrad::optim {
 

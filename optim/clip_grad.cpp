@@ -1,13 +1,13 @@
 // optim/clip_grad.cpp — clip_grad_norm_: one pass to measure the total norm, one to scale.
 //
 // Legend: n elements of a dense gradient, k rows and d width of a row-sparse one.
-#include "optim/clip_grad.hpp"
+#include <xgrad/optim/clip_grad.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "core/autograd.hpp"
+#include <xgrad/core/autograd.hpp>
 
 namespace xgrad::optim {
 

@@ -1,5 +1,5 @@
 // optim/lr_scheduler.cpp — CosineWithWarmup; the formula is in optim/lr_scheduler.hpp.
-#include "optim/lr_scheduler.hpp"
+#include <xgrad/optim/lr_scheduler.hpp>
 
 #include <cmath>
 

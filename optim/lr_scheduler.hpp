@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "optim/optimizer.hpp"
+#include <xgrad/optim/optimizer.hpp>
 
 namespace xgrad::optim {
 

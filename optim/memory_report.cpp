@@ -14,7 +14,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "optim/optimizer.hpp"
+#include <xgrad/optim/optimizer.hpp>
 
 namespace xgrad::optim {
 

@@ -7,8 +7,8 @@
 //   lr_scheduler.hpp  CosineWithWarmup
 #pragma once
 
-#include "optim/adam.hpp"
-#include "optim/clip_grad.hpp"
-#include "optim/lr_scheduler.hpp"
-#include "optim/optimizer.hpp"
-#include "optim/sgd.hpp"
+#include <xgrad/optim/adam.hpp>
+#include <xgrad/optim/clip_grad.hpp>
+#include <xgrad/optim/lr_scheduler.hpp>
+#include <xgrad/optim/optimizer.hpp>
+#include <xgrad/optim/sgd.hpp>

@@ -6,7 +6,7 @@
 // step can be recorded in the autograd graph.
 //
 // Legend: V rows, d width, k rows of a row-sparse gradient, t step count, g group index.
-#include "optim/optimizer.hpp"
+#include <xgrad/optim/optimizer.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -14,8 +14,8 @@
 #include <set>
 #include <unordered_set>
 
-#include "core/autograd.hpp"
-#include "core/parse.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/parse.hpp>
 
 namespace xgrad::optim {
 

@@ -13,7 +13,7 @@
 // this file scale by γ after the buffer, which differs when γ changes between steps.)
 //
 // Legend: n elements of a parameter, V rows, d width, k rows of a row-sparse gradient.
-#include "optim/sgd.hpp"
+#include <xgrad/optim/sgd.hpp>
 
 #include <cmath>
 

@@ -6,7 +6,7 @@
 // Legend: n elements of a parameter, k rows of a row-sparse gradient.
 #pragma once
 
-#include "optim/optimizer.hpp"
+#include <xgrad/optim/optimizer.hpp>
 
 namespace xgrad::optim {
 

@@ -10,7 +10,8 @@
 #       through add_subdirectory (xgrad's tests, examples and bench are then off)
 #
 # Either way the project's two programs, own_project (float) and own_project_f64 (double), must
-# build, exit 0, and print a last training loss below the first. WORK is emptied first, so every
+# build (from an install: with -Wall -Wextra -Werror), exit 0, and print a last training loss
+# below the first. WORK is emptied first, so every
 # run configures from scratch; the compiler launcher (ccache, if the parent build uses one) makes
 # the repeated compiles cheap.
 # Registered with ctest as consumer_find_package and consumer_add_subdirectory (tests/CMakeLists.txt).
@@ -25,7 +26,9 @@ case $mode in
   install)
     cmake --build "$build" -j "$(nproc)" --target xgrad xgrad_f64
     cmake --install "$build" --prefix "$work/prefix"
-    args+=("-DCMAKE_PREFIX_PATH=$work/prefix") ;;
+    # The program and every xgrad header it includes compile without a warning (the headers
+    # under the prefix are not system headers, so they are checked too).
+    args+=("-DCMAKE_PREFIX_PATH=$work/prefix" "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror") ;;
   subdir)
     # a clean build every time: xgrad's sources in batches (XGRAD_UNITY_BUILD) halve its CPU time
     args+=("-DXGRAD_SOURCE_DIR=$source" -DXGRAD_UNITY_BUILD=ON) ;;

@@ -41,8 +41,8 @@
 
 #include "char_mlp/model.hpp"     // the model whose checkpoints are mutated
 #include "common/checkpoint.hpp"  // save_checkpoint / load_checkpoint under test
-#include "core/parse.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/core/parse.hpp>
+#include <xgrad/optim/optim.hpp>
 
 using namespace xgrad;
 namespace fs = std::filesystem;

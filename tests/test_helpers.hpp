@@ -39,15 +39,15 @@
 
 #include <xtensor/xbuilder.hpp>
 
-#include "core/autograd.hpp"
-#include "core/gradcheck.hpp"
-#include "core/parallel.hpp"
-#include "core/ops.hpp"
-#include "nn/embedding.hpp"
-#include "nn/linear.hpp"
-#include "nn/loss.hpp"
-#include "nn/module.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/gradcheck.hpp>
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/core/ops.hpp>
+#include <xgrad/nn/embedding.hpp>
+#include <xgrad/nn/linear.hpp>
+#include <xgrad/nn/loss.hpp>
+#include <xgrad/nn/module.hpp>
+#include <xgrad/optim/optim.hpp>
 #include "reference/core_ops_reference.hpp"
 
 namespace xgrad::testing {

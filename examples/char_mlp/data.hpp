@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace char_mlp {
 

@@ -20,10 +20,10 @@
 
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
-#include "core/threads.hpp"
+#include <xgrad/core/threads.hpp>
 #include "data.hpp"
 #include "model.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/optim/optim.hpp>
 #include "report.hpp"
 
 using namespace xgrad;

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 
 namespace char_mlp {
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "core/parse.hpp"
-#include "nn/serialize.hpp"
+#include <xgrad/core/parse.hpp>
+#include <xgrad/nn/serialize.hpp>
 
 namespace examples {
 

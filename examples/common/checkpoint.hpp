@@ -16,8 +16,8 @@
 #include <random>
 #include <string>
 
-#include "nn/module.hpp"
-#include "optim/optimizer.hpp"
+#include <xgrad/nn/module.hpp>
+#include <xgrad/optim/optimizer.hpp>
 
 namespace examples {
 

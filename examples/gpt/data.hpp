@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace gpt {
 

@@ -26,7 +26,7 @@
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include "common/text.hpp"        // read_text: the KJV through `bible`, or a file
-#include "core/threads.hpp"
+#include <xgrad/core/threads.hpp>
 #include "data.hpp"
 #include "model.hpp"
 #include "report.hpp"

@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "nn/attention.hpp"
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 
 namespace gpt {
 

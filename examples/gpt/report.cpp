@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "common/gnuplot.hpp"
-#include "optim/optimizer.hpp"
+#include <xgrad/optim/optimizer.hpp>
 
 namespace gpt {
 

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 
 namespace word2vec {
 

@@ -24,10 +24,10 @@
 #include <fmt/format.h>
 
 #include "common/run_log.hpp"  // now_seconds
-#include "core/threads.hpp"
+#include <xgrad/core/threads.hpp>
 #include "corpus.hpp"
 #include "model.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/optim/optim.hpp>
 #include "pictures.hpp"
 #include "similarity.hpp"
 

@@ -24,7 +24,7 @@
 #include <memory>
 
 #include "corpus.hpp"
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 
 namespace word2vec {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.hpp"
+#include <xgrad/core/tensor.hpp>
 #include "corpus.hpp"
 
 namespace word2vec {

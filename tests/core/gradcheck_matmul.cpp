@@ -12,9 +12,9 @@
 
 #include <xtensor/xview.hpp>
 
-#include "core/autograd.hpp"
-#include "core/gradcheck.hpp"
-#include "core/ops.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/gradcheck.hpp>
+#include <xgrad/core/ops.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

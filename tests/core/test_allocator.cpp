@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/ops.hpp"
+#include <xgrad/core/ops.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -17,9 +17,9 @@
 #include <string>
 #include <thread>
 
-#include "core/autograd.hpp"
-#include "core/ops.hpp"
-#include "nn/nn.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/ops.hpp>
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -349,7 +349,7 @@ TEST_CASE("setting a dense gradient of the wrong shape throws with both shapes",
 
 // ---- the engine as the one writer of .grad: row-sparse gradients ---------------------------------
 
-TEST_CASE("a parameter resized through mutable_data() is refused at its next forward, naming it; "
+TEST_CASE("a parameter resized through mutable_data() is refused at its next forward, naming it - "
           "set_data() resizes it and drops the old gradient", "[autograd][regression]") {
     nn::Embedding emb(4, 2);
     emb.forward(IndexTensor{0, 3}).sum().backward();

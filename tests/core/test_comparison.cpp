@@ -13,7 +13,7 @@
 // pick xgrad's operator<< (an exact match beats xio.hpp's template).
 #include <xtensor/xio.hpp>
 
-#include "core/ops.hpp"
+#include <xgrad/core/ops.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -207,7 +207,7 @@ TEST_CASE("allclose - refuses negative tolerances, undefined tensors and shapes 
     REQUIRE_THROWS_WITH(allclose(Tensor(), zeros({2})), Contains("allclose") && Contains("undefined"));
 }
 
-TEST_CASE("equal - same shape and values; NaN is not equal to itself, against PyTorch", "[comparison]") {
+TEST_CASE("equal - same shape and values - NaN is not equal to itself, against PyTorch", "[comparison]") {
     const Tensor x = from_values(cmp_x, {10}), y = from_values(cmp_y, {10});
     REQUIRE_FALSE(equal(x, x.detach()));                          // x holds NaN
     REQUIRE(equal(narrow(x, 0, 0, 3), narrow(x, 0, 0, 3)));       // 0, -0, 1

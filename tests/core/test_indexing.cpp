@@ -9,9 +9,9 @@
 
 #include <xtensor/xmanipulation.hpp>
 
-#include "core/blas.hpp"
-#include "core/ops.hpp"
-#include "core/permute.hpp"
+#include <xgrad/core/blas.hpp>
+#include <xgrad/core/ops.hpp>
+#include <xgrad/core/permute.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -68,7 +68,7 @@ TEST_CASE("one_hot(ids V) @ E equals index_select(E 0 ids) in value and in dL/dE
     ya.backward(G);
     yb.backward(G);
     require_values(Ea.grad(), Eb.grad(), 1e-6);
-    for (std::size_t j = 0; j < 3; ++j) {
+    for (std::int64_t j = 0; j < 3; ++j) {
         REQUIRE(Eb.grad().at({2, j}) == 0.0f);  // row 2 was never selected
         REQUIRE(Eb.grad().at({3, j}) == 0.0f);
         REQUIRE(Eb.grad().at({4, j}) == Approx(G.at({0, j}) + G.at({2, j})));

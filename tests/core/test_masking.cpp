@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-#include "core/ops.hpp"
+#include <xgrad/core/ops.hpp>
 #include "reference/core_ops_reference.hpp"
 #include "test_helpers.hpp"
 

@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/blas.hpp"
-#include "core/parallel.hpp"
-#include "core/threads.hpp"
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/core/blas.hpp>
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/core/threads.hpp>
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/parse.hpp"
+#include <xgrad/core/parse.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -9,9 +9,9 @@
 
 #include <xtensor/xmanipulation.hpp>
 
-#include "core/blas.hpp"
-#include "core/ops.hpp"
-#include "core/permute.hpp"
+#include <xgrad/core/blas.hpp>
+#include <xgrad/core/ops.hpp>
+#include <xgrad/core/permute.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -48,14 +48,14 @@ TEST_CASE("permute (2x3x4) by (2x0x1): y[k i j] = x[i j k]", "[ops][shape]") {
     x.requires_grad_();
     Tensor y = x.permute({2, 0, 1});
     REQUIRE(y.shape() == Shape{4, 2, 3});
-    for (std::size_t i = 0; i < 2; ++i)
-        for (std::size_t j = 0; j < 3; ++j)
-            for (std::size_t k = 0; k < 4; ++k) REQUIRE(y.at({k, i, j}) == real(12 * i + 4 * j + k));
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t j = 0; j < 3; ++j)
+            for (std::int64_t k = 0; k < 4; ++k) REQUIRE(y.at({k, i, j}) == real(12 * i + 4 * j + k));
     // G[k,i,j] = 6k + 3i + j, so dL/dx[i,j,k] = G[k,i,j] = 6k + 3i + j.
     y.backward(arange(24).reshape({4, 2, 3}));
-    for (std::size_t i = 0; i < 2; ++i)
-        for (std::size_t j = 0; j < 3; ++j)
-            for (std::size_t k = 0; k < 4; ++k) REQUIRE(x.grad().at({i, j, k}) == real(6 * k + 3 * i + j));
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t j = 0; j < 3; ++j)
+            for (std::int64_t k = 0; k < 4; ++k) REQUIRE(x.grad().at({i, j, k}) == real(6 * k + 3 * i + j));
     REQUIRE(x.permute({-1, 1, 0}).shape() == Shape{4, 3, 2});
 }
 

@@ -9,9 +9,9 @@
 
 #include <xtensor/xmanipulation.hpp>
 
-#include "core/blas.hpp"
-#include "core/ops.hpp"
-#include "core/permute.hpp"
+#include <xgrad/core/blas.hpp>
+#include <xgrad/core/ops.hpp>
+#include <xgrad/core/permute.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

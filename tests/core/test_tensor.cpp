@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/ops.hpp"
+#include <xgrad/core/ops.hpp>
 #include "reference/core_ops_reference.hpp"
 #include "test_helpers.hpp"
 
@@ -48,6 +48,28 @@ TEST_CASE("shape - numel - dim and size of a (2 - 3) tensor", "[tensor]") {
     REQUIRE(t.size(-2) == 2);
     REQUIRE_THROWS_AS(t.size(2), ValueError);
     REQUIRE_THROWS_WITH(t.size(-3), Contains("size") && Contains("[-2, 2)"));
+    // One integer type for sizes, as PyTorch's int64_t: they go back into factories unconverted.
+    static_assert(std::is_same_v<decltype(t.size(0)), std::int64_t>);
+    static_assert(std::is_same_v<decltype(t.numel()), std::int64_t>);
+    static_assert(std::is_same_v<Shape::value_type, std::int64_t>);
+    const std::int64_t B = t.size(0), T = t.size(1);
+    REQUIRE(randn({B, T}).shape() == t.shape());
+    REQUIRE_THROWS_WITH(zeros({2, -3}), Contains("zeros") && Contains("negative size -3") && Contains("(2, -3)"));
+}
+
+TEST_CASE("set_data replaces values and shape, bumps the version, and drops a gradient of another shape",
+          "[tensor]") {
+    Tensor w = ones({2, 3}, true);
+    w.set_grad(ones({2, 3}));
+    const auto v0 = w.impl()->version;
+    w.set_data(Tensor({{7, 8, 9}, {1, 2, 3}}).data());  // same shape: the gradient stays
+    REQUIRE(w.impl()->version == v0 + 1);
+    REQUIRE(w.has_grad());
+    REQUIRE(w.at({0, 2}) == 9);
+    w.set_data(zeros({4}).data());  // another shape: the gradient goes
+    REQUIRE(w.shape() == Shape{4});
+    REQUIRE_FALSE(w.has_grad());
+    REQUIRE(w.requires_grad());
 }
 
 TEST_CASE("an undefined tensor reports itself and refuses data access", "[tensor]") {
@@ -281,6 +303,25 @@ TEST_CASE("requires_grad_ - is_leaf - set_grad and reset_grad", "[tensor]") {
     x.reset_grad();
     REQUIRE_FALSE(x.has_grad());
     REQUIRE_FALSE(x.grad().defined());
+}
+
+TEST_CASE("IndexTensor from a std::vector<int64_t>, as torch::tensor(vector), with or without a shape",
+          "[tensor][index]") {
+    const std::vector<std::int64_t> ids{4, 0, 7, 7, 1, 2};
+    const IndexTensor flat(ids);
+    REQUIRE(flat.shape() == Shape{6});
+    REQUIRE(flat[2] == 7);
+    const IndexTensor grid(ids, {2, 3});
+    REQUIRE(grid.shape() == Shape{2, 3});
+    REQUIRE(grid.size(0) == 2);
+    REQUIRE(grid.size(-1) == 3);
+    REQUIRE(grid.data()(1, 0) == 7);
+    REQUIRE(grid.data()(1, 2) == 2);
+    REQUIRE(IndexTensor(std::vector<std::int64_t>{}).shape() == Shape{0});
+    REQUIRE_THROWS_WITH(IndexTensor(ids, {4, 2}), Contains("IndexTensor") && Contains("(4, 2)") &&
+                                                      Contains("8 elements") && Contains("6 values"));
+    REQUIRE_THROWS_WITH(IndexTensor(ids, {-2, -3}), Contains("negative size -2"));
+    REQUIRE_THROWS_WITH(grid.size(2), Contains("IndexTensor::size") && Contains("[-2, 2)"));
 }
 
 TEST_CASE("IndexTensor construction - access and reshape", "[tensor][index]") {

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/blas.hpp"
-#include "core/parallel.hpp"
-#include "core/threads.hpp"
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/core/blas.hpp>
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/core/threads.hpp>
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -91,7 +91,8 @@ TEST_CASE("gemm split into bands over 2 threads: the same bits run to run, the o
     for (const auto& s : shapes) {
         const std::size_t M = s[0], N = s[1], K = s[2];
         manual_seed(9);
-        const Array A = randn({M * K}).data(), B = randn({K * N}).data(), C0 = randn({M * N}).data();
+        const Array A = randn({std::int64_t(M * K)}).data(), B = randn({std::int64_t(K * N)}).data(),
+                    C0 = randn({std::int64_t(M * N)}).data();
         for (int ta = 0; ta < 2; ++ta)
             for (int tb = 0; tb < 2; ++tb)
                 for (real beta : {real(0), real(1)}) {

@@ -30,10 +30,10 @@ import sys
 
 MARK = re.compile(r"^<!--\s*check:\s*(file|excerpt|compile|output)\b(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)")
-PRELUDE = """#include "core/ops.hpp"
-#include "core/gradcheck.hpp"
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+PRELUDE = """#include <xgrad/core/ops.hpp>
+#include <xgrad/core/gradcheck.hpp>
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 #include <cmath>
 #include <cstdint>
 #include <iostream>

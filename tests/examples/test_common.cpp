@@ -16,8 +16,8 @@
 #include "common/checkpoint.hpp"
 #include "common/run_log.hpp"
 #include "common/text.hpp"
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -20,7 +20,7 @@
 #include "examples/gpt/data.hpp"
 #include "examples/gpt/model.hpp"
 #include "examples/gpt/report.hpp"
-#include "nn/serialize.hpp"
+#include <xgrad/nn/serialize.hpp>
 
 using namespace gpt;
 
@@ -178,7 +178,7 @@ TEST_CASE("gpt report: the graph-memory table sums its rows and aligns its colum
     c.vocab = 17, c.block = 8, c.n_layer = 1, c.n_head = 2, c.d = 16;
     xgrad::manual_seed(0);
     GPT model(c);
-    IndexArray xs(Shape{2, 8}), ys(Shape{2, 8});  // B 2, T 8
+    IndexArray xs(ArrayShape{2, 8}), ys(ArrayShape{2, 8});  // B 2, T 8
     for (std::size_t i = 0; i < 16; ++i) xs.data()[i] = std::int64_t(i % 17), ys.data()[i] = std::int64_t((i + 1) % 17);
     const Tensor loss = nn::functional::cross_entropy(model.forward(IndexTensor(xs)), IndexTensor(ys));
     const std::string text = graph_memory_report(loss, model, 2, 0);

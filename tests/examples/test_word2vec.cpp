@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "optim/optim.hpp"
+#include <xgrad/optim/optim.hpp>
 #include "word2vec/corpus.hpp"
 #include "word2vec/model.hpp"
 #include "word2vec/similarity.hpp"

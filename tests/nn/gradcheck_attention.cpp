@@ -14,8 +14,8 @@
 #include <cmath>
 #include <vector>
 
-#include "nn/attention.hpp"
-#include "nn/attention_fused.hpp"
+#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/attention_fused.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

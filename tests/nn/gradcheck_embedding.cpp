@@ -13,9 +13,9 @@
 
 #include <xtensor/xview.hpp>
 
-#include "core/autograd.hpp"
-#include "core/gradcheck.hpp"
-#include "nn/nn.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/gradcheck.hpp>
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -8,8 +8,8 @@
 
 #include <type_traits>
 
-#include "core/gradcheck.hpp"
-#include "nn/nn.hpp"
+#include <xgrad/core/gradcheck.hpp>
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -19,7 +19,7 @@
 
 #include <xtensor/xbuilder.hpp>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -173,11 +173,11 @@ TEST_CASE("hostile: gelu tanh with ±inf and NaN - bad approximate", "[nn][activ
     REQUIRE(x.grad().at({3}) == 1);
     REQUIRE(x.grad().at({4}) == 0);
     // Sizes that are not a multiple of the SIMD width, and empty tensors.
-    for (std::size_t n : {0, 1, 7, 9, 17}) {
+    for (std::int64_t n : {0, 1, 7, 9, 17}) {
         Tensor v = randn({n});
         Tensor r = F::gelu(v);
         REQUIRE(r.shape() == Shape{n});
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::int64_t i = 0; i < n; ++i)
             REQUIRE(r.data()[i] == Approx(v.data()[i] * 0.5 * std::erfc(-v.data()[i] / std::sqrt(2.0))).margin(1e-6));
     }
     CHECK_THAT(message_of<ValueError>([] { F::gelu(ones({2}), "tanh "); }),

@@ -21,7 +21,7 @@
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
-#include "nn/attention.hpp"
+#include <xgrad/nn/attention.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -129,7 +129,7 @@ TEST_CASE("causal_mask: the keep-mask of is_causal, top-left aligned as PyTorch'
 
 TEST_CASE("causal_mask: sdpa(attn_mask = causal_mask(Tq, Tk)) equals sdpa(is_causal = true)") {
     manual_seed(21);
-    for (auto [Tq, Tk] : {std::pair<std::size_t, std::size_t>{4, 4}, {3, 5}, {5, 3}}) {
+    for (auto [Tq, Tk] : {std::pair<std::int64_t, std::int64_t>{4, 4}, {3, 5}, {5, 3}}) {
         INFO("Tq " << Tq << " Tk " << Tk);
         const Tensor q = randn({2, 2, Tq, 4}), k = randn({2, 2, Tk, 4}), v = randn({2, 2, Tk, 3});
         const Tensor by_mask = F::scaled_dot_product_attention(q, k, v, F::causal_mask(Tq, Tk));
@@ -145,8 +145,8 @@ TEST_CASE("scaled_dot_product_attention: a fully masked row gives 0 and finite g
     Tensor mask({{1, 1, 0}, {0, 0, 0}, {1, 0, 1}});  // query 1 may attend no key
     Tensor out = F::scaled_dot_product_attention(q, k, v, mask);
     sum(out * out).backward();
-    for (std::size_t b = 0; b < 2; ++b)
-        for (std::size_t j = 0; j < 4; ++j) {
+    for (std::int64_t b = 0; b < 2; ++b)
+        for (std::int64_t j = 0; j < 4; ++j) {
             REQUIRE(out.at({b, 1, j}) == 0);
             REQUIRE(q.grad().at({b, 1, j}) == 0);
         }
@@ -228,8 +228,8 @@ TEST_CASE("CausalSelfAttention: attn_mask is honoured") {
     // and the weights agree: (B, H, T, T) with keys 3, 4 at 0 in every row
     const Tensor w = m.attention_weights(x, keep);
     REQUIRE(w.shape() == Shape{1, 2, 5, 5});
-    for (std::size_t h = 0; h < 2; ++h)
-        for (std::size_t i = 0; i < 5; ++i) {
+    for (std::int64_t h = 0; h < 2; ++h)
+        for (std::int64_t i = 0; i < 5; ++i) {
             REQUIRE(w.at({0, h, i, 3}) == 0);
             REQUIRE(w.at({0, h, i, 4}) == 0);
         }
@@ -243,8 +243,8 @@ TEST_CASE("CausalSelfAttention: attention_weights are causal rows that sum to 1 
     REQUIRE(w.shape() == Shape{2, 3, 4, 4});
     REQUIRE(!w.requires_grad());
     require_values(sum(w, -1), ones({2, 3, 4}));
-    for (std::size_t i = 0; i < 4; ++i)
-        for (std::size_t j = i + 1; j < 4; ++j) REQUIRE(w.at({1, 2, i, j}) == 0);
+    for (std::int64_t i = 0; i < 4; ++i)
+        for (std::int64_t j = i + 1; j < 4; ++j) REQUIRE(w.at({1, 2, i, j}) == 0);
     REQUIRE(m.num_parameters() == 6 * 18 + 18 + 6 * 6 + 6);
 }
 
@@ -257,7 +257,7 @@ TEST_CASE("scaled_dot_product_attention: dropout on the weights") {
     const Tensor v = from_array(std::move(eye));
     const Tensor w = F::attention_weights(q, k);
     const Tensor out = F::scaled_dot_product_attention(q, k, v, Tensor(), false, /*dropout_p=*/0.25);
-    std::size_t kept = 0;
+    std::int64_t kept = 0;
     for (std::int64_t i = 0; i < w.numel(); ++i) {
         const double o = out.data().data()[i], expected = w.data().data()[i] / 0.75;
         REQUIRE((o == 0 || o == Approx(expected).epsilon(1e-6)));

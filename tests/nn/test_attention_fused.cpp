@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd.hpp"
-#include "nn/attention.hpp"
-#include "nn/attention_fused.hpp"
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/attention_fused.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -42,7 +42,7 @@ TEST_CASE("fused_causal_attention equals the composed scaled_dot_product_attenti
           "[nn][attention][fused]") {
     struct Case {
         Shape lead;
-        std::size_t Tq, Tk, hd, hv;
+        std::int64_t Tq, Tk, hd, hv;
         std::optional<double> scale;
     };
     const Case cases[] = {{{2, 3}, 16, 16, 8, 8, std::nullopt}, {{3}, 5, 9, 3, 6, std::nullopt},

@@ -14,7 +14,7 @@
 
 #include <xtensor/xbuilder.hpp>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -49,7 +49,7 @@ TEST_CASE("dropout: the backward multiplies by the same mask", "[nn][dropout]") 
     Tensor y = F::dropout(x, 0.3);
     Tensor g = randn({5, 40});
     y.backward(g);
-    std::size_t kept = 0;
+    std::int64_t kept = 0;
     for (std::int64_t i = 0; i < x.numel(); ++i) {
         const bool k = y.data()[i] != 0;
         kept += k;

@@ -16,7 +16,7 @@
 
 #include <xtensor/xview.hpp>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -16,7 +16,7 @@
 
 #include <xtensor/xview.hpp>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -70,8 +70,8 @@ TEST_CASE("cross_entropy on a hand-computed 2×3 example", "[nn][loss][cross_ent
 
     // dL/dx = (softmax(x) - onehot(t)) / N
     loss.backward();
-    for (std::size_t i = 0; i < 2; ++i)
-        for (std::size_t c = 0; c < 3; ++c) {
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t c = 0; c < 3; ++c) {
             const double p = std::exp(X[i][c] - log_sum_exp(X[i]));
             const double expected = (p - (int(c) == t[i] ? 1.0 : 0.0)) / 2;
             REQUIRE(logits.grad().at({i, c}) == Approx(expected).margin(1e-7));
@@ -187,7 +187,7 @@ TEST_CASE("hostile: cross_entropy with a NaN logit: NaN in that row only - no cr
     REQUIRE(std::isnan(none.at({0})));
     REQUIRE(none.at({1}) == Approx(log_sum_exp({1, 2, 3}) - 3).epsilon(1e-6));
     none.backward(Tensor({1, 1}));
-    for (std::size_t c = 0; c < 3; ++c) {
+    for (std::int64_t c = 0; c < 3; ++c) {
         REQUIRE(std::isnan(logits.grad().at({0, c})));
         REQUIRE(std::isfinite(logits.grad().at({1, c})));
     }
@@ -201,16 +201,16 @@ TEST_CASE("cross_entropy label_smoothing against the formula", "[nn][loss][cross
     // q_c = (1 - ε)[c = t] + ε/C,   loss_i = -Σ_c q_c log p_c
     const double eps = 0.1;
     const std::vector<std::vector<double>> X{{1, 2, 3}, {1, -1, 0.5}};
-    const std::vector<std::size_t> t{2, 0};
+    const std::vector<std::int64_t> t{2, 0};
     Tensor logits({{1, 2, 3}, {1, -1, 0.5}}, true);
     F::CrossEntropyOptions o;
     o.label_smoothing = eps;
     o.reduction = nn::Reduction::None;
     Tensor none = F::cross_entropy(logits, IndexTensor{2, 0}, o);
     double total = 0;
-    for (std::size_t i = 0; i < 2; ++i) {
+    for (std::int64_t i = 0; i < 2; ++i) {
         double li = 0;
-        for (std::size_t c = 0; c < 3; ++c) {
+        for (std::int64_t c = 0; c < 3; ++c) {
             const double q = (c == t[i] ? 1 - eps : 0) + eps / 3;
             li -= q * (X[i][c] - log_sum_exp(X[i]));
         }
@@ -221,8 +221,8 @@ TEST_CASE("cross_entropy label_smoothing against the formula", "[nn][loss][cross
     Tensor mean = F::cross_entropy(logits, IndexTensor{2, 0}, o);
     REQUIRE(mean.item() == Approx(total / 2).epsilon(1e-6));
     mean.backward();  // (p - q) / N
-    for (std::size_t i = 0; i < 2; ++i)
-        for (std::size_t c = 0; c < 3; ++c) {
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t c = 0; c < 3; ++c) {
             const double q = (c == t[i] ? 1 - eps : 0) + eps / 3;
             REQUIRE(logits.grad().at({i, c}) == Approx((std::exp(X[i][c] - log_sum_exp(X[i])) - q) / 2).margin(1e-7));
         }
@@ -345,7 +345,7 @@ TEST_CASE("binary_cross_entropy_with_logits on hand numbers and reductions", "[n
     Tensor loss = F::binary_cross_entropy_with_logits(logits, targets);
     REQUIRE(loss.item() == Approx(total / 3).epsilon(1e-6));
     loss.backward();  // (σ(x) - y) / 3
-    for (std::size_t i = 0; i < 3; ++i)
+    for (std::int64_t i = 0; i < 3; ++i)
         REQUIRE(logits.grad().at({i}) == Approx((1 / (1 + std::exp(-x[i])) - y[i]) / 3).margin(1e-7));
     REQUIRE(F::binary_cross_entropy_with_logits(logits, targets, nn::Reduction::Sum).item() ==
             Approx(total).epsilon(1e-6));

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

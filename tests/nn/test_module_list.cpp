@@ -13,7 +13,7 @@
 
 #include <xtensor/xbuilder.hpp>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -69,7 +69,7 @@ TEST_CASE("sinusoidal_positions equals the PyTorch tutorial's table", "[nn][posi
         INFO("T = " << T << ", d = " << d);
         const Tensor pe = nn::sinusoidal_positions(T, d);
         REQUIRE_FALSE(pe.requires_grad());
-        require_values(pe, tensor_of(c.at("pe"), {std::size_t(T), std::size_t(d)}), 1e-6);
+        require_values(pe, tensor_of(c.at("pe"), {std::int64_t(T), std::int64_t(d)}), 1e-6);
     }
 }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/nn.hpp"
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

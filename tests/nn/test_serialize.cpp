@@ -26,8 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/parse.hpp"
-#include "nn/nn.hpp"
+#include <xgrad/core/parse.hpp>
+#include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
