@@ -60,8 +60,8 @@ struct CharMlpStep {
         : model((manual_seed(kSeed), 27), block, d, hidden),
           opt(model.named_parameters(), optim::AdamOptions(3e-3)) {
         for (std::size_t i = 0; i < kPool; ++i) {
-            xs.push_back(randint(0, 27, {B, std::size_t(block)}));
-            ys.push_back(randint(0, 27, {B}));
+            xs.push_back(randint(0, 27, {std::int64_t(B), block}));
+            ys.push_back(randint(0, 27, {std::int64_t(B)}));
         }
     }
     void step() {
@@ -87,9 +87,9 @@ struct EmbeddingStep {
     EmbeddingStep(std::size_t V, std::size_t d, std::size_t P, bool sparse, bool one_hot)
         : emb((manual_seed(kSeed), std::int64_t(V)), std::int64_t(d), nn::EmbeddingOptions().set_sparse(sparse)),
           opt(emb.named_parameters(), optim::AdamOptions(1e-3)),
-          G(randn({P, d})),
+          G(randn({std::int64_t(P), std::int64_t(d)})),
           one_hot_path(one_hot) {
-        for (std::size_t i = 0; i < kPool; ++i) ids.push_back(randint(0, std::int64_t(V), {P}));
+        for (std::size_t i = 0; i < kPool; ++i) ids.push_back(randint(0, std::int64_t(V), {std::int64_t(P)}));
     }
     void step() {
         const IndexTensor& x = ids[next++ % kPool];
