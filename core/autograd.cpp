@@ -353,11 +353,12 @@ void check_unmodified(const Node& node) {
         if (t.version == in.version && t.data.shape() == in.shape) continue;
         throw ValueError(fmt::format(
             "backward: one of the variables needed for gradient computation has been modified by an "
-            "inplace operation: input {} of op '{}', of shape {} when the op ran, is now of shape {} "
+            "inplace operation: input {}{} of op '{}', of shape {} when the op ran, is now of shape {} "
             "at version {} (expected version {}). It was changed (through Tensor::mutable_data() or "
             "set_data(), or by an optimizer step) between the forward and this backward; run the "
             "forward again after changing it.",
-            i, node.name, shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
+            i, t.param_name.empty() ? std::string() : " (parameter '" + t.param_name + "')", node.name,
+            shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
     }
 }
 

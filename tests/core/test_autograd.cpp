@@ -360,8 +360,13 @@ TEST_CASE("a parameter resized through mutable_data() is refused at its next for
     REQUIRE_THROWS_WITH(step(), Contains("forward") && Contains("parameter 'weight'") && Contains("(4, 2)") &&
                                     Contains("(1000, 2)") && Contains("set_data()"));
     require_values(emb.weight.grad(), {{0, 0}, {0, 0}, {0, 0}, {0, 0}});  // untouched
-    // A plain op on the parameter is refused too, and so is a backward into it.
+    // A plain op on the parameter is refused too, and so is a backward that would read it.
     REQUIRE_THROWS_WITH(emb.weight.sum(), Contains("sum") && Contains("parameter 'weight'"));
+    emb.weight.set_data(zeros({4, 2}).data());
+    Tensor loss = emb.forward(IndexTensor{1}).sum();
+    emb.weight.mutable_data() = zeros({1000, 2}).data();
+    REQUIRE_THROWS_WITH(loss.backward(), Contains("backward") && Contains("parameter 'weight'") &&
+                                             Contains("(4, 2)") && Contains("(1000, 2)"));
 
     emb.weight.set_data(zeros({1000, 2}).data());  // the way to resize: the (4, 2) gradient goes
     REQUIRE_FALSE(emb.weight.has_grad());
