@@ -351,6 +351,12 @@ void check_unmodified(const Node& node) {
         const NodeInput& in = node.inputs[i];
         const TensorImpl& t = *in.tensor;
         if (t.version == in.version && t.data.shape() == in.shape) continue;
+        check(t.version != in.version, "backward",
+              "input {}{} of op '{}', of shape {} when the op ran, is now of shape {} at the same version: "
+              "it was resized through a reference from mutable_data() held across the forward; take "
+              "mutable_data() right where you write, or resize with set_data()",
+              i, t.param_name.empty() ? std::string() : " (parameter '" + t.param_name + "')", node.name,
+              lazy_shape(in.shape), lazy_shape(t.data.shape()));
         throw ValueError(fmt::format(
             "backward: one of the variables needed for gradient computation has been modified by an "
             "inplace operation: input {}{} of op '{}', of shape {} when the op ran, is now of shape {} "

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 
+#include <xtensor/xexception.hpp>
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xvectorize.hpp>
 
@@ -42,7 +43,23 @@ static Tensor compare(const Tensor& a, real v, const char* op) {
     return compare_values<Op>(a, v);
 }
 
+// IDs compare as int64 (exact past 2^24, where a float would round); the mask is a real Tensor.
+template <class Op>
+static Tensor compare(const IndexTensor& a, const IndexTensor& b, const char* op) {
+    auto one_if = xt::vectorize([](std::int64_t x, std::int64_t y) { return Op{}(x, y) ? real(1) : real(0); });
+    try {
+        return from_array(Array(one_if(a.data(), b.data())));
+    } catch (const xt::broadcast_error&) {
+        throw ValueError(fmt::format("{}: shapes {} and {} cannot be broadcast together", op,
+                                     shape_str(a.shape()), shape_str(b.shape())));
+    }
+}
+
 Tensor eq(const Tensor& a, const Tensor& b) { return compare<std::equal_to<real>>(a, b, "eq"); }
+Tensor eq(const IndexTensor& a, const IndexTensor& b) { return compare<std::equal_to<std::int64_t>>(a, b, "eq"); }
+Tensor ne(const IndexTensor& a, const IndexTensor& b) {
+    return compare<std::not_equal_to<std::int64_t>>(a, b, "ne");
+}
 Tensor ne(const Tensor& a, const Tensor& b) { return compare<std::not_equal_to<real>>(a, b, "ne"); }
 Tensor lt(const Tensor& a, const Tensor& b) { return compare<std::less<real>>(a, b, "lt"); }
 Tensor le(const Tensor& a, const Tensor& b) { return compare<std::less_equal<real>>(a, b, "le"); }

@@ -18,6 +18,9 @@ Tensor lt(const Tensor& a, const Tensor& b);
 Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
+// The same for two IndexTensors (IDs, targets): eq(argmax(logits, -1), y).mean() is the accuracy.
+Tensor eq(const IndexTensor& a, const IndexTensor& b);
+Tensor ne(const IndexTensor& a, const IndexTensor& b);
 Tensor eq(const Tensor& a, real v);
 Tensor ne(const Tensor& a, real v);
 Tensor lt(const Tensor& a, real v);

@@ -66,8 +66,10 @@ Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
 // y[p, c] = 1 if ids[p] = c else 0           ids (P...), y (P..., C); no gradient
 // The reference path for embeddings: one_hot(ids, V) @ E equals index_select(E, 0, ids),
 // at O(P·V·d) multiply-adds instead of O(P·d) copies.
-Tensor one_hot(const IndexTensor& ids, std::size_t num_classes) {
-    check_ids(ids, static_cast<std::int64_t>(num_classes), "one_hot");
+Tensor one_hot(const IndexTensor& ids, std::int64_t classes) {
+    check(classes >= 0, "one_hot", "num_classes must be >= 0; got {}", classes);
+    check_ids(ids, classes, "one_hot");
+    const auto num_classes = static_cast<std::size_t>(classes);
     ArrayShape ys = array_shape(ids.data());
     ys.push_back(num_classes);
     checked_numel(ys, "one_hot");

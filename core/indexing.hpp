@@ -13,6 +13,8 @@ namespace xgrad {
 // the first ID outside [0, limit). Never clamps or wraps: negative IDs are errors.
 void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op);
 Tensor index_select(const Tensor& src, int dim, const IndexTensor& index);
-Tensor one_hot(const IndexTensor& ids, std::size_t num_classes);
+// one_hot: (P...) ids → (P..., num_classes) of 0/1. Throws ValueError for num_classes < 0 and
+// IndexError for an ID outside [0, num_classes).
+Tensor one_hot(const IndexTensor& ids, std::int64_t num_classes);
 
 }  // namespace xgrad

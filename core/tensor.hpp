@@ -220,11 +220,16 @@ public:
     std::int64_t numel() const;
     std::int64_t dim() const;
     real item() const;                 // only for a one-element tensor
-    // The values, read only: free at any time, even between forward and backward.
+    // The values, read only: free at any time, even between forward and backward. A reference
+    // into this tensor's storage, valid while a handle to it lives: keep the Tensor, not only the
+    // reference (`Tensor y = model.forward(x); const Array& z = y.data();`), as with LibTorch's
+    // data_ptr(); a reference taken from a temporary, model.forward(x).data(), dangles.
     const Array& data() const;
     // Write access in place. Bumps the version: a backward that needs the old values then throws
-    // ValueError, as PyTorch after an in-place op. Keep the shape: a parameter resized here is
-    // refused (ValueError naming it) at its next op, backward or optimizer step.
+    // ValueError, as PyTorch after an in-place op. The bump happens at this call, so write right
+    // after it: like PyTorch's .data, a reference kept across a forward writes unseen. Keep the
+    // shape: a parameter resized here is refused (ValueError naming it) at its next op, backward
+    // or optimizer step.
     Array& mutable_data();
     // Replaces the values by `values` of any shape (PyTorch's `t.data = values`), the way to
     // resize a parameter: bumps the version and drops a gradient of another shape.

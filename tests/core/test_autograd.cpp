@@ -367,6 +367,13 @@ TEST_CASE("a parameter resized through mutable_data() is refused at its next for
     emb.weight.mutable_data() = zeros({1000, 2}).data();
     REQUIRE_THROWS_WITH(loss.backward(), Contains("backward") && Contains("parameter 'weight'") &&
                                              Contains("(4, 2)") && Contains("(1000, 2)"));
+    // A reference held from before the forward resizes without a version change: named as such.
+    emb.weight.set_data(zeros({4, 2}).data());
+    Array& held = emb.weight.mutable_data();
+    Tensor loss2 = emb.forward(IndexTensor{1}).sum();
+    held = zeros({6, 2}).data();
+    REQUIRE_THROWS_WITH(loss2.backward(), Contains("same version") && Contains("parameter 'weight'") &&
+                                              Contains("mutable_data()"));
 
     emb.weight.set_data(zeros({1000, 2}).data());  // the way to resize: the (4, 2) gradient goes
     REQUIRE_FALSE(emb.weight.has_grad());

@@ -242,3 +242,18 @@ TEST_CASE("operator<< prints an Array as the values under its Tensor's header", 
     REQUIRE(ids_as_array.str() == "{{0, 7},\n {3, 1}}");
     REQUIRE(ids_as_tensor.str() == "IndexTensor(shape=(2, 2))\n" + ids_as_array.str());
 }
+
+TEST_CASE("eq and ne of IndexTensors compare IDs exactly and give the accuracy", "[comparison]") {
+    const IndexTensor pred{{2, 0, 1}, {1, 1, 0}}, target{{2, 1, 1}, {0, 1, 0}};
+    const Tensor hits = eq(pred, target);
+    require_values(hits, Tensor({{1, 0, 1}, {0, 1, 1}}));
+    REQUIRE_FALSE(hits.requires_grad());
+    REQUIRE(hits.mean().item() == Approx(4.0 / 6.0));
+    require_values(ne(pred, target), Tensor({{0, 1, 0}, {1, 0, 0}}));
+    // 2^53 + 1 and 2^53 are different IDs (equal once rounded to a double, and to a float).
+    const std::int64_t big = (std::int64_t{1} << 53) + 1;
+    REQUIRE(eq(IndexTensor{big}, IndexTensor{big - 1}).item() == 0);
+    require_values(eq(pred, IndexTensor{1}), Tensor({{0, 0, 1}, {1, 1, 0}}));  // broadcast
+    REQUIRE_THROWS_WITH(eq(pred, IndexTensor{1, 2}), Contains("eq") && Contains("(2, 3)") && Contains("(2)"));
+}
+

@@ -457,6 +457,7 @@ TEST_CASE("bug 1: a zero size does not hide an overflowing shape", "[reliability
     // An empty tensor with large but representable sizes is still fine.
     REQUIRE(zeros({0, std::size_t{1} << 40, 4}).numel() == 0);
     REQUIRE(one_hot(IndexTensor(IndexArray(ArrayShape{0, 5})), 1000).shape() == Shape{0, 5, 1000});
+    REQUIRE_THROWS_WITH(one_hot(IndexTensor{0}, -1), Contains("one_hot") && Contains("-1"));
 }
 
 // ---- bug 7: the generator from several threads -------------------------------------------------------
