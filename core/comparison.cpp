@@ -84,6 +84,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
     check_broadcastable(a, b, "allclose");
     check(rtol >= 0 && atol >= 0, "allclose", "rtol and atol must be >= 0, got rtol={} and atol={} "
           "(shapes {} and {})", rtol, atol, shape_str(a.shape()), shape_str(b.shape()));
+    if (a.numel() == 0 || b.numel() == 0) return true;  // an empty broadcast shape: nothing to compare
     const real rt = static_cast<real>(rtol), at = static_cast<real>(atol);
     auto close = xt::vectorize([rt, at, equal_nan](real x, real y) {
         if (x == y || (equal_nan && std::isnan(x) && std::isnan(y))) return true;

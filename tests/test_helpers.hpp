@@ -127,7 +127,8 @@ constexpr real kInf = std::numeric_limits<real>::infinity();
 constexpr real kNaN = std::numeric_limits<real>::quiet_NaN();
 
 inline bool bits_equal(const Tensor& a, const Tensor& b) {
-    return a.shape() == b.shape() && std::memcmp(a.data().data(), b.data().data(), a.numel() * sizeof(real)) == 0;
+    return a.shape() == b.shape() &&
+           (a.numel() == 0 || std::memcmp(a.data().data(), b.data().data(), a.numel() * sizeof(real)) == 0);
 }
 inline bool bits_equal(const Array& a, const Array& b) {
     return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(real)) == 0;
