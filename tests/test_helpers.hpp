@@ -131,7 +131,7 @@ inline bool bits_equal(const Tensor& a, const Tensor& b) {
            (a.numel() == 0 || std::memcmp(a.data().data(), b.data().data(), a.numel() * sizeof(real)) == 0);
 }
 inline bool bits_equal(const Array& a, const Array& b) {
-    return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(real)) == 0;
+    return a.shape() == b.shape() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(real)) == 0);
 }
 
 // Every element finite (no NaN, no ±inf).
