@@ -21,7 +21,6 @@ namespace xgrad::optim {
 
 namespace {
 
-ArrayShape shape_of(const Array& a) { return ArrayShape(a.shape().begin(), a.shape().end()); }
 
 // The largest step count a state dict may hold: 2^53, the last integer up to which every
 // integer is exactly a double.
@@ -122,7 +121,7 @@ void Optimizer::step() {
             if (t.sparse_grad) {
                 check(!t.grad, op.c_str(), "'{}' has both a dense and a row-sparse gradient", name);
                 const SparseGrad& sg = *t.sparse_grad;
-                const ArrayShape shape = shape_of(t.data);
+                const ArrayShape shape = array_shape(t.data);
                 check(sg.dense_shape == to_shape(shape) && shape.size() == 2, op.c_str(),
                       "'{}': row-sparse gradient of dense shape {} for a parameter of shape {}", name,
                       lazy_shape(sg.dense_shape), lazy_shape(shape));
