@@ -56,7 +56,8 @@ test: deps
 # -g1 (line tables, enough for the sanitizers' stack traces) and a unity build of the libraries
 # (XGRAD_UNITY_BUILD, CMakeLists.txt) keep this clean build short: CI builds it from scratch.
 # Any finding fails the run: UBSan is built with -fno-sanitize-recover, ASan and LSan halt.
-sanitize: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0
+# allocator_may_return_null: a too-large malloc fails as in a release build (OutOfMemoryError).
+sanitize: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1
 sanitize: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON

@@ -10,6 +10,8 @@
 
 #include <cstdlib>
 
+#include <xgrad/core/error.hpp>
+
 namespace xgrad {
 
 // Under AddressSanitizer or ThreadSanitizer the sanitizer's allocator replaces glibc's; mallopt then
@@ -22,6 +24,11 @@ bool apply_malloc_policy() {
         return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
     }();
     return applied;
+}
+
+void throw_out_of_memory(std::size_t bytes) {
+    throw OutOfMemoryError(fmt::format("allocator: not enough memory: tried to allocate {} bytes ({:.2f} GiB) "
+                                       "for an array", bytes, double(bytes) / (1 << 30)));
 }
 
 }  // namespace xgrad

@@ -7,7 +7,8 @@
 // on an unaligned array xtensor computes the first elements with scalar code (xassign.hpp,
 // align_begin), which rounds exp and others differently, so values would depend on addresses.
 // Units: bytes. allocate throws std::bad_array_new_length when n·sizeof(T) overflows and
-// std::bad_alloc when malloc fails; it never returns null.
+// OutOfMemoryError (core/error.hpp, a std::bad_alloc) naming the bytes when malloc fails; it
+// never returns null.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,9 @@ namespace xgrad {
 // keeps its own. Runs once at load (core/tensor.cpp); returns whether it is in force. Never throws.
 bool apply_malloc_policy();
 
+// Throws OutOfMemoryError: "allocator: not enough memory: tried to allocate <bytes> bytes (<GiB>)".
+[[noreturn]] void throw_out_of_memory(std::size_t bytes);
+
 template <class T>
 struct MallocAllocator {
     using value_type = T;
@@ -34,7 +38,7 @@ struct MallocAllocator {
     T* allocate(std::size_t n) {
         if (n > (static_cast<std::size_t>(-1) - kAlign) / sizeof(T)) throw std::bad_array_new_length();
         void* raw = std::malloc(n * sizeof(T) + kAlign);
-        if (raw == nullptr) throw std::bad_alloc();
+        if (raw == nullptr) throw_out_of_memory(n * sizeof(T));
         // malloc's blocks are 16-byte aligned: the gap below `aligned` (16 or 32 bytes) holds raw.
         const auto address = (reinterpret_cast<std::uintptr_t>(raw) + kAlign) & ~std::uintptr_t{kAlign - 1};
         void** aligned = reinterpret_cast<void**>(address);

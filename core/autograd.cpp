@@ -6,12 +6,16 @@
 //   2. Seed dL/dL = 1 (or the given gradient), then run each node's backward exactly once,
 //      after all contributions to its output are summed (x*x, x + x, diamonds).
 //   3. Add what reaches a leaf into leaf.grad (+=, dense or row-sparse), so gradients
-//      accumulate across backward() calls until zero_grad(). This file alone writes .grad.
+//      accumulate across backward() calls until zero_grad(). This file alone writes .grad,
+//      under a per-leaf lock, so that concurrent backward calls add up.
 //   4. Unless retain_graph, free each closure (and its saved arrays) right after it runs.
 #include <xgrad/core/autograd.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <xtensor/xnoalias.hpp>
@@ -61,6 +65,22 @@ DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
 
 // ---- recording an op --------------------------------------------------------------------------
 namespace {
+// Throws if an input already held a NaN when op received it: the NaN came from outside what the
+// guard watched (the data, a leaf, a tensor made before the guard), so the op is not to blame.
+void blame_nan_input(const std::string& op, const Tensor* inputs, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) {
+        if (!inputs[k].defined()) continue;
+        const Array& in = inputs[k].data();
+        const auto it = std::find_if(in.begin(), in.end(), [](real v) { return std::isnan(v); });
+        if (it == in.end()) continue;
+        throw ValueError(fmt::format("anomaly: op '{}' received NaN in its input {} of shape {} at flat index {}: "
+                                     "that {} held it before the op ran (check the data or how it was made; "
+                                     "detect_anomaly is on)",
+                                     op, k, shape_str(in.shape()), it - in.begin(),
+                                     inputs[k].is_leaf() ? "leaf (input data or a parameter)" : "tensor"));
+    }
+}
+
 // Throws if `a` holds a NaN or ±inf, naming the op (anomaly mode). With `inputs`, a ±inf is let
 // through when an input already held one: the op passed it on (a -inf attention mask).
 void check_finite(const Array& a, const std::string& op, const char* what, const Tensor* inputs = nullptr,
@@ -79,6 +99,7 @@ void check_finite(const Array& a, const std::string& op, const char* what, const
             }
             if (input_inf) continue;
         }
+        if (std::isnan(p[i])) blame_nan_input(op, inputs, n);
         throw ValueError(fmt::format("anomaly: op '{}' produced {} in {} of shape {} at flat index {} "
                                      "(detect_anomaly is on)",
                                      op, std::isnan(p[i]) ? "NaN" : p[i] > 0 ? "inf" : "-inf", what,
@@ -102,6 +123,7 @@ Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_
             node->inputs.push_back({in, in->version, in->data.shape()});
         }
         node->out_shape = impl->data.shape();
+        node->out_version = impl->version;
         node->backward = std::move(backward);
         impl->requires_grad = true;
         impl->grad_fn = std::move(node);
@@ -222,6 +244,13 @@ bool strictly_ascending(const std::vector<std::int64_t>& v) {
     return std::adjacent_find(v.begin(), v.end(), std::greater_equal<>()) == v.end();
 }
 
+// grad += g in place, bumping its version: a graph that used x.grad() in an op then refuses to
+// backward with the changed values, as after PyTorch's in-place accumulation.
+void add_in_place(TensorImpl& grad, const Array& g) {
+    xt::noalias(grad.data) += g;
+    ++grad.version;
+}
+
 // Adds a checked `g` into `leaf`'s gradient (check_held and check_new have passed).
 void add_to_leaf(TensorImpl& leaf, Grad g) {
     if (Array* dense = std::get_if<Array>(&g.value)) {
@@ -231,7 +260,7 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
             leaf.sparse_grad.reset();
         }
         if (!leaf.grad) leaf.grad = std::make_shared<TensorImpl>(std::move(*dense));
-        else xt::noalias(leaf.grad->data) += *dense;
+        else add_in_place(*leaf.grad, *dense);
         return;
     }
     RowSparseGrad& r = std::get<RowSparseGrad>(g.value);
@@ -256,9 +285,18 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
         leaf.sparse_grad.reset();
     }
     scatter_add(leaf.grad->data, r);
+    ++leaf.grad->version;
+}
+
+// Leaves' gradients are written under one of these locks, picked by the leaf's address, so that
+// threads backwarding into a shared leaf sum their gradients (as PyTorch's AccumulateGrad lock).
+std::mutex& leaf_lock(const TensorImpl& leaf) {
+    static std::mutex locks[64];
+    return locks[(reinterpret_cast<std::uintptr_t>(&leaf) / alignof(TensorImpl)) % 64];
 }
 
 void accumulate_leaf(TensorImpl& leaf, Grad g, const char* op, const Source& source) {
+    std::lock_guard<std::mutex> lock(leaf_lock(leaf));
     check_parameter_shape(leaf, "backward");
     check_new(g, leaf.data.shape(), op, source);
     check_held(leaf, source);
@@ -285,17 +323,26 @@ const Array& values_of(const Grad& g) {
 
 void set_leaf_grad(TensorImpl& leaf, Grad g) {
     check_new(g, leaf.data.shape(), "set_grad", Source{"set_grad"});
-    clear_grad(leaf);
+    std::lock_guard<std::mutex> lock(leaf_lock(leaf));
+    leaf.grad.reset();
+    leaf.sparse_grad.reset();
     add_to_leaf(leaf, std::move(g));
 }
 
 void clear_grad(TensorImpl& leaf) {
+    std::lock_guard<std::mutex> lock(leaf_lock(leaf));
     leaf.grad.reset();
     leaf.sparse_grad.reset();
 }
 
+// zero_grad_ and scale_grad_ change the gradient in place and bump its version, so that a graph
+// recorded on it (x.grad() used in an op) refuses to backward afterwards, as PyTorch's zero_().
 void zero_grad_(TensorImpl& leaf) {
-    if (leaf.grad) leaf.grad->data.fill(0);
+    std::lock_guard<std::mutex> lock(leaf_lock(leaf));
+    if (leaf.grad) {
+        leaf.grad->data.fill(0);
+        ++leaf.grad->version;
+    }
     if (leaf.sparse_grad) {  // an empty coalesced gradient: k = 0 rows
         leaf.sparse_grad->indices.clear();
         leaf.sparse_grad->values = Array(ArrayShape{0, static_cast<std::size_t>(leaf.sparse_grad->dense_shape.at(1))});
@@ -303,8 +350,10 @@ void zero_grad_(TensorImpl& leaf) {
 }
 
 void scale_grad_(TensorImpl& leaf, real c) {
+    std::lock_guard<std::mutex> lock(leaf_lock(leaf));
     Array* a = leaf.sparse_grad ? &leaf.sparse_grad->values : leaf.grad ? &leaf.grad->data : nullptr;
     if (!a) return;
+    if (leaf.grad) ++leaf.grad->version;
     real* p = a->data();
     for (std::size_t i = 0; i < a->size(); ++i) p[i] *= c;
 }
@@ -312,36 +361,35 @@ void scale_grad_(TensorImpl& leaf, real c) {
 // ---- the backward pass --------------------------------------------------------------------------
 namespace {
 
+[[noreturn]] void throw_released(const Node& node) {
+    throw ValueError("backward: trying to backward through the graph a second time (op '" + node.name +
+                     "'); its saved arrays were freed after the first backward. Pass retain_graph=true "
+                     "to the first backward() if you need to backward twice.");
+}
+
 // Post-order DFS from the root with an explicit stack: non-leaf tensors, each after all its
-// inputs. Throws before any gradient is touched if part of the graph was freed.
-void topological_order(TensorImpl* root, std::vector<TensorImpl*>& order) {
-    root->grad_fn->visited = true;
-    order.push_back(root);  // (moved to its place below; here so that a throw clears its mark)
+// inputs, and each node's position in `pos`. Throws before any gradient is touched if part of the
+// graph was freed. The marks live in this call's `pos`, never in the shared graph.
+std::vector<TensorImpl*> topological_order(TensorImpl* root, std::unordered_map<const Node*, std::size_t>& pos) {
+    std::unordered_set<const Node*> visited{root->grad_fn.get()};
     std::vector<std::pair<TensorImpl*, std::size_t>> stack{{root, 0}};  // (tensor, next input)
     std::vector<TensorImpl*> sorted;
     sorted.reserve(16);
     while (!stack.empty()) {
         auto& [t, next] = stack.back();
         Node* node = t->grad_fn.get();
-        if (node->released) {
-            throw ValueError(
-                "backward: trying to backward through the graph a second time (op '" + node->name +
-                "'); its saved arrays were freed after the first backward. Pass retain_graph=true "
-                "to the first backward() if you need to backward twice.");
-        }
+        if (node->released.load(std::memory_order_acquire)) throw_released(*node);
         if (next < node->inputs.size()) {
             TensorImpl* in = node->inputs[next++].tensor.get();
-            if (in->grad_fn && in->requires_grad && !in->grad_fn->visited) {
-                in->grad_fn->visited = true;
-                order.push_back(in);
+            if (in->grad_fn && in->requires_grad && visited.insert(in->grad_fn.get()).second)
                 stack.push_back({in, 0});
-            }
         } else {
+            pos.emplace(node, sorted.size());
             sorted.push_back(t);
             stack.pop_back();
         }
     }
-    order.swap(sorted);
+    return sorted;
 }
 
 // Throws unless every input of `node` still has the version and shape it had when the op ran:
@@ -367,17 +415,6 @@ void check_unmodified(const Node& node) {
             shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
     }
 }
-
-// Clears the scratch fields of every node in `order` when the pass ends, however it ends.
-struct ScratchReset {
-    std::vector<TensorImpl*>& order;
-    ~ScratchReset() {
-        for (TensorImpl* t : order) {
-            t->grad_fn->visited = false;
-            t->grad_fn->grad_sum.reset();
-        }
-    }
-};
 
 }  // namespace
 
@@ -406,18 +443,15 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         accumulate_leaf(*r, Array(root_grad), "backward", Source{"backward() on a leaf"});
         return;
     }
-    std::vector<TensorImpl*> order;
-    ScratchReset reset{order};
-    topological_order(r, order);
+    // This call's scratch: the order, and dL/d(output) summed so far over each output's consumers.
+    std::unordered_map<const Node*, std::size_t> pos;
+    const std::vector<TensorImpl*> order = topological_order(r, pos);
+    std::vector<std::optional<Array>> sums(order.size());  // (an empty Array would hold 1 element)
 
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        TensorImpl* t = *it;
-        std::optional<Array> summed;  // (an empty Array would allocate: a 0-d array has 1 element)
-        if (t != r) {
-            if (!t->grad_fn->grad_sum) continue;  // nothing flowed here
-            summed = std::move(t->grad_fn->grad_sum);
-            t->grad_fn->grad_sum.reset();
-        }
+    for (std::size_t k = order.size(); k-- > 0;) {
+        TensorImpl* t = order[k];
+        if (t != r && !sums[k]) continue;  // nothing flowed here
+        const std::optional<Array> summed = std::move(sums[k]);
         const Array& grad_out = t == r ? root_grad : *summed;
 
         Node& node = *t->grad_fn;
@@ -425,8 +459,23 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
               "the output of op '{}', of shape {} when the op ran, was replaced by an array of shape {} "
               "(through Tensor::mutable_data() or set_data()) before this backward; run the forward again after changing it",
               node.name, lazy_shape(node.out_shape), lazy_shape(t->data.shape()));
-        check_unmodified(node);
-        Grads in_grads = node.backward(grad_out, t->data);
+        check(t->version == node.out_version, "backward",
+              "the output of op '{}' (shape {}) was modified in place (through Tensor::mutable_data() or "
+              "set_data()) after the op ran: version {}, expected {}; its backward would use the new values. "
+              "Run the forward again after changing it",
+              node.name, lazy_shape(node.out_shape), t->version, node.out_version);
+        Grads in_grads;
+        {
+            // One backward at a time per node: threads sharing a retained graph take turns here.
+            std::lock_guard<std::mutex> lock(node.mutex);
+            if (node.released.load(std::memory_order_relaxed)) throw_released(node);
+            check_unmodified(node);
+            in_grads = node.backward(grad_out, t->data);
+            if (!retain_graph) {
+                node.backward = nullptr;  // frees every array the closure saved
+                node.released.store(true, std::memory_order_release);
+            }
+        }
         check(in_grads.size() == node.inputs.size(), "backward",
               "op '{}' returned {} gradients for {} inputs", node.name, in_grads.size(),
               node.inputs.size());
@@ -440,12 +489,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
                 accumulate_leaf(*in, std::move(g), "backward", source);
             } else {
                 check_new(g, in->data.shape(), "backward", source);
-                add_to_sum(in->grad_fn->grad_sum, std::move(g), in->data.shape());
+                add_to_sum(sums[pos.at(in->grad_fn.get())], std::move(g), in->data.shape());
             }
-        }
-        if (!retain_graph) {
-            node.backward = nullptr;  // frees every array the closure saved
-            node.released = true;
         }
     }
 }

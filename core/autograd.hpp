@@ -17,8 +17,10 @@
 // A backward only returns gradients; the engine (core/autograd.cpp) is the one writer of .grad.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -63,25 +65,24 @@ using BackwardFn = std::function<Grads(const Array& grad_out, const Array& out)>
 // runs, the engine checks both: the closure reads its inputs through these handles, so an array
 // changed in between (Tensor::mutable_data(), an optimizer step) would give wrong gradients. PyTorch's
 // version counter, stricter: every input is checked, not only saved ones. An op's output is
-// checked only as the input of its consumers, and for its shape (Node::out_shape), which every
-// backward assumes grad_out has.
+// checked too, for its version and shape (Node::out_version, out_shape): a backward may read it,
+// and every backward assumes grad_out has that shape.
 struct NodeInput {
     std::shared_ptr<TensorImpl> tensor;
     std::uint64_t version = 0;
     Array::shape_type shape;
 };
 
+// A Node holds no state of a backward pass: each run_backward keeps its own (the order, the
+// gradients summed per output), so several threads may backward through one retained graph.
 struct Node {
     std::string name;                                  // the op: "mul", "matmul", ...
     std::vector<NodeInput> inputs;                     // the tensors this op read
     Array::shape_type out_shape;                       // the output's shape when the op ran
+    std::uint64_t out_version = 0;                     // the output's version when the op ran
     BackwardFn backward;                               // null once released
-    bool released = false;                             // saved arrays freed after a backward
-
-    // Scratch of one backward pass, cleared when it ends: reached by the topological sort, and
-    // dL/d(output) summed so far over the output's consumers.
-    bool visited = false;
-    std::optional<Array> grad_sum;
+    std::atomic<bool> released{false};                 // saved arrays freed after a backward
+    std::mutex mutex;                                  // held while backward runs or is released
 
     ~Node();  // iterative, so that freeing a 100,000-op chain cannot overflow the stack
 };

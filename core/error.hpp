@@ -6,6 +6,7 @@
 //
 //   ValueError  (a std::invalid_argument)  wrong shapes, bad dims, bad options, misuse of autograd
 //   IndexError  (a std::out_of_range)      an index or ID outside its valid range
+//   OutOfMemoryError (a std::bad_alloc)    an array the system cannot allocate, naming the bytes
 #pragma once
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,6 +27,15 @@ struct ValueError : std::invalid_argument {
 
 struct IndexError : std::out_of_range {
     using std::out_of_range::out_of_range;
+};
+
+class OutOfMemoryError : public std::bad_alloc {
+public:
+    explicit OutOfMemoryError(std::string what) : what_(std::move(what)) {}
+    const char* what() const noexcept override { return what_.c_str(); }
+
+private:
+    std::string what_;
 };
 
 // "(2, 3, 4)"; "()" for a scalar.

@@ -253,6 +253,8 @@ public:
     Tensor detach() const;
     // Reverse-mode autodiff from this tensor (core/autograd.cpp). A non-scalar output needs
     // `gradient` of its own shape. retain_graph=false frees saved arrays after the pass.
+    // Thread-safe as in PyTorch: several threads may backward at once, through their own graphs
+    // into shared leaves or through one graph retained by every call; the gradients add up.
     void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
 
     // -- ops as methods (core/ops.hpp has the free functions and their math) ---------------
@@ -323,7 +325,7 @@ Array zeros_array(const ArrayShape& shape);
 
 // ---- factories ----------------------------------------------------------------------------
 // Those taking a Shape throw ValueError when its element count overflows (checked_numel), and
-// std::bad_alloc when the memory cannot be had.
+// OutOfMemoryError (a std::bad_alloc naming the bytes) when the memory cannot be had.
 Tensor from_array(Array data, bool requires_grad = false);  // takes the array without copying
 Tensor zeros(const Shape& shape, bool requires_grad = false);
 Tensor ones(const Shape& shape, bool requires_grad = false);

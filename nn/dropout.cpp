@@ -24,7 +24,8 @@ namespace functional {
 // ---- dropout --------------------------------------------------------------------------------------
 // forward : y_i = x_i · m_i,  m_i = keep_i / (1 - p),  keep_i ~ Bernoulli(1 - p)   (m saved)
 // backward: dL/dx_i = dL/dy_i · m_i
-// keep_i: 32 random bits u ≥ p·2³² (probability 1 - p up to 2⁻³²); with p = 1, m = 0.
+// keep_i: 32 random bits u ≥ t, t = ⌊p·2³²⌋, so the drop probability is p' = t/2³² (p rounded down
+// to a multiple of 2⁻³²) and m = 1/(1 - p') keeps E[m_i] = 1 exactly; with p = 1, m = 0.
 // ref: Srivastava et al. 2014; PyTorch docs, torch.nn.functional.dropout
 Tensor dropout(const Tensor& x, double p, bool training) {
     check(x.defined(), "dropout", "the input is an undefined tensor");
@@ -33,8 +34,9 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 
     const Array& xd = x.data();
     const std::size_t n = xd.size();
-    const real scale = p < 1 ? real(1 / (1 - p)) : real(0);
-    const std::uint64_t threshold = static_cast<std::uint64_t>(std::ldexp(p, 32));  // p·2³², ≤ 2³²
+    const std::uint64_t threshold = static_cast<std::uint64_t>(std::ldexp(p, 32));  // t = ⌊p·2³²⌋ ≤ 2³²
+    const double p_drawn = std::ldexp(double(threshold), -32);                    // p' = t / 2³²
+    const real scale = p_drawn < 1 ? real(1 / (1 - p_drawn)) : real(0);
     Array mask(xd.shape());
     real* pm = mask.data();
     std::lock_guard<std::mutex> lock(generator_mutex());  // the generator is shared by all threads

@@ -202,8 +202,8 @@ void Module::train(bool on) {
 
 void Module::zero_grad(bool set_to_none) {
     for (auto& [_, t] : named_parameters()) {
-        if (set_to_none || t.sparse_grad()) clear_grad(*t.impl());
-        else zero_grad_(*t.impl());
+        if (set_to_none) clear_grad(*t.impl());
+        else zero_grad_(*t.impl());  // a row-sparse gradient keeps k = 0 rows
     }
 }
 

@@ -68,7 +68,8 @@ public:
     void eval() { train(false); }
     bool is_training() const { return training_; }
 
-    // Drops (set_to_none = true, PyTorch's default) or zero-fills every parameter's gradient.
+    // Drops (set_to_none = true, PyTorch's default) or zero-fills every parameter's gradient in
+    // place; a row-sparse one stays, with k = 0 rows (as Optimizer::zero_grad).
     void zero_grad(bool set_to_none = true);
 
     // ---- checkpoints ---------------------------------------------------------------------

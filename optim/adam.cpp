@@ -89,10 +89,10 @@ Coefficients begin_step(const ParamGroup& group, const Array& param, const detai
     c.beta2 = static_cast<real>(h.beta2);
     c.one_minus_beta1 = static_cast<real>(1 - h.beta1);
     c.one_minus_beta2 = static_cast<real>(1 - h.beta2);
-    c.step_size = static_cast<real>(group.lr * std::sqrt(bc2) / bc1);  // γ · √(1 − β2^t) / (1 − β1^t)
+    c.step_size = static_cast<real>(*group.lr * std::sqrt(bc2) / bc1);  // γ · √(1 − β2^t) / (1 − β1^t)
     c.eps = static_cast<real>(h.eps * std::sqrt(bc2));                 // ε · √(1 − β2^t)
-    c.l2 = h.decoupled ? real(0) : static_cast<real>(group.weight_decay);
-    c.decay = h.decoupled ? static_cast<real>(1 - group.lr * group.weight_decay) : real(1);
+    c.l2 = h.decoupled ? real(0) : static_cast<real>(*group.weight_decay);
+    c.decay = h.decoupled ? static_cast<real>(1 - *group.lr * *group.weight_decay) : real(1);
     return c;
 }
 

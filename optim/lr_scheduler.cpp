@@ -14,7 +14,7 @@ CosineWithWarmup::CosineWithWarmup(Optimizer& optimizer, std::int64_t warmup_ste
           "need total_steps > 0 and total_steps >= warmup_steps; got total_steps {}, warmup_steps {}",
           total_steps, warmup_steps);
     for (std::size_t g = 0; g < optimizer.param_groups().size(); ++g) {
-        const double base = optimizer.param_groups()[g].lr;
+        const double base = *optimizer.param_groups()[g].lr;
         check(min_lr >= 0 && min_lr <= base, op,
               "min_lr {} outside [0, {}], the lr of param group {}", min_lr, base, g);
         base_lrs_.push_back(base);

@@ -65,11 +65,11 @@ Optimizer::Optimizer(std::string kind, std::vector<ParamGroup> groups, double de
 
 void Optimizer::check_group(const ParamGroup& group, std::size_t index) const {
     const char* op = kind_.c_str();
-    check(std::isfinite(group.lr) && group.lr >= 0, op,
-          "invalid learning rate {} in param group {}; need a finite lr >= 0", group.lr, index);
-    check(std::isfinite(group.weight_decay) && group.weight_decay >= 0, op,
+    check(std::isfinite(*group.lr) && *group.lr >= 0, op,
+          "invalid learning rate {} in param group {}; need a finite lr >= 0", *group.lr, index);
+    check(std::isfinite(*group.weight_decay) && *group.weight_decay >= 0, op,
           "invalid weight_decay {} in param group {}; need a finite weight_decay >= 0",
-          group.weight_decay, index);
+          *group.weight_decay, index);
     std::set<std::string> names;
     std::unordered_set<const TensorImpl*> tensors;
     for (const auto& g : groups_) {
@@ -89,8 +89,8 @@ void Optimizer::check_group(const ParamGroup& group, std::size_t index) const {
 }
 
 void Optimizer::add_param_group(ParamGroup group) {
-    if (std::isnan(group.lr)) group.lr = default_lr_;
-    if (std::isnan(group.weight_decay)) group.weight_decay = default_weight_decay_;
+    if (!group.lr) group.lr = default_lr_;
+    if (!group.weight_decay) group.weight_decay = default_weight_decay_;
     check_group(group, groups_.size());
     groups_.push_back(std::move(group));
 }
@@ -101,10 +101,9 @@ void Optimizer::step() {
     const std::string op = kind_ + ".step";
     // 1. Validate everything first: a throw below leaves parameters and state untouched.
     for (const auto& group : groups_) {
-        check(std::isfinite(group.lr) && group.lr >= 0 && std::isfinite(group.weight_decay) &&
-                  group.weight_decay >= 0,
-              op.c_str(), "a param group has lr {} and weight_decay {}; both must be finite and >= 0",
-              group.lr, group.weight_decay);
+        const double lr = group.lr.value_or(NAN), wd = group.weight_decay.value_or(NAN);
+        check(std::isfinite(lr) && lr >= 0 && std::isfinite(wd) && wd >= 0, op.c_str(),
+              "a param group has lr {} and weight_decay {}; both must be set, finite and >= 0", lr, wd);
         for (const auto& [name, p] : group.params) {
             const TensorImpl& t = *p.impl();
             check_parameter_shape(t, op.c_str());
@@ -194,8 +193,8 @@ OptimizerState Optimizer::state_dict() const {
     md["param_groups"] = std::to_string(groups_.size());
     const std::vector<std::string> buffers = state_buffer_names();
     for (std::size_t g = 0; g < groups_.size(); ++g) {
-        md[fmt::format("group.{}.lr", g)] = to_decimal(groups_[g].lr);
-        md[fmt::format("group.{}.weight_decay", g)] = to_decimal(groups_[g].weight_decay);
+        md[fmt::format("group.{}.lr", g)] = to_decimal(*groups_[g].lr);
+        md[fmt::format("group.{}.weight_decay", g)] = to_decimal(*groups_[g].weight_decay);
         for (const auto& [name, p] : groups_[g].params) {
             md[name + ".group"] = std::to_string(g);
             auto it = state_.find(name);

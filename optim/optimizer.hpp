@@ -13,6 +13,7 @@
 #include <iosfwd>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,13 +24,15 @@ namespace xgrad::optim {
 using Metadata = std::map<std::string, std::string>;
 
 // ---- parameter groups -------------------------------------------------------------------------
-// Parameters sharing a learning rate and a weight decay, as PyTorch's param_groups. A NaN
-// field (the default) is taken from the optimizer's options: ParamGroup{model.named_parameters()},
-// or ParamGroup{head.named_parameters(), 1e-2, 0.0}. A scheduler sets `lr` between steps.
+// Parameters sharing a learning rate and a weight decay, as PyTorch's param_groups. A field left
+// empty is taken from the optimizer's options: ParamGroup{model.named_parameters()}, or
+// ParamGroup{head.named_parameters(), 1e-2, 0.0}. In an optimizer's param_groups() both are
+// always set (read them as *group.lr); a scheduler sets `lr` between steps. A NaN, an infinity
+// or a negative value is refused (ValueError) by the constructor, add_param_group and step().
 struct ParamGroup {
     NamedTensors params;
-    double lr = std::numeric_limits<double>::quiet_NaN();            // learning rate γ
-    double weight_decay = std::numeric_limits<double>::quiet_NaN();  // λ
+    std::optional<double> lr = std::nullopt;            // learning rate γ
+    std::optional<double> weight_decay = std::nullopt;  // λ
 };
 
 // ---- state dict -------------------------------------------------------------------------------

@@ -65,8 +65,8 @@ void SGD::update_dense(const ParamGroup& group, Array& param, const Array& grad,
         if (first) st.momentum_buffer = Array(param.shape());  // filled with g by the kernel
         b = st.momentum_buffer.data();
     }
-    sgd_kernel(param.data(), grad.data(), b, param.size(), static_cast<real>(group.lr),
-               static_cast<real>(group.weight_decay), static_cast<real>(options_.momentum()),
+    sgd_kernel(param.data(), grad.data(), b, param.size(), static_cast<real>(*group.lr),
+               static_cast<real>(*group.weight_decay), static_cast<real>(options_.momentum()),
                static_cast<real>(options_.dampening()), options_.nesterov(), first);
 }
 
@@ -77,7 +77,7 @@ void SGD::update_sparse(const ParamGroup& group, Array& param, const SparseGrad&
     for (std::size_t j = 0; j < grad.indices.size(); ++j) {
         const auto row = static_cast<std::size_t>(grad.indices[j]);
         sgd_kernel(param.data() + row * d, grad.values.data() + j * d, nullptr, d,
-                   static_cast<real>(group.lr), static_cast<real>(group.weight_decay), 0, 0, false,
+                   static_cast<real>(*group.lr), static_cast<real>(*group.weight_decay), 0, 0, false,
                    false);
     }
 }

@@ -110,7 +110,7 @@ static int run(const Config& cfg) {
         Tensor loss = nn::functional::cross_entropy(logits, y);                        // () nats
         opt.zero_grad();
         loss.backward();
-        const double lr = opt.param_groups()[0].lr;
+        const double lr = *opt.param_groups()[0].lr;
         opt.step();
         schedule.step();
 

@@ -145,7 +145,7 @@ static int run(Config cfg, bool prompt_given) {
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     for (int step = start; step < end; ++step) {
-        const double lr = opt->param_groups()[0].lr;
+        const double lr = *opt->param_groups()[0].lr;
         auto [x, y] = sample_batch(split.train, cfg.batch_size, int(m.block), batch_rng);  // (B, T), (B, T)
         const StepResult r = train_step(model, *opt, x, y, cfg.grad_clip);
         schedule.step();

@@ -52,3 +52,11 @@ TEST_CASE("an allocation whose byte count overflows throws instead of wrapping",
     REQUIRE(p != nullptr);
     alloc.deallocate(p, 0);
 }
+
+TEST_CASE("an allocation the system refuses names the bytes asked for", "[tensor][allocator][errors][regression]") {
+    // 2^40 values of 4 bytes: 4 TiB, more than any machine here has (the sanitizer build runs with
+    // ASAN_OPTIONS=allocator_may_return_null=1, so that its malloc fails the same way).
+    const std::string msg = message_of<OutOfMemoryError>([] { zeros({std::int64_t(1) << 40}); });
+    REQUIRE_THAT(msg, Contains("allocator") && Contains(std::to_string((std::size_t(1) << 40) * sizeof(real)) + " bytes"));
+    REQUIRE_THROWS_AS(zeros({std::int64_t(1) << 40}), std::bad_alloc);  // what callers already catch
+}

@@ -5,6 +5,7 @@
 // gradcheck_dropout && build/tests/gradcheck_dropout`.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -42,4 +43,22 @@ TEST_CASE("gradcheck dropout with a fixed mask", "[gradcheck][nn][dropout]") {
             return drop->forward(v[0]);
         },
         x);
+}
+
+// In double the scale shows which p it was computed from: p = 1/3 draws with p' = ⌊2³²/3⌋/2³²,
+// and 1/(1 - p') differs from 1/(1 - 1/3) = 1.5 in the 11th digit. Only 1/(1 - p') keeps E[y] = x.
+TEST_CASE("dropout scales by 1/(1 - p') for the p' = floor(p 2^32)/2^32 it draws with",
+          "[nn][dropout][regression]") {
+    const double p = 1.0 / 3;
+    const double p_drawn = std::ldexp(std::floor(std::ldexp(p, 32)), -32);
+    manual_seed(3);
+    const Tensor y = F::dropout(ones({1000}), p, true);
+    int kept = 0;
+    for (double v : y.data()) {
+        if (v == 0) continue;
+        ++kept;
+        REQUIRE(v == 1 / (1 - p_drawn));
+        REQUIRE(v != 1.5);
+    }
+    REQUIRE(kept > 0);
 }

@@ -152,11 +152,15 @@ TEST_CASE("zero_grad(true) drops gradients - zero_grad(false) fills them with ze
     fc.zero_grad(false);  // no gradient to fill: stays undefined
     REQUIRE_FALSE(fc.weight.has_grad());
 
-    // A sparse gradient cannot be "zero-filled" in place; both modes drop it.
+    // A zeroed row-sparse gradient stays a gradient with k = 0 rows (PyTorch's sparse zero_()).
     nn::Embedding emb(4, 2, nn::EmbeddingOptions().set_sparse(true));
     emb.forward(IndexTensor{1, 2}).sum().backward();
     REQUIRE(emb.weight.sparse_grad() != nullptr);
     emb.zero_grad(false);
+    REQUIRE(emb.weight.sparse_grad() != nullptr);
+    REQUIRE(emb.weight.sparse_grad()->indices.empty());
+    REQUIRE(emb.weight.sparse_grad()->values.shape() == ArrayShape{0, 2});
+    emb.zero_grad();
     REQUIRE_FALSE(emb.weight.has_grad());
 }
 

@@ -7,6 +7,9 @@
 //         t the step count (1, 2, ...). Helpers and reference rules: tests/test_helpers.hpp.
 #include <catch2/catch.hpp>
 
+#include <limits>
+#include <memory>
+
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -373,4 +376,47 @@ TEST_CASE("step() refuses a parameter resized after its state was made, naming i
     fc.weight.mutable_data() = zeros({2, 5}).data();
     REQUIRE_THROWS_WITH(sgd.step(), Contains("SGD.step") && Contains("parameter 'weight'") &&
                                         Contains("(2, 3)") && Contains("(2, 5)"));
+}
+
+TEST_CASE("a NaN lr or weight_decay in a param group is refused, not taken as 'unset'", "[optim][regression]") {
+    Tensor a = ones({2}, true);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    REQUIRE_THROWS_WITH(optim::SGD({optim::ParamGroup{{{"a", a}}, nan}}, optim::SGDOptions(0.1)),
+                        Contains("SGD") && Contains("learning rate nan"));
+    REQUIRE_THROWS_WITH(optim::AdamW({optim::ParamGroup{{{"a", a}}, 0.1, nan}}, optim::AdamWOptions(0.1)),
+                        Contains("AdamW") && Contains("weight_decay nan"));
+    optim::AdamW opt({optim::ParamGroup{{{"a", a}}}}, optim::AdamWOptions(0.1).weight_decay(0.5));
+    REQUIRE(*opt.param_groups()[0].lr == 0.1);  // empty fields come from the options
+    REQUIRE(*opt.param_groups()[0].weight_decay == 0.5);
+    opt.param_groups()[0].weight_decay = nan;    // a scheduler's or user's NaN is refused at step()
+    a.set_grad(ones({2}));
+    REQUIRE_THROWS_WITH(opt.step(), Contains("AdamW.step") && Contains("weight_decay nan"));
+}
+
+TEST_CASE("Module::zero_grad(false) and Optimizer::zero_grad(false) both keep a row-sparse gradient with 0 rows",
+          "[optim][sparse][regression]") {
+    // Two equal sparse tables, each with lazy Adam; one zeroed through the module, one through the
+    // optimizer. A zeroed gradient stays a gradient (PyTorch's zero_()), so the next step() counts
+    // the same t for both and their weights stay equal.
+    auto make = [] {
+        manual_seed(5);
+        return std::make_shared<nn::Embedding>(6, 3, nn::EmbeddingOptions().set_sparse(true));
+    };
+    auto a = make(), b = make();
+    optim::Adam opt_a(a->named_parameters(), optim::AdamOptions(0.1)), opt_b(b->named_parameters(), optim::AdamOptions(0.1));
+    for (int step = 0; step < 3; ++step) {
+        a->zero_grad(false);
+        opt_b.zero_grad(false);
+        if (step != 1) {  // step 1: no lookup, both gradients stay zeroed with k = 0 rows
+            a->forward(IndexTensor{1, 4}).sum().backward();
+            b->forward(IndexTensor{1, 4}).sum().backward();
+        }
+        REQUIRE(a->weight.sparse_grad() != nullptr);
+        REQUIRE(b->weight.sparse_grad() != nullptr);
+        REQUIRE(a->weight.sparse_grad()->indices == b->weight.sparse_grad()->indices);
+        opt_a.step();
+        opt_b.step();
+    }
+    REQUIRE(bits_equal(a->weight, b->weight));
+    REQUIRE(opt_a.state_dict().metadata == opt_b.state_dict().metadata);
 }
