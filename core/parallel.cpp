@@ -173,6 +173,7 @@ int get_pool_threads() { return g_threads.load(std::memory_order_relaxed); }
 void set_pool_threads(int n) {
     check(n >= 1, "set_pool_threads", "thread count must be >= 1; got {}", n);
     check(!t_in_body, "set_pool_threads", "called from inside a parallel_for body");
+    // The fork handlers, registered with the first resize: before it there is no pool to reset.
     static const int atfork = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     (void)atfork;
     // Waits until no other thread's parallel_for is using the pool it is about to replace.
