@@ -81,8 +81,9 @@ fuzz: deps
 # tests/core/test_parallel.cpp and tests/core/test_threads.cpp is built, and only its [threads]
 # tests run: the thread pool of core/parallel.hpp, the ops and optimizer at 1 and 2 threads, and
 # the global generator and module construction used from several threads at once. Any report
-# fails the run.
-tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1
+# fails the run. die_after_fork=0: the pool's fork tests start threads in a forked child, which
+# TSan refuses by default in a process that had threads when it forked.
+tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1:die_after_fork=0
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON \
 	      -DXGRAD_BUILD_EXAMPLES=OFF -DXGRAD_BUILD_BENCH=OFF

@@ -2,7 +2,8 @@
 // Legend: n items (rows, heads, elements), T threads, chunk t = the items [t·n/T, (t+1)·n/T).
 //
 // T = 1 unless set_num_threads (core/threads.hpp) or set_pool_threads changes it. A persistent
-// pool, not a std::thread per op; workers spin briefly after a task, then sleep.
+// pool, not a std::thread per op; workers spin briefly after a task, then sleep. A child made
+// by fork() has none of the parent's workers: it runs on T = 1 until it sets T again.
 // Determinism: chunks depend only on n and T, so a fixed T gives bit-identical results. A body
 // that reduces keeps one partial per chunk and adds them in chunk order.
 #pragma once
@@ -16,8 +17,11 @@ namespace xgrad {
 int get_pool_threads();
 
 // Sizes the pool to n threads, the caller included, leaving OpenBLAS's as they are
-// (set_num_threads sets both). Waits for a running parallel_for on another thread.
-// Throws ValueError for n < 1, or when called from inside a parallel_for body.
+// (set_num_threads sets both). Waits for a running parallel_for on another thread. The new
+// pool is built before the old one goes, so a failure leaves the old one working. Prints one
+// warning per process on stderr if n > std::thread::hardware_concurrency() (allowed).
+// Throws ValueError for n < 1, from inside a parallel_for body, or when the system cannot
+// start n threads (naming n and the system's reason).
 void set_pool_threads(int n);
 
 // Calls body(begin, end) on the disjoint chunks of [0, n), one per thread (the caller runs chunk

@@ -1,11 +1,23 @@
 // tests/core/test_parallel.cpp — the thread pool of core/parallel.hpp: parallel_for visits every
 // index once in contiguous chunks that depend only on n and the thread count, nests, passes an
-// exception to its caller, and serves two application threads at once. Tag [threads]: `make
-// tsan` runs these under ThreadSanitizer.
+// exception to its caller, and serves two application threads at once; a resize the system
+// refuses keeps the old pool, a forked child computes on one thread, and a pool larger than
+// the hardware is reported once. Tag [threads]: `make tsan` runs these under ThreadSanitizer.
 #include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -130,4 +142,144 @@ TEST_CASE("parallel_for called from two application threads at once covers each 
         REQUIRE(a[i].load() == 20);
         REQUIRE(b[i].load() == 20);
     }
+}
+
+namespace {
+
+constexpr int kHung = -1;
+
+// Runs child() in a forked copy of this process, which exits with child()'s return value (an
+// exception: 100), and waits at most 5 s for it. Returns the exit code; 128 + the signal's
+// number if it died of one; kHung if it was still running at the deadline (it is then killed).
+int exit_code_of_child(const std::function<int()>& child) {
+    std::fflush(nullptr);  // nothing buffered is written twice
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int code = 100;
+        try {
+            code = child();
+        } catch (...) {
+        }
+        _exit(code);  // no atexit handlers, no Catch2 report from the child
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return kHung;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The number of chunks parallel_for(1000, 1, ...) runs: the number of threads actually serving it.
+int chunks_run() {
+    std::atomic<int> chunks{0};
+    parallel_for(1000, 1, [&](std::size_t, std::size_t) { ++chunks; });
+    return chunks.load();
+}
+
+// This process's address space in bytes (the first field of /proc/self/statm, in pages).
+std::size_t address_space_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::size_t pages = 0;
+    statm >> pages;
+    return pages * std::size_t(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+// A child that has 2 threads limits its address space to what it uses plus 64 MiB, then asks for
+// 256 threads: 255 stacks (8 MiB each by default) do not fit, so some thread cannot start. The
+// resize fails with a ValueError naming 256 and the system's reason; the 2-thread pool still
+// serves parallel_for with 2 chunks and gives the same softmax bits. (A pool that threw from
+// its constructor left its started workers waiting on a condition variable it destroyed:
+// the child hung.) Not under the sanitizers: their shadow memory counts against RLIMIT_AS too.
+TEST_CASE("a resize the system refuses throws and keeps the old pool", "[threads][parallel][regression]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    SUCCEED("skipped: a sanitizer's shadow memory would hit the address-space limit first");
+#else
+    manual_seed(4);
+    const Tensor x = randn({64, 512});
+    const Array expected = softmax(x, -1).data();
+    const int code = exit_code_of_child([&] {
+        set_num_threads(2);
+        if (chunks_run() != 2) return 1;
+        const rlim_t limit = address_space_bytes() + (rlim_t(64) << 20);
+        const rlimit as{limit, limit};
+        if (setrlimit(RLIMIT_AS, &as) != 0) return 2;
+        const int devnull = open("/dev/null", O_WRONLY);  // the more-threads-than-cores warning
+        dup2(devnull, 2);
+        std::string message;
+        try {
+            set_num_threads(256);
+        } catch (const ValueError& e) {
+            message = e.what();
+        }
+        if (message.find("256") == std::string::npos) return 3;
+        if (message.find("Resource temporarily unavailable") == std::string::npos) return 4;
+        if (get_num_threads() != 2 || chunks_run() != 2) return 5;
+        if (!bits_equal(softmax(x, -1).data(), expected)) return 6;
+        return 0;
+    });
+    INFO("child exit code " << code << " (1: no 2-thread pool; 2: setrlimit failed; 3, 4: no ValueError naming "
+         "256 and the system's reason; 5: the old pool is gone; 6: softmax differs; -1: hung)");
+    REQUIRE(code == 0);
+#endif
+}
+
+// After fork() only the forking thread exists in the child: the pool's workers do not. A
+// pooled softmax in the child returns the parent's bits on one thread, and set_num_threads
+// builds a new pool there. (A child that waited for the parent's workers hung.)
+TEST_CASE("a forked child runs pooled ops on one thread until set_num_threads", "[threads][parallel][regression]") {
+    ThreadsGuard guard;
+    set_num_threads(2);
+    manual_seed(5);
+    const Tensor x = randn({64, 512});
+    const Array expected = softmax(x, -1).data();  // the pool's workers are now running
+    REQUIRE(chunks_run() == 2);
+    const int code = exit_code_of_child([&] {
+        if (!bits_equal(softmax(x, -1).data(), expected)) return 1;
+        if (get_num_threads() != 1 || chunks_run() != 1) return 2;
+        set_num_threads(2);
+        if (chunks_run() != 2 || !bits_equal(softmax(x, -1).data(), expected)) return 3;
+        return 0;
+    });
+    INFO("child exit code " << code << " (1: softmax differs; 2: not on one thread; 3: a new pool fails; -1: hung)");
+    REQUIRE(code == 0);
+    REQUIRE(chunks_run() == 2);  // the parent's pool is untouched
+    REQUIRE(bits_equal(softmax(x, -1).data(), expected));
+}
+
+// Asking for more threads than std::thread::hardware_concurrency() reports works, and prints one
+// warning to stderr for the whole process, naming both numbers. In a child, whose stderr goes to
+// a file: hw threads print nothing, hw + 1 and hw + 2 together print one line.
+TEST_CASE("a pool larger than the hardware is warned about once per process", "[threads][parallel]") {
+    const unsigned hw = std::thread::hardware_concurrency();
+    if (hw == 0) {
+        SUCCEED("skipped: the hardware's thread count is unknown here");
+        return;
+    }
+    TempDir dir;
+    const std::string err = dir.file("stderr");
+    const int code = exit_code_of_child([&] {
+        const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        set_num_threads(int(hw));
+        set_num_threads(int(hw) + 1);
+        if (get_num_threads() != int(hw) + 1) return 1;  // warned, not refused
+        set_num_threads(1);
+        set_num_threads(int(hw) + 2);
+        return 0;
+    });
+    REQUIRE(code == 0);
+    const std::string text = read_bytes(err);
+    INFO("stderr: " << text);
+    REQUIRE(std::count(text.begin(), text.end(), '\n') == 1);
+    CHECK_THAT(text, Contains(fmt::format("{} threads", hw + 1)) && Contains(fmt::format("{} hardware threads", hw)) &&
+                         Contains("hardware_concurrency"));
 }

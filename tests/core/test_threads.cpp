@@ -5,9 +5,14 @@
 // Tag [threads]: `make tsan` runs these under ThreadSanitizer.
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -165,6 +170,66 @@ TEST_CASE("AdamW's dense update is bit-identical at 1 and 2 threads", "[threads]
     const Array one = run(1), two = run(2);
     REQUIRE(bits_equal(one, two));
     REQUIRE_FALSE(bits_equal(one, w0.data()));  // the steps did change w
+}
+
+// Pins the calling thread, and the threads it starts from then on, to the first two cores it
+// may use, and restores its cores at scope exit: six threads then share two cores on any
+// machine, and each is often descheduled in the middle of a call.
+struct OnTwoCores {
+    cpu_set_t before;
+    OnTwoCores() {
+        pthread_getaffinity_np(pthread_self(), sizeof before, &before);
+        cpu_set_t two;
+        CPU_ZERO(&two);
+        for (int c = 0, taken = 0; c < CPU_SETSIZE && taken < 2; ++c)
+            if (CPU_ISSET(c, &before)) CPU_SET(c, &two), ++taken;
+        pthread_setaffinity_np(pthread_self(), sizeof two, &two);
+    }
+    ~OnTwoCores() { pthread_setaffinity_np(pthread_self(), sizeof before, &before); }
+};
+
+// For 1.5 s this thread resizes the pool 2 ↔ 1 while two threads run short pooled loops
+// (parallel_for over 64 items: 64 visited, whichever way it ran; every 1024th loop a softmax of
+// (64, 512), bit-identical at 1 and 2 threads) and a third keeps the pool busy with slow ones,
+// so that the short loops mostly find it taken and run alone. A short loop spends much of its
+// time deciding whether to take the pool; one that read the thread count and was descheduled
+// before it took the pool must find out there that set_num_threads(1) removed the pool meanwhile.
+TEST_CASE("set_num_threads racing pooled loops on three other threads", "[threads][parallel][regression]") {
+    ThreadsGuard guard;
+    OnTwoCores two_cores;
+    manual_seed(3);
+    const Tensor x = randn({64, 512});  // 64 rows: above softmax's grain, so 2 threads split them
+    const Array expected = softmax(x, -1).data();
+    std::atomic<bool> stop{false};
+    std::atomic<long> loops{0}, wrong{0};
+    std::vector<std::thread> users;
+    for (int u = 0; u < 2; ++u)
+        users.emplace_back([&] {
+            std::atomic<std::size_t> visited{0};
+            const std::function<void(std::size_t, std::size_t)> count = [&](std::size_t b, std::size_t e) { visited += e - b; };
+            long i = 1;
+            for (; !stop.load(std::memory_order_relaxed); ++i) {
+                if (i % 1024 == 0 && !bits_equal(softmax(x, -1).data(), expected)) wrong.fetch_add(1);
+                parallel_for(64, 1, count);
+                if (visited.exchange(0) != 64) wrong.fetch_add(1);
+            }
+            loops.fetch_add(i);
+        });
+    users.emplace_back([&] {  // the slow loops: 200 µs per chunk, then a pause for the resizer
+        while (!stop.load(std::memory_order_relaxed)) {
+            parallel_for(2, 1, [](std::size_t, std::size_t) { std::this_thread::sleep_for(std::chrono::microseconds(200)); });
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    });
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    long resizes = 0;
+    for (; std::chrono::steady_clock::now() < end; ++resizes) set_num_threads(resizes % 2 == 0 ? 2 : 1);
+    stop = true;
+    for (auto& u : users) u.join();
+    INFO(loops.load() << " short loops during " << resizes << " resizes");
+    REQUIRE(loops.load() > 1024);
+    REQUIRE(resizes > 10);
+    REQUIRE(wrong.load() == 0);
 }
 
 // Under `make tsan` a race on the generator fails this test; in any build, the values drawn by all
