@@ -1,6 +1,7 @@
 // core/masked_matmul.cpp — masked_matmul and sampled_matmul (formulas: core/masked_matmul.hpp).
 // Legend: a (..., M, K), b (..., K, N), y (..., M, N); g = dL/dy; N_b = Π of the leading dims.
 // keep is broadcast once to its full shape and read as one 0/1 byte per pair.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -39,33 +40,57 @@ Sizes check_operands(const Tensor& a, const Tensor& b, const Tensor& keep, bool 
     return s;
 }
 
-// keep broadcast to (N_b, rows, cols), 1 where kept.
-std::vector<std::uint8_t> keep_bytes(const Tensor& keep, const Sizes& s, std::size_t rows, std::size_t cols) {
-    ArrayShape full = s.lead;
-    full.push_back(rows);
-    full.push_back(cols);
-    const Array kb = xt::broadcast(keep.data(), full);
-    std::vector<std::uint8_t> out(kb.size());
-    for (std::size_t i = 0; i < kb.size(); ++i) out[i] = kb.data()[i] != 0;
+// keep as one 0/1 byte per pair: a single (rows, cols) pattern serves every matrix when keep has
+// no leading dim above 1 (as the causal mask), else one pattern per matrix.
+struct KeepBytes {
+    std::vector<std::uint8_t> bytes;
+    std::size_t stride = 0;  // bytes from one matrix's pattern to the next: 0 (shared) or rows·cols
+    const std::uint8_t* matrix(std::size_t n) const { return bytes.data() + n * stride; }
+};
+
+KeepBytes keep_bytes(const Tensor& keep, const Sizes& s, std::size_t rows, std::size_t cols) {
+    const ArrayShape sk = array_shape(keep.data());
+    bool shared = true;
+    for (std::size_t i = 0; i + 2 < sk.size(); ++i) shared = shared && sk[i] == 1;
+    Array k = keep.data();
+    ArrayShape full{rows, cols};
+    if (shared) {
+        k.reshape(ArrayShape(sk.end() - std::min<std::size_t>(2, sk.size()), sk.end()));
+    } else {
+        full.insert(full.begin(), s.lead.begin(), s.lead.end());
+    }
+    const Array kb = xt::broadcast(k, full);
+    KeepBytes out;
+    out.bytes.resize(kb.size());
+    for (std::size_t i = 0; i < kb.size(); ++i) out.bytes[i] = kb.data()[i] != 0;
+    out.stride = shared ? 0 : rows * cols;
     return out;
 }
 
 // C (N_b, M, N) = Σ_{k : keep[m, k]} A[m, k] · B[k, n] per matrix, A (N_b, M, K) zero where hidden,
 // B (N_b, K, N); or, with keep_transposed, visible(m, k) = keep[k, m] and A read as op(A) per trans_a.
 void batched_visible(const Sizes& s, std::size_t M, std::size_t N, std::size_t K, bool trans_a, bool trans_b,
-                     const real* A, const real* B, real* C, const std::uint8_t* keep, bool keep_transposed) {
+                     const real* A, const real* B, real* C, const KeepBytes& keep, bool keep_transposed) {
     for (std::size_t n = 0; n < s.nb; ++n) {
-        const std::uint8_t* kn = keep + n * M * K;
+        const std::uint8_t* kn = keep.matrix(n);
         auto visible = [&](std::size_t m, std::size_t k) { return keep_transposed ? kn[k * M + m] : kn[m * K + k]; };
         gemm_visible(trans_a, trans_b, M, N, K, 1, A + n * M * K, trans_a ? M : K, B + n * K * N, trans_b ? K : N,
                      C + n * M * N, N, visible);
     }
 }
 
-// a with its hidden entries set to 0, so a hidden NaN or inf in a cannot reach a sum either.
-Array zero_hidden(const Array& a, const std::vector<std::uint8_t>& keep) {
-    Array z(a.shape());
-    for (std::size_t i = 0; i < a.size(); ++i) z.data()[i] = keep[i] ? a.data()[i] : real(0);
+// a (N_b, rows, cols) with its hidden entries set to 0, so a hidden NaN or inf cannot reach a sum.
+void hide(Array& a, const KeepBytes& keep) {
+    const std::size_t per = keep.stride == 0 ? keep.bytes.size() : keep.stride;  // rows·cols
+    for (std::size_t n = 0; per > 0 && n < a.size() / per; ++n) {
+        const std::uint8_t* kn = keep.matrix(n);
+        real* an = a.data() + n * per;
+        for (std::size_t i = 0; i < per; ++i) an[i] = kn[i] ? an[i] : real(0);
+    }
+}
+Array zero_hidden(const Array& a, const KeepBytes& keep) {
+    Array z = a;
+    hide(z, keep);
     return z;
 }
 
@@ -84,20 +109,19 @@ ArrayShape result_shape(const Sizes& s, std::size_t rows, std::size_t cols) {
 //           db[k, n] = Σ_{m : keep[m, k]} a[m, k] · g[m, n]        (aᵀ · g, masked on keepᵀ)
 Tensor masked_matmul(const Tensor& a, const Tensor& b, const Tensor& keep) {
     const Sizes s = check_operands(a, b, keep, /*keep_on_output=*/false, "masked_matmul");
-    auto kb = std::make_shared<std::vector<std::uint8_t>>(keep_bytes(keep, s, s.M, s.K));
+    auto kb = std::make_shared<KeepBytes>(keep_bytes(keep, s, s.M, s.K));
     Array a0 = zero_hidden(a.data(), *kb);  // (N_b, M, K)
     Array y(result_shape(s, s.M, s.N));
-    batched_visible(s, s.M, s.N, s.K, false, false, a0.data(), b.data().data(), y.data(), kb->data(), false);
+    batched_visible(s, s.M, s.N, s.K, false, false, a0.data(), b.data().data(), y.data(), *kb, false);
     return make_result(std::move(y), "masked_matmul", {a, b, keep},
                        [b, s, kb, a0 = std::move(a0)](const Array& g, const Array&) {
                            Array da(a0.shape()), db(b.data().shape());
                            for (std::size_t n = 0; n < s.nb; ++n)
                                gemm(false, true, s.M, s.K, s.N, 1, g.data() + n * s.M * s.N, s.N,
                                     b.data().data() + n * s.K * s.N, s.N, 0, da.data() + n * s.M * s.K, s.K);
-                           for (std::size_t i = 0; i < da.size(); ++i)
-                               if (!(*kb)[i]) da.data()[i] = 0;
+                           hide(da, *kb);
                            // db (K, N) = op(A) (K, M) · g (M, N) with op(A) = a0ᵀ, visible(k, m) = keep[m, k]
-                           batched_visible(s, s.K, s.N, s.M, true, false, a0.data(), g.data(), db.data(), kb->data(),
+                           batched_visible(s, s.K, s.N, s.M, true, false, a0.data(), g.data(), db.data(), *kb,
                                            true);
                            return make_grads(std::move(da), std::move(db), std::nullopt);
                        });
@@ -110,22 +134,21 @@ Tensor masked_matmul(const Tensor& a, const Tensor& b, const Tensor& keep) {
 //           db[k, n] = Σ_{m : keep[m, n]} a[m, k] · g0[m, n]        (dbᵀ = g0ᵀ · a, masked on keepᵀ)
 Tensor sampled_matmul(const Tensor& a, const Tensor& b, const Tensor& keep) {
     const Sizes s = check_operands(a, b, keep, /*keep_on_output=*/true, "sampled_matmul");
-    auto kb = std::make_shared<std::vector<std::uint8_t>>(keep_bytes(keep, s, s.M, s.N));
+    auto kb = std::make_shared<KeepBytes>(keep_bytes(keep, s, s.M, s.N));
     Array y(result_shape(s, s.M, s.N));
     // Every kept entry is one whole dot product, so a plain gemm is exact; hidden ones become 0.
     for (std::size_t n = 0; n < s.nb; ++n)
         gemm(false, false, s.M, s.N, s.K, 1, a.data().data() + n * s.M * s.K, s.K, b.data().data() + n * s.K * s.N,
              s.N, 0, y.data() + n * s.M * s.N, s.N);
-    for (std::size_t i = 0; i < y.size(); ++i)
-        if (!(*kb)[i]) y.data()[i] = 0;
+    hide(y, *kb);
     return make_result(std::move(y), "sampled_matmul", {a, b, keep}, [a, b, s, kb](const Array& g, const Array&) {
         const Array g0 = zero_hidden(g, *kb);  // (N_b, M, N)
         Array da(a.data().shape()), db(b.data().shape());
         // da (M, K) = g0 (M, N) · op(B) (N, K) with op(B) = bᵀ, visible(m, n) = keep[m, n]
-        batched_visible(s, s.M, s.K, s.N, false, true, g0.data(), b.data().data(), da.data(), kb->data(), false);
+        batched_visible(s, s.M, s.K, s.N, false, true, g0.data(), b.data().data(), da.data(), *kb, false);
         // dbᵀ (N, K) = g0ᵀ (N, M) · a (M, K), visible(n, m) = keep[m, n]; then transposed into db
         Array dbt(ArrayShape{s.nb, s.N, s.K});
-        batched_visible(s, s.N, s.K, s.M, true, false, g0.data(), a.data().data(), dbt.data(), kb->data(), true);
+        batched_visible(s, s.N, s.K, s.M, true, false, g0.data(), a.data().data(), dbt.data(), *kb, true);
         for (std::size_t n = 0; n < s.nb; ++n)
             for (std::size_t k = 0; k < s.K; ++k)
                 for (std::size_t j = 0; j < s.N; ++j)
