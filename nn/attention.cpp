@@ -24,6 +24,7 @@
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/matmul.hpp>
+#include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/softmax.hpp>
 #include <xgrad/core/slicing.hpp>
 #include <xgrad/core/masking.hpp>
@@ -89,26 +90,34 @@ ArrayShape scores_shape(const AttentionSizes& s) {
     return out;
 }
 
-// The steps up to the softmax weights, shared by both public functions. The sizes are checked.
-Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionSizes& s,
-                              const Tensor& attn_mask, bool is_causal, std::optional<double> scale) {
+// keep (..., Tq, Tk) broadcastable, 1 where query i may attend key j; undefined when every key is
+// visible. A mask of rank 0 or 1 is read as one row (1, Tk) or (1, 1), broadcast as PyTorch's.
+Tensor keep_of(const AttentionSizes& s, const Tensor& attn_mask, bool is_causal) {
     check(!(is_causal && attn_mask.defined()), kSdpa,
           "give attn_mask or is_causal, not both (as PyTorch); to combine them pass "
           "attn_mask * causal_mask(Tq, Tk) with is_causal = false");
-    if (attn_mask.defined()) check_mask(attn_mask, scores_shape(s), kSdpa);
-    const real factor = static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd))));
+    if (is_causal) return causal_mask(std::int64_t(s.Tq), std::int64_t(s.Tk));
+    if (!attn_mask.defined()) return Tensor();
+    check_mask(attn_mask, scores_shape(s), kSdpa);
+    if (attn_mask.dim() >= 2) return attn_mask;
+    return attn_mask.reshape({1, attn_mask.dim() == 0 ? std::int64_t(1) : std::int64_t(attn_mask.size(0))});
+}
 
-    // scores (..., Tq, Tk) = q (..., Tq, hd) · kᵀ (..., hd, Tk) · scale
-    // Entry [i, j] is how well query i matches key j; the 1/√hd keeps its variance near 1 when
-    // q and k have unit-variance entries, so the softmax does not saturate (Vaswani §3.2.1).
-    Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
-    if (!attn_mask.defined() && !is_causal) {
+// The steps up to the softmax weights, shared by both public functions. The sizes are checked.
+Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionSizes& s, const Tensor& keep,
+                              std::optional<double> scale) {
+    const real factor = static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd))));
+    if (!keep.defined()) {
+        // scores (..., Tq, Tk) = q (..., Tq, hd) · kᵀ (..., hd, Tk) · scale
+        // Entry [i, j] is how well query i matches key j; the 1/√hd keeps its variance near 1 when
+        // q and k have unit-variance entries, so the softmax does not saturate (Vaswani §3.2.1).
+        Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
         // weights (..., Tq, Tk) = softmax over the keys: each row is ≥ 0 and sums to 1.
         return softmax(scores, -1);
     }
-
-    // keep (Tq, Tk) or attn_mask's shape: 1 where query i may attend key j (causal: j ≤ i, top-left).
-    const Tensor keep = is_causal ? causal_mask(std::int64_t(s.Tq), std::int64_t(s.Tk)) : attn_mask;
+    // The same scores, formed only where keep = 1 (0 elsewhere): sampled_matmul never multiplies
+    // query i by a key it may not see, in the forward or the backward, so a NaN there stays there.
+    Tensor scores = sampled_matmul(q, transpose(k, -2, -1), keep) * factor;
     // scores (..., Tq, Tk), -inf where keep = 0: e^-inf = 0, so those keys get weight 0
     scores = masked_fill(scores, eq(keep, 0), -std::numeric_limits<real>::infinity());
 
@@ -129,7 +138,7 @@ Tensor masked_softmax_weights(const Tensor& q, const Tensor& k, const AttentionS
 Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask, bool is_causal,
                          std::optional<double> scale) {
     const AttentionSizes s = detail::check_qkv(q, k, nullptr, kSdpa);
-    return masked_softmax_weights(q, k, s, attn_mask, is_causal, scale);
+    return masked_softmax_weights(q, k, s, keep_of(s, attn_mask, is_causal), scale);
 }
 
 // ---- scaled_dot_product_attention -------------------------------------------------------
@@ -139,12 +148,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     bool is_causal, double dropout_p, std::optional<double> scale) {
     const AttentionSizes s = detail::check_qkv(q, k, &v, kSdpa);
     check(dropout_p >= 0 && dropout_p <= 1, kSdpa, "dropout_p must be in [0, 1]; got {}", dropout_p);
+    const Tensor keep = keep_of(s, attn_mask, is_causal);
     // weights (..., Tq, Tk): rows sum to 1 (or are 0 where every key is masked)
-    Tensor weights = masked_softmax_weights(q, k, s, attn_mask, is_causal, scale);
+    Tensor weights = masked_softmax_weights(q, k, s, keep, scale);
     // dropout on the weights (inverted: the kept ones are scaled by 1/(1 - p))
     if (dropout_p > 0) weights = dropout(weights, dropout_p, /*training=*/true);
-    // out (..., Tq, hv) = weights (..., Tq, Tk) · v (..., Tk, hv): row i averages the values
-    return matmul(weights, v);
+    // out (..., Tq, hv) = weights (..., Tq, Tk) · v (..., Tk, hv): row i averages the values.
+    // With a mask, row i sums only the values it may see: a matmul would also add 0 · v[j] for a
+    // hidden key j, and 0 · NaN = NaN would carry a future NaN into every earlier row.
+    if (!keep.defined()) return matmul(weights, v);
+    return masked_matmul(weights, v, keep);
 }
 
 // keep (Tq, Tk) = tril(ones): row i keeps keys 0..i (top-left, as PyTorch's is_causal builds it)

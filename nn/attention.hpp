@@ -12,7 +12,19 @@
 // so output 0 and zero gradients, never NaN (as PyTorch >= 2.5). The two conventions, as PyTorch's:
 //   masked_fill(x, mask, v)   FILLS where mask = 1   future mask: triu(ones({T, T}), 1)
 //   attn_mask                 KEEPS where mask = 1   causal_mask(Tq, Tk) = tril(ones({Tq, Tk}))
-// so masked_fill(scores, eq(causal_mask(T, T), 0), -inf) is the causal softmax's input.
+// so masked_fill(scores, eq(causal_mask(T, T), 0), -inf) is the causal softmax's input. A mask of
+// rank 0 or 1 broadcasts as PyTorch's (a 1-D mask is one row of keys).
+//
+// Hidden keys stay hidden, in every path. A query's output and every gradient it sends back are
+// sums over the keys it may see only, so a NaN or inf in a masked or future k or v reaches no
+// row that may not see it; a row that does see it gives NaN, as PyTorch's. A plain matmul cannot
+// promise this: weights · v adds 0 · v[j] for a hidden j, and 0 · NaN = NaN. So:
+//   scaled_dot_product_attention, attention_weights: with a mask, scores = sampled_matmul and
+//     out = masked_matmul (core/masked_matmul.hpp), which never pair a query with a hidden key
+//     (unmasked, they are matmul);
+//   fused_causal_attention: every product of its forward and backward sums over j ≤ i only;
+//   CausalSelfAttention::forward: the fused kernel, or scaled_dot_product_attention in its other
+//     branches (attn_mask, dropout, fused = false).
 // ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2; PyTorch docs,
 //      torch.nn.functional.scaled_dot_product_attention; nanoGPT model.py, CausalSelfAttention.
 #pragma once

@@ -10,8 +10,10 @@
 //   out (Tq, hv) = P (Tq, Tk) · v (Tk, hv)                     saved: P
 // backward, with g = dL/dout (N, Tq, hv):
 //   dP (Tq, Tk) = g · vᵀ                dv (Tk, hv) = Pᵀ · g
-//   dS = P ⊙ (dP − Σ_j dP⊙P)            (softmax's backward, row by row; 0 where P is 0)
+//   dS = P ⊙ (dP − Σ_j dP⊙P)            (softmax's backward, row by row over j ≤ i; 0 above)
 //   dq (Tq, hd) = scale · dS · k        dk (Tk, hd) = scale · dSᵀ · q
+// The four products that sum over Tq or Tk are gemm_visible (core/masked_matmul.hpp): gemm, with
+// any row that met a non-finite value across the diagonal summed again over j ≤ i.
 // ref: Vaswani et al. 2017, eq. (1); llm.c attention_backward (train_gpt2.c).
 #include <xgrad/nn/attention_fused.hpp>
 
@@ -22,11 +24,18 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
+#include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/parallel.hpp>
 #include <xgrad/core/softmax.hpp>
 #include <xgrad/nn/attention.hpp>
 
 namespace xgrad::nn::functional {
+
+namespace {
+// Causality as gemm_visible reads it: query i sees key j, and key j is seen by query i, iff j ≤ i.
+bool sees(std::size_t i, std::size_t j) { return j <= i; }
+bool seen_by(std::size_t j, std::size_t i) { return j <= i; }
+}  // namespace
 
 Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::optional<double> scale_opt) {
     const detail::AttentionSizes s = detail::check_qkv(q, k, &v, "fused_causal_attention");
@@ -54,8 +63,9 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                 softmax_row(row, row, seen);
                 std::fill(row + seen, row + Tk, real(0));
             }
-            // out (Tq, hv) = P · v
-            gemm(false, false, Tq, hv, Tk, 1, Pn, Tk, pv + n * Tk * hv, hv, 0, out.data() + n * Tq * hv, hv);
+            // out (Tq, hv) = P · v, row i summing over its keys j ≤ i only (a future NaN stays out)
+            gemm_visible(false, false, Tq, hv, Tk, 1, Pn, Tk, pv + n * Tk * hv, hv, out.data() + n * Tq * hv, hv,
+                         sees);
         }
     });
     return make_result(
@@ -72,7 +82,7 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                     const real* gn = g.data() + n * Tq * hv;
                     // in the forward pass this was: out = P · v; so dP = g · vᵀ and dv = Pᵀ · g
                     gemm(false, true, Tq, Tk, hv, 1, gn, hv, pv + n * Tk * hv, hv, 0, dS.data(), Tk);
-                    gemm(true, false, Tk, hv, Tq, 1, Pn, Tk, gn, hv, 0, dv.data() + n * Tk * hv, hv);
+                    gemm_visible(true, false, Tk, hv, Tq, 1, Pn, Tk, gn, hv, dv.data() + n * Tk * hv, hv, seen_by);
                     // in the forward pass this was: P = softmax(S) per row; so dS = P ⊙ (dP − Σ dP⊙P)
                     for (std::size_t i = 0; i < Tq; ++i) {
                         const std::size_t seen = std::min(i + 1, Tk);
@@ -81,10 +91,10 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                         std::fill(row + seen, row + Tk, real(0));
                     }
                     // in the forward pass this was: S = scale · q · kᵀ; so dq = scale · dS · k, dk = scale · dSᵀ · q
-                    gemm(false, false, Tq, hd, Tk, scale, dS.data(), Tk, pk + n * Tk * hd, hd, 0,
-                         dq.data() + n * Tq * hd, hd);
-                    gemm(true, false, Tk, hd, Tq, scale, dS.data(), Tk, pq + n * Tq * hd, hd, 0,
-                         dk.data() + n * Tk * hd, hd);
+                    gemm_visible(false, false, Tq, hd, Tk, scale, dS.data(), Tk, pk + n * Tk * hd, hd,
+                                 dq.data() + n * Tq * hd, hd, sees);
+                    gemm_visible(true, false, Tk, hd, Tq, scale, dS.data(), Tk, pq + n * Tq * hd, hd,
+                                 dk.data() + n * Tk * hd, hd, seen_by);
                 }
             });
             return make_grads(std::move(dq), std::move(dk), std::move(dv));

@@ -14,6 +14,8 @@
 namespace xgrad::nn::functional {
 
 // out (..., Tq, hv) = softmax(scale · q · kᵀ, query i sees keys j ≤ i only) · v, with its own backward.
+//   Row i of out, and every gradient row i sends back, read keys and values j ≤ i only: a NaN or
+//   inf at a later position does not reach them.
 //   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv): the same leading dims; real.
 //   scale: defaults to 1/√hd. The causal triangle is aligned top-left when Tq ≠ Tk, as PyTorch's.
 // Throws ValueError for the shapes scaled_dot_product_attention rejects (ranks, leading dims, hd, Tk).

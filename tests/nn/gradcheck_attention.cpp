@@ -122,6 +122,33 @@ TEST_CASE("CausalSelfAttention: gradcheck with a key-padding mask") {
     gradcheck_module(m, leaf({2, 3, 4}), pad);
 }
 
+TEST_CASE("CausalSelfAttention: gradcheck of the composed branches - fused = false, and dropout") {
+    manual_seed(11);
+    nn::CausalSelfAttention composed(/*d=*/4, /*n_head=*/2, nn::CausalSelfAttentionOptions().set_fused(false));
+    gradcheck_module(composed, leaf({2, 3, 4}), Tensor());
+    // dropout: the same seed before every forward makes the draws, hence the function, fixed
+    nn::CausalSelfAttention dropped(/*d=*/4, /*n_head=*/2, nn::CausalSelfAttentionOptions().set_dropout(0.3));
+    const Tensor x = leaf({2, 3, 4});
+    std::vector<Tensor> inputs{x};
+    for (const auto& [name, p] : dropped.named_parameters()) inputs.push_back(p);
+    const GradcheckResult r = gradcheck(
+        [&dropped](const std::vector<Tensor>& in) {
+            manual_seed(12);
+            return dropped.forward(in[0]);
+        },
+        inputs);
+    INFO(r.message);
+    REQUIRE(r.ok);
+}
+
+TEST_CASE("attention_weights: gradcheck with a mask and a fully masked row") {
+    manual_seed(13);
+    Tensor q = leaf({2, 3, 2}), k = leaf({2, 3, 2});
+    const Tensor mask({{1, 0, 1}, {0, 0, 0}, {0, 1, 1}});
+    REQUIRE_GRADCHECK([mask](const std::vector<Tensor>& in) { return F::attention_weights(in[0], in[1], mask); }, q,
+                      k);
+}
+
 TEST_CASE("CausalSelfAttention: gradcheck with rope") {
     manual_seed(9);
     nn::CausalSelfAttention m(/*d=*/8, /*n_head=*/2, {/*dropout=*/0.0, /*bias=*/true, /*rope=*/true});

@@ -6,7 +6,10 @@
 //   * causal leakage: changing position t leaves outputs and input gradients before t
 //     bit-identical;
 //   * fully masked rows give 0 and finite gradients; masks are honoured; hostile shapes throw;
-//   * causal_mask is is_causal's keep-mask (hand values; equal sdpa outputs for Tq ≠ Tk).
+//   * causal_mask is is_causal's keep-mask (hand values; equal sdpa outputs for Tq ≠ Tk);
+//   * a NaN in a hidden key or value reaches no row that may not see it, in value or gradient, in
+//     every path (composed with is_causal or a mask, fused, every branch of the module), and masks
+//     of rank 0 and 1 broadcast as PyTorch's.
 // Shapes: q, k (B, H, T, hd), v (B, H, Tk, hv); x (B, T, d).
 #include <catch2/catch.hpp>
 
@@ -22,6 +25,7 @@
 #include <xtensor/xview.hpp>
 
 #include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/attention_fused.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -321,4 +325,264 @@ TEST_CASE("CausalSelfAttention: bad sizes throw ValueError") {
     REQUIRE_THROWS_AS(m.forward(zeros({1, 3, 4}), ones({1, 1, 1, 4})), ValueError);  // mask T 4 vs 3
     REQUIRE_THROWS_AS(m.forward(zeros({1, 3, 4}), ones({1, 3, 3, 3})), ValueError);  // mask H 3 vs 2
     REQUIRE_THROWS_AS(m.attention_weights(zeros({1, 3, 4}), full({3, 3}, 2)), ValueError);
+}
+
+// ---- hidden non-finite keys and values ---------------------------------------------------------
+
+namespace {
+
+// The causal paths of the functional API, each a function of (q, k, v).
+struct CausalPath {
+    const char* name;
+    Tensor (*run)(const Tensor&, const Tensor&, const Tensor&);
+};
+const CausalPath kCausalPaths[] = {
+    {"sdpa is_causal", [](const Tensor& q, const Tensor& k, const Tensor& v) {
+         return F::scaled_dot_product_attention(q, k, v, Tensor(), /*is_causal=*/true);
+     }},
+    {"sdpa causal_mask", [](const Tensor& q, const Tensor& k, const Tensor& v) {
+         return F::scaled_dot_product_attention(q, k, v, F::causal_mask(q.size(-2), k.size(-2)));
+     }},
+    {"fused_causal_attention", [](const Tensor& q, const Tensor& k, const Tensor& v) {
+         return F::fused_causal_attention(q, k, v);
+     }},
+};
+
+// Position `t` (on dim -2) of x set to `value`.
+Tensor with_row(const Tensor& x, std::int64_t t, real value) {
+    Tensor y = x.detach();
+    xt::view(y.mutable_data(), xt::all(), t, xt::all()) = value;
+    return y;
+}
+
+// out and the gradients of sum(out · G) for q, k, v (copies of the given values).
+struct Run {
+    Tensor out, dq, dk, dv;
+};
+Run run_path(const CausalPath& p, const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& G) {
+    Tensor q = q0.detach().requires_grad_(), k = k0.detach().requires_grad_(), v = v0.detach().requires_grad_();
+    Tensor out = p.run(q, k, v);
+    sum(out * G).backward();
+    return {out, q.grad(), k.grad(), v.grad()};
+}
+
+// rows [r0, r0 + n) of x (T, C) on dim -2
+Tensor rows(const Tensor& x, std::int64_t r0, std::int64_t n) { return narrow(x, -2, r0, n); }
+
+bool all_nan(const Tensor& t) {
+    for (real e : t.data())
+        if (!std::isnan(e)) return false;
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("attention: a NaN in the last value leaves earlier rows finite, in every causal path",
+          "[attention][regression]") {
+    // q, k, v (2, 3, 4), v[:, 2] = NaN. Rows 0 and 1 may not see key 2: their outputs and the
+    // gradients of q at rows 0, 1 equal those with v[:, 2] = 0. Row 2 sees it and is NaN, as
+    // PyTorch's; so are dk[0..2], because out[2] (in the loss) depends on every key it sees.
+    // The weights do not depend on v, so dv = Σ_i P[i, j] · G[i] is finite everywhere.
+    manual_seed(41);
+    const Tensor q = randn({2, 3, 4}), k = randn({2, 3, 4}), v = randn({2, 3, 4}), G = randn({2, 3, 4});
+    const Tensor v_nan = with_row(v, 2, kNaN), v_zero = with_row(v, 2, 0);
+    for (const CausalPath& p : kCausalPaths) {
+        INFO(p.name);
+        const Run a = run_path(p, q, k, v_nan, G), b = run_path(p, q, k, v_zero, G);
+        REQUIRE(all_finite(rows(a.out, 0, 2)));
+        require_values(rows(a.out, 0, 2), rows(b.out, 0, 2));
+        REQUIRE(all_nan(rows(a.out, 2, 1)));
+        REQUIRE(all_finite(rows(a.dq, 0, 2)));
+        require_values(rows(a.dq, 0, 2), rows(b.dq, 0, 2));
+        require_values(a.dv, b.dv);
+        REQUIRE(all_nan(a.dk));
+    }
+}
+
+TEST_CASE("attention: a NaN in the last key leaves earlier rows finite, in every causal path",
+          "[attention][regression]") {
+    // k[:, 2] = NaN: query 2's scores are NaN, so out[2] and P[2, :] are NaN; rows 0 and 1 and
+    // dq[0..1] equal those with k[:, 2] = 0.
+    manual_seed(42);
+    const Tensor q = randn({2, 3, 4}), k = randn({2, 3, 4}), v = randn({2, 3, 4}), G = randn({2, 3, 4});
+    const Tensor k_nan = with_row(k, 2, kNaN), k_zero = with_row(k, 2, 0);
+    for (const CausalPath& p : kCausalPaths) {
+        INFO(p.name);
+        const Run a = run_path(p, q, k_nan, v, G), b = run_path(p, q, k_zero, v, G);
+        REQUIRE(all_finite(rows(a.out, 0, 2)));
+        require_values(rows(a.out, 0, 2), rows(b.out, 0, 2));
+        REQUIRE(all_nan(rows(a.out, 2, 1)));
+        REQUIRE(all_finite(rows(a.dq, 0, 2)));
+        require_values(rows(a.dq, 0, 2), rows(b.dq, 0, 2));
+    }
+    // attention_weights: rows 0 and 1 and their gradient of q do not read key 2 either (the loss
+    // reads rows 0 and 1 only)
+    Tensor qa = q.detach().requires_grad_(), ka = k_nan.detach().requires_grad_();
+    Tensor w = F::attention_weights(qa, ka, Tensor(), /*is_causal=*/true);
+    Tensor qb = q.detach().requires_grad_(), kb = k_zero.detach().requires_grad_();
+    Tensor wb = F::attention_weights(qb, kb, Tensor(), /*is_causal=*/true);
+    require_values(rows(w, 0, 2), rows(wb, 0, 2));
+    const Tensor Gw = randn({2, 3, 3});
+    sum(rows(w, 0, 2) * rows(Gw, 0, 2)).backward();
+    sum(rows(wb, 0, 2) * rows(Gw, 0, 2)).backward();
+    // Row 2's weights are NaN; its zero gradient times them is NaN (as PyTorch's), and reaches
+    // dq[2] and, through dS[2, j] · q[2], every dk[j] that query 2 sees. Rows 0, 1 of dq do not.
+    REQUIRE(all_finite(rows(qa.grad(), 0, 2)));
+    require_values(rows(qa.grad(), 0, 2), rows(qb.grad(), 0, 2));
+}
+
+TEST_CASE("attention: a NaN key and value that no query may see touch no output and no gradient",
+          "[attention][regression]") {
+    // Tq 2 < Tk 3, causal (top-left): key 2 is in every query's future. With k[:, 2] and
+    // v[:, 2] = NaN everything is finite and equals the run with them 0; dk[2] = dv[2] = 0.
+    manual_seed(43);
+    const Tensor q = randn({2, 2, 4}), k = randn({2, 3, 4}), v = randn({2, 3, 5}), G = randn({2, 2, 5});
+    for (const CausalPath& p : kCausalPaths) {
+        INFO(p.name);
+        const Run a = run_path(p, q, with_row(k, 2, kNaN), with_row(v, 2, kNaN), G);
+        const Run b = run_path(p, q, with_row(k, 2, 0), with_row(v, 2, 0), G);
+        for (const auto& [got, want] : {std::pair{a.out, b.out}, {a.dq, b.dq}, {a.dk, b.dk}, {a.dv, b.dv}}) {
+            REQUIRE(all_finite(got));
+            require_values(got, want);
+        }
+        for (real g : rows(a.dk, 2, 1).data()) REQUIRE(g == 0);
+        for (real g : rows(a.dv, 2, 1).data()) REQUIRE(g == 0);
+    }
+}
+
+TEST_CASE("attention: a fully masked row with a NaN in a masked value gives 0 and zero gradient",
+          "[attention][regression]") {
+    // Query 1 may attend nothing; key 2 is masked for every query and holds NaN in k and v.
+    manual_seed(44);
+    const Tensor q = randn({2, 3, 4}), k = randn({2, 3, 4}), v = randn({2, 3, 4}), G = randn({2, 3, 4});
+    const Tensor mask({{1, 1, 0}, {0, 0, 0}, {1, 0, 0}});
+    auto run = [&](real hidden) {
+        Tensor qq = q.detach().requires_grad_(), kk = with_row(k, 2, hidden).requires_grad_();
+        Tensor vv = with_row(v, 2, hidden).requires_grad_();
+        Tensor out = F::scaled_dot_product_attention(qq, kk, vv, mask);
+        sum(out * G).backward();
+        return Run{out, qq.grad(), kk.grad(), vv.grad()};
+    };
+    const Run a = run(kNaN), b = run(0);
+    for (const auto& [got, want] : {std::pair{a.out, b.out}, {a.dq, b.dq}, {a.dk, b.dk}, {a.dv, b.dv}}) {
+        REQUIRE(all_finite(got));
+        require_values(got, want);
+    }
+    for (const Tensor& t : {rows(a.out, 1, 1), rows(a.dq, 1, 1), rows(a.dk, 2, 1), rows(a.dv, 2, 1)})
+        for (real e : t.data()) REQUIRE(e == 0);
+}
+
+TEST_CASE("scaled_dot_product_attention: 0-d and 1-element masks broadcast as PyTorch's",
+          "[attention][regression]") {
+    // The two-key example above: out = [1.66048, 2.66048] when both keys are kept.
+    const Tensor q({{1, 0}}), k({{1, 0}, {0, 1}}), v({{1, 2}, {3, 4}});
+    const double w0 = std::exp(1 / std::sqrt(2.0)) / (std::exp(1 / std::sqrt(2.0)) + 1);
+    const Tensor both({{real(w0 * 1 + (1 - w0) * 3), real(w0 * 2 + (1 - w0) * 4)}});
+    for (const Tensor& keep_all : {full({}, 1), Tensor({1}), Tensor({{1}}), Tensor({1, 1})}) {
+        INFO("mask shape " << shape_str(keep_all.shape()));
+        require_values(F::scaled_dot_product_attention(q, k, v, keep_all), both);
+    }
+    // a 0-d 0 masks every key: the row is 0; a 1-D (Tk,) mask {1, 0} keeps key 0 only: out = v[0]
+    require_values(F::scaled_dot_product_attention(q, k, v, full({}, 0)), Tensor({{0, 0}}), 0);
+    require_values(F::scaled_dot_product_attention(q, k, v, Tensor({1, 0})), Tensor({{1, 2}}));
+    require_values(F::attention_weights(q, k, Tensor({0, 1})), Tensor({{0, 1}}));
+    // the module ANDs a 0-d 1 with causality: the same as no mask
+    manual_seed(45);
+    nn::CausalSelfAttention m(4, 2);
+    const Tensor x = randn({2, 3, 4});
+    require_values(m.forward(x, full({}, 1)), m.forward(x));
+    require_values(m.attention_weights(x, Tensor({1})), m.attention_weights(x));
+}
+
+namespace {
+
+// The branches of CausalSelfAttention::forward: fused kernel, attn_mask, dropout, fused = false.
+struct Branch {
+    const char* name;
+    nn::CausalSelfAttentionOptions options;
+    bool with_mask;
+};
+const Branch kBranches[] = {
+    {"fused", nn::CausalSelfAttentionOptions(), false},
+    {"attn_mask", nn::CausalSelfAttentionOptions(), true},
+    {"dropout", nn::CausalSelfAttentionOptions().set_dropout(0.3), false},
+    {"fused = false", nn::CausalSelfAttentionOptions().set_fused(false), false},
+};
+
+}  // namespace
+
+TEST_CASE("CausalSelfAttention: a NaN at the last position leaves earlier outputs finite, in every branch",
+          "[attention][regression]") {
+    // x (2, 3, 4) with x[:, 2] = NaN, so q, k and v at position 2 are NaN. y at positions 0, 1
+    // equals the run with x[:, 2] = 0; y at position 2 is NaN. Dropout draws the same masks in
+    // both runs (same seed), and only the first two positions are compared.
+    for (const Branch& br : kBranches) {
+        INFO(br.name);
+        manual_seed(46);
+        nn::CausalSelfAttention m(4, 2, br.options);
+        const Tensor x = randn({2, 3, 4}), mask = br.with_mask ? ones({1, 1, 1, 3}) : Tensor();
+        auto run = [&](real value) {
+            manual_seed(7);
+            return m.forward(with_row(x, 2, value), mask);
+        };
+        const Tensor a = run(kNaN), b = run(0);
+        REQUIRE(all_finite(narrow(a, 1, 0, 2)));
+        require_values(narrow(a, 1, 0, 2), narrow(b, 1, 0, 2));
+        REQUIRE(all_nan(narrow(a, 1, 2, 1)));
+    }
+}
+
+TEST_CASE("CausalSelfAttention: a padded position holding NaN touches no output and no input gradient",
+          "[attention][regression]") {
+    // keep (1, 1, 3, 3) = pad ⊗ pad with pad = [1, 1, 0]: position 2 attends nothing and is
+    // attended by no one. With x[:, 2] = NaN, y and dL/dx are finite and equal the run with
+    // x[:, 2] = 0, and dL/dx[:, 2] = 0. (c_attn's weight gradient Σ_t dqkv[t]ᵀ x[t] multiplies the
+    // zero gradient of position 2 by its NaN input, as PyTorch's Linear does.)
+    const Tensor pad = Tensor({1, 1, 0});
+    const Tensor keep = (pad.reshape({3, 1}) * pad.reshape({1, 3})).reshape({1, 1, 3, 3});
+    for (const Branch& br : kBranches) {
+        INFO(br.name);
+        manual_seed(47);
+        nn::CausalSelfAttention m(4, 2, br.options);
+        const Tensor x = randn({2, 3, 4}), G = randn({2, 3, 4});
+        auto run = [&](real value) {
+            manual_seed(8);
+            Tensor xx = with_row(x, 2, value).requires_grad_();
+            Tensor y = m.forward(xx, keep);
+            sum(y * G).backward();
+            return std::pair<Tensor, Tensor>{y, xx.grad()};
+        };
+        const auto [ya, ga] = run(kNaN);
+        const auto [yb, gb] = run(0);
+        for (const auto& [got, want] : {std::pair{ya, yb}, {ga, gb}}) {
+            REQUIRE(all_finite(got));
+            require_values(got, want);
+        }
+        for (real g : narrow(ga, 1, 2, 1).data()) REQUIRE(g == 0);
+    }
+}
+
+TEST_CASE("CausalSelfAttention: causal leakage is zero, bit for bit, in every branch", "[attention]") {
+    // As the test above for the default branch: a change at position t leaves the outputs before
+    // t and the input gradients of a loss on them bit-identical.
+    const std::int64_t T = 4, t = 2;
+    for (const Branch& br : kBranches) {
+        INFO(br.name);
+        manual_seed(48);
+        nn::CausalSelfAttention m(4, 2, br.options);
+        const Tensor x0 = randn({2, std::size_t(T), 4}), mask = br.with_mask ? ones({1, 1, 1, T}) : Tensor();
+        auto run = [&](bool perturb) {
+            Tensor x = x0.detach();
+            if (perturb) xt::view(x.mutable_data(), xt::all(), t, xt::all()) += 3;
+            x.requires_grad_();
+            manual_seed(9);
+            Tensor before = narrow(m.forward(x, mask), 1, 0, t);
+            sum(before * before).backward();
+            return std::pair<Tensor, Tensor>{before, x.grad()};
+        };
+        const auto [ya, ga] = run(false);
+        const auto [yb, gb] = run(true);
+        REQUIRE(bits_equal(ya, yb));
+        REQUIRE(bits_equal(narrow(ga, 1, 0, t), narrow(gb, 1, 0, t)));
+    }
 }
