@@ -1,14 +1,12 @@
 // examples/common/gnuplot.cpp — drawing a PNG with gnuplot (see gnuplot.hpp).
 #include "gnuplot.hpp"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
-
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <fstream>
 #include <vector>
 
