@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
+#include "common/cli.hpp"         // strict numeric flags, up-front checks, parse_and_run
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include <xgrad/core/threads.hpp>
 #include "data.hpp"
@@ -75,6 +76,13 @@ static int run(const Config& cfg) {
         throw std::runtime_error(fmt::format("{}: {} usable words; the 80/10/10 split needs at least 10", cfg.data,
                                              all_words.size()));
     const Split words = split_words(all_words, cfg.seed);
+    // What the ids mean (id 0 '.', ids 1-26 'a'-'z') and which words were read: a resume on
+    // another list is refused (common/checkpoint.hpp).
+    std::string vocab;
+    for (std::int64_t id = 0; id < kVocab; ++id) vocab.push_back(id_to_char(id));
+    std::string text;
+    for (const std::string& w : all_words) text += w + '\n';
+    const TextFingerprint data = fingerprint(vocab, text);
     const Examples train = make_examples(words.train, cfg.block_size);
     const Examples val = make_examples(words.val, cfg.block_size);
     const Examples test = make_examples(words.test, cfg.block_size);
@@ -91,7 +99,7 @@ static int run(const Config& cfg) {
     const RunFlags flags = trajectory_flags(cfg);
     int start = 0;
     if (!cfg.resume.empty()) {
-        start = load_checkpoint(cfg.resume, model, opt, batch_rng, flags);
+        start = load_checkpoint(cfg.resume, model, opt, batch_rng, flags, data);
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
@@ -108,6 +116,7 @@ static int run(const Config& cfg) {
         auto [x, y] = sample_batch(train, std::size_t(cfg.batch_size), batch_rng);  // x (B, block), y (B,)
         Tensor logits = model.forward(x);                                              // (B, V)
         Tensor loss = nn::functional::cross_entropy(logits, y);                        // () nats
+        check_finite_loss(step + 1, loss.item());
         opt.zero_grad();
         loss.backward();
         const double lr = *opt.param_groups()[0].lr;
@@ -120,7 +129,7 @@ static int run(const Config& cfg) {
         if ((step + 1) % 100 == 0 || !std::isnan(val_loss)) progress.update(step + 1, loss.item(), lr, val_loss);
     }
     progress.finish();
-    save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags);
+    save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, data);
     if (end < cfg.steps) {
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
                    cfg.out);
@@ -148,53 +157,46 @@ static int run(const Config& cfg) {
     return 0;
 }
 
-// A CLI11 check for a finite real number > lo (or >= lo when inclusive).
-static CLI::Validator real_above(double lo, bool inclusive) {
-    return CLI::Validator(
-        [lo, inclusive](std::string& s) {
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            const bool ok = *end == '\0' && std::isfinite(v) && (inclusive ? v >= lo : v > lo);
-            return ok ? std::string() : fmt::format("must be a number {} {}, got {}", inclusive ? ">=" : ">", lo, s);
-        },
-        inclusive ? "NONNEGATIVE" : "POSITIVE");
+// Every check that needs no data. Throws std::invalid_argument naming the flags.
+static void check_flags(const Config& c) {
+    examples::require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}", c.warmup, c.steps));
+    // Lower bounds in bytes: the parameters (the embedding table, the two Linear layers), each
+    // with its gradient and AdamW's two moments; the (B, block·d) input of the hidden layer and
+    // its (B, hidden) output.
+    const double V = kVocab, d = c.embed_dim, T = c.block_size, H = c.hidden, B = c.batch_size;
+    const double bytes = sizeof(real);
+    examples::check_memory({{"parameters V·d + T·d·H + H·V, with gradients and AdamW's two moments",
+                             4 * (V * d + T * d * H + H * V) * bytes},
+                            {"the activations B·(T·d + H) of one step", B * (T * d + H) * bytes}},
+                           fmt::format("--batch-size {}, --block-size {}, --embed-dim {} or --hidden {}", c.batch_size,
+                                       c.block_size, c.embed_dim, c.hidden));
 }
 
 int main(int argc, char** argv) {
+    using examples::int_flag;
+    using examples::real_flag;
+    const double inf = std::numeric_limits<double>::infinity();
     Config cfg;
     CLI::App app{"Train a character-level MLP language model (Bengio et al. 2003) on a word list."};
-    const auto positive = CLI::Range(1, INT_MAX);
-    const auto non_negative = CLI::Range(0, INT_MAX);
-    // CLI::PositiveNumber prints its range as 300 digits; these say what is wrong in words.
-    const CLI::Validator positive_real = real_above(0, /*inclusive=*/false);
-    const CLI::Validator non_negative_real = real_above(0, /*inclusive=*/true);
-    app.add_option("--steps", cfg.steps, "optimizer steps in the whole run")->capture_default_str()->check(positive);
-    app.add_option("--batch-size", cfg.batch_size, "examples per step")->capture_default_str()->check(positive);
-    app.add_option("--lr", cfg.lr, "peak learning rate of AdamW; cosine decay to lr/20 after the warmup")->capture_default_str()->check(positive_real);
-    app.add_option("--weight-decay", cfg.weight_decay, "AdamW decoupled weight decay λ")->capture_default_str()->check(non_negative_real);
-    auto* warmup = app.add_option("--warmup", cfg.warmup, "steps of linear learning-rate warmup (default: 500, or steps/10 if that is smaller); at most --steps")->capture_default_str()->check(non_negative);
-    app.add_option("--block-size", cfg.block_size, "characters of context the model reads")->capture_default_str()->check(CLI::Range(1, 64));
-    app.add_option("--embed-dim", cfg.embed_dim, "width d of each character's embedding vector")->capture_default_str()->check(CLI::Range(1, 4096));
-    app.add_option("--hidden", cfg.hidden, "tanh units in the hidden layer")->capture_default_str()->check(CLI::Range(1, 65536));
-    app.add_option("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples (0 to 2^64-1)")->capture_default_str();
-    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores")->capture_default_str()->check(CLI::Range(1, 256));
+    int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps in the whole run");
+    int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "examples per step");
+    real_flag(app, "--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW; cosine decay to lr/20 after the warmup");
+    real_flag(app, "--weight-decay", cfg.weight_decay, {0, inf}, "AdamW decoupled weight decay λ");
+    auto* warmup = int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear learning-rate warmup (default: 500, or steps/10 if that is smaller); at most --steps");
+    int_flag(app, "--block-size", cfg.block_size, 1, 64, "characters of context the model reads");
+    int_flag(app, "--embed-dim", cfg.embed_dim, 1, 4096, "width d of each character's embedding vector");
+    int_flag(app, "--hidden", cfg.hidden, 1, 65536, "tanh units in the hidden layer");
+    examples::seed_flag(app, "--seed", cfg.seed, "seed of the data split, initialisation, batches and samples");
+    int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)")->capture_default_str();
     app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors")->capture_default_str();
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; every flag but --threads, --out, --sample, --eval-every and --stop-after must match the saved run");
-    app.add_option("--sample", cfg.sample, "number of words to sample at the end")->capture_default_str()->check(non_negative);
-    app.add_option("--eval-every", cfg.eval_every, "steps between validation losses")->capture_default_str()->check(positive);
-    app.add_option("--stop-after", cfg.stop_after, "stop after this many steps of this run and save a checkpoint (0: run to the end)")->capture_default_str()->check(non_negative);
-    CLI11_PARSE(app, argc, argv);
-    if (warmup->count() == 0) cfg.warmup = std::min(cfg.warmup, cfg.steps / 10);
-    if (cfg.warmup > cfg.steps) {
-        fmt::print(stderr, "char_mlp: error: --warmup {} is longer than --steps {}\n", cfg.warmup, cfg.steps);
-        return 1;
-    }
-    try {
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but --threads, --out, --sample, --eval-every and --stop-after must match the saved run");
+    int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
+    int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
+    int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
+    return examples::parse_and_run(app, "char_mlp", argc, argv, [&] {
+        if (warmup->count() == 0) cfg.warmup = std::min(cfg.warmup, cfg.steps / 10);
+        check_flags(cfg);
         return run(cfg);
-    } catch (const std::exception& e) {
-        std::fflush(stdout);
-        fmt::print(stderr, "char_mlp: error: {}\n", e.what());
-        return 1;
-    }
+    });
 }

@@ -2,7 +2,9 @@
 // (the file's layout is listed in checkpoint.hpp).
 #include "common/checkpoint.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -18,21 +20,100 @@ using namespace xgrad;
 
 namespace {
 const std::string kModel = "model.", kOptim = "optim.", kFlag = "flag.";
+const std::string kVocab = "data.vocab_hex", kTextBytes = "data.text_bytes", kTextHash = "data.text_fnv1a64";
 
 bool strip(const std::string& s, const std::string& prefix, std::string& rest) {
     if (s.compare(0, prefix.size(), prefix) != 0) return false;
     rest = s.substr(prefix.size());
     return true;
 }
+
+// The bytes of "0041ff" (two lowercase hex digits per byte), or nullopt for any other text.
+std::optional<std::string> from_hex(const std::string& hex) {
+    auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+    if (hex.size() % 2 != 0) return std::nullopt;
+    std::string bytes;
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+        const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        bytes.push_back(static_cast<char>(hi * 16 + lo));
+    }
+    return bytes;
+}
+
+// The first tensor holding a NaN or an infinity, or "" if every value is finite.
+std::string first_non_finite(const NamedTensors& tensors) {
+    for (const auto& [name, t] : tensors) {
+        const real* p = t.data().data();
+        if (!std::all_of(p, p + t.numel(), [](real v) { return std::isfinite(v); })) return name;
+    }
+    return "";
+}
+
+// Refuses a checkpoint whose vocabulary or text differs from this run's (see checkpoint.hpp).
+void check_same_data(const std::string& path, const nn::Metadata& meta, const TextFingerprint& now) {
+    auto get = [&](const std::string& key) {
+        auto it = meta.find(key);
+        if (it == meta.end())
+            throw std::runtime_error(fmt::format("{}: the checkpoint records no vocabulary ('{}' missing), so its token "
+                                                 "ids cannot be checked against this run's text; train afresh",
+                                                 path, key));
+        return it->second;
+    };
+    const std::optional<std::string> vocab = from_hex(get(kVocab));
+    if (!vocab)
+        throw std::runtime_error(fmt::format("{}: '{}' = {} is not a vocabulary (two lowercase hex digits per byte)",
+                                             path, kVocab, quoted_text(get(kVocab))));
+    if (*vocab != now.vocab) {
+        const auto at = std::mismatch(vocab->begin(), vocab->end(), now.vocab.begin(), now.vocab.end());
+        const std::size_t id = std::size_t(at.first - vocab->begin());
+        auto byte = [&](const std::string& v) { return id < v.size() ? quoted_text(v.substr(id, 1)) : std::string("nothing"); };
+        throw std::runtime_error(fmt::format(
+            "{}: vocabulary mismatch: the checkpoint was trained on a vocabulary of {} bytes, this run's text has one of {}; "
+            "token id {} meant {} and would now mean {}. Every id must mean the character the weights learnt: resume "
+            "on the text the checkpoint was trained on",
+            path, vocab->size(), now.vocab.size(), id, byte(*vocab), byte(now.vocab)));
+    }
+    const std::string bytes = get(kTextBytes), hash = get(kTextHash);
+    const std::string bytes_now = std::to_string(now.text_bytes), hash_now = fmt::format("{:016x}", now.text_fnv1a);
+    if (bytes != bytes_now || hash != hash_now)
+        throw std::runtime_error(fmt::format(
+            "{}: text mismatch: the checkpoint was trained on a text of {} bytes with FNV-1a hash {}, this run's text has "
+            "{} bytes with hash {} (the same vocabulary). The resumed run would not continue the saved one: resume on "
+            "the text the checkpoint was trained on",
+            path, bytes, hash, bytes_now, hash_now));
+}
 }  // namespace
 
+std::uint64_t fnv1a64(const std::string& bytes) {
+    std::uint64_t h = 14695981039346656037ull;  // the 64-bit offset basis
+    for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ull;  // the 64-bit FNV prime
+    return h;
+}
+
+TextFingerprint fingerprint(const std::string& vocab, const std::string& text) {
+    return {vocab, text.size(), fnv1a64(text)};
+}
+
+nn::Metadata fingerprint_metadata(const TextFingerprint& data) {
+    std::string hex;
+    for (unsigned char b : data.vocab) hex += fmt::format("{:02x}", b);
+    return {{kVocab, hex}, {kTextBytes, std::to_string(data.text_bytes)},
+            {kTextHash, fmt::format("{:016x}", data.text_fnv1a)}};
+}
+
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
-                     const std::mt19937_64& rng, const RunFlags& flags) {
+                     const std::mt19937_64& rng, const RunFlags& flags, const std::optional<TextFingerprint>& data) {
     NamedTensors tensors;
-    nn::Metadata meta;
+    nn::Metadata meta = data ? fingerprint_metadata(*data) : nn::Metadata{};
     for (const auto& [name, t] : model.state_dict()) tensors.emplace_back(kModel + name, t);
     const optim::OptimizerState os = opt.state_dict();
     for (const auto& [name, t] : os.tensors) tensors.emplace_back(kOptim + name, t);
+    const std::string bad = first_non_finite(tensors);
+    if (!bad.empty())
+        throw std::runtime_error(fmt::format("{}: not saved: '{}' holds a NaN or an infinity (the run diverged); "
+                                             "the file is left as it was",
+                                             path, bad));
     for (const auto& [key, value] : os.metadata) meta[kOptim + key] = value;
     std::ostringstream rng_text;
     rng_text << rng;
@@ -43,7 +124,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
 }
 
 int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, std::mt19937_64& rng,
-                    const RunFlags& flags) {
+                    const RunFlags& flags, const std::optional<TextFingerprint>& data) {
     const nn::SafetensorsFile file = nn::load_safetensors(path);
     auto meta = [&](const std::string& key) {
         auto it = file.metadata.find(key);
@@ -58,6 +139,7 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
                                                  "same flags",
                                                  path, flag, saved, flag, value));
     }
+    if (data) check_same_data(path, file.metadata, *data);
     NamedTensors model_state;
     optim::OptimizerState optim_state;
     std::string rest;

@@ -8,15 +8,23 @@
 //             "train.step"               the number of steps done
 //             "train.rng"                the batch sampler's std::mt19937_64 state (text)
 //             "flag.--steps", "flag.--lr", ...  every flag that shapes the trajectory
+//             "data.vocab_hex"           what the token ids mean: byte i of the vocabulary (id i) as
+//                                        2 hex digits, so any byte 0x00-0xff survives the JSON header
+//             "data.text_bytes", "data.text_fnv1a64"   the training text's length and hash
 // Restoring all of it makes a resumed run take exactly the steps the uninterrupted run takes;
-// the flags are compared on load, so a resume with other flags is refused, not half-honoured.
+// the flags and the data are compared on load, so a resume with other flags, or on a text whose
+// bytes differ from the saved run's (the same --data path, edited), is refused, not half-honoured:
+// token id 5 must mean the character it meant when the weights learnt it (nanoGPT's meta.pkl).
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
 #include <xgrad/nn/module.hpp>
+#include <xgrad/nn/serialize.hpp>
 #include <xgrad/optim/optimizer.hpp>
 
 namespace examples {
@@ -24,13 +32,37 @@ namespace examples {
 // Flag name → value as typed on the command line, e.g. {"--lr", "0.003"}.
 using RunFlags = std::map<std::string, std::string>;
 
+// The data a model was trained on, as far as its ids are concerned.
+struct TextFingerprint {
+    std::string vocab;            // (V,) bytes: id i is the byte vocab[i]; any of 0x00-0xff
+    std::uint64_t text_bytes = 0; // the length of the training text
+    std::uint64_t text_fnv1a = 0; // its 64-bit FNV-1a hash (fnv1a64)
+};
+TextFingerprint fingerprint(const std::string& vocab, const std::string& text);
+
+// FNV-1a, 64 bits: h = 14695981039346656037; for each byte b: h = (h xor b) · 1099511628211
+// (mod 2^64). A checksum against accidents, not an adversary.
+// ref: Fowler, Noll, Vo; IETF draft-eastlake-fnv, section 2
+std::uint64_t fnv1a64(const std::string& bytes);
+
+// The fingerprint as metadata ("data.vocab_hex", "data.text_bytes", "data.text_fnv1a64"), for
+// the checkpoint and for a model file that needs its vocabulary to be sampled from.
+xgrad::nn::Metadata fingerprint_metadata(const TextFingerprint& data);
+
+// Writes the checkpoint atomically (nn::save_safetensors). With `data`, records its fingerprint.
+// Throws std::runtime_error, writing nothing, if a parameter or an optimizer buffer holds a NaN
+// or an infinity: a diverged run never replaces a good checkpoint.
 void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, const xgrad::optim::Optimizer& opt,
-                     int step, const std::mt19937_64& rng, const RunFlags& flags);
+                     int step, const std::mt19937_64& rng, const RunFlags& flags,
+                     const std::optional<TextFingerprint>& data = std::nullopt);
 
 // Restores model, optimizer and rng; returns the step to continue from. Throws
 // std::runtime_error (leaving the model and optimizer untouched) if the file is unreadable,
-// is not a training checkpoint, or was saved with other flags (naming the flag and both values).
+// is not a training checkpoint, was saved with other flags (naming the flag and both values),
+// or, with `data`, lacks a fingerprint or was trained on another vocabulary or text (naming the
+// first id whose byte differs, or both lengths and hashes).
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
-                    std::mt19937_64& rng, const RunFlags& flags);
+                    std::mt19937_64& rng, const RunFlags& flags,
+                    const std::optional<TextFingerprint>& data = std::nullopt);
 
 }  // namespace examples

@@ -1,12 +1,43 @@
 // examples/common/gnuplot.cpp — drawing a PNG with gnuplot (see gnuplot.hpp).
 #include "gnuplot.hpp"
 
-#include <cstdlib>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <fstream>
+#include <vector>
+
+extern char** environ;
 
 namespace examples {
 
-bool gnuplot_available() { return std::system("command -v gnuplot > /dev/null 2>&1") == 0; }
+namespace {
+// Runs `argv` (argv[0] looked up on the PATH) with its stdout and stderr sent to /dev/null and
+// returns its exit status, or -1 if it could not be started. No shell: the arguments reach the
+// program as they are, whatever quotes, '$', '`' or spaces they hold.
+int run_quietly(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    const int err = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (err != 0) return -1;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+}  // namespace
+
+bool gnuplot_available() { return run_quietly({"gnuplot", "--version"}) == 0; }
 
 std::string gnuplot_quote(const std::string& text) {
     std::string quoted = "'";
@@ -19,7 +50,7 @@ std::string run_gnuplot(const std::string& script_path, const std::string& scrip
     if (!gnuplot_available())
         return png_path + " skipped: gnuplot is not installed (apt-get install gnuplot-nox)";
     std::ofstream(script_path) << script;
-    if (std::system(("gnuplot " + gnuplot_quote(script_path) + " 2> /dev/null").c_str()) != 0)
+    if (run_quietly({"gnuplot", script_path}) != 0)
         return png_path + " skipped: gnuplot failed (see " + script_path + ")";
     return what + ": " + png_path;
 }

@@ -13,15 +13,18 @@ namespace examples {
 // True when a `gnuplot` program is on the PATH.
 bool gnuplot_available();
 
-// Writes `script` to `script_path` and runs gnuplot on it; the script is expected to set its
-// own terminal and `set output` to `png_path`. Returns the one-line note to print:
+// Writes `script` to `script_path` and runs gnuplot on it, as a child process given the path
+// as its argument (no shell), so any character of the path is safe. The script is expected to
+// set its own terminal and `set output` to gnuplot_quote(png_path). Returns the note to print:
 //   "<what>: <png_path>"                                          drawn
 //   "<png_path> skipped: gnuplot is not installed (...)"          no gnuplot
 //   "<png_path> skipped: gnuplot failed (see <script_path>)"      gnuplot exited non-zero
 std::string run_gnuplot(const std::string& script_path, const std::string& script, const std::string& png_path,
                         const std::string& what);
 
-// `text` as a single-quoted gnuplot string (a ' inside is doubled, gnuplot's escape).
+// `text` as a single-quoted gnuplot string: a ' inside is doubled (gnuplot's one escape in single
+// quotes); every other byte stands for itself (double quotes, $, `, \ and spaces too); a newline
+// cannot be quoted and ends the command.
 std::string gnuplot_quote(const std::string& text);
 
 }  // namespace examples

@@ -24,6 +24,14 @@ double now_seconds() {
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
+void check_finite_loss(int step, double loss) {
+    if (!std::isfinite(loss))
+        throw std::runtime_error(fmt::format("step {}: the training loss is {} (the run diverged); stopped without "
+                                             "saving, so an earlier checkpoint is left as it was. A smaller --lr "
+                                             "(or gradient clipping) may help",
+                                             step, std::isnan(loss) ? "NaN" : loss > 0 ? "inf" : "-inf"));
+}
+
 LossLog::LossLog(const std::string& path, bool append) {
     const bool continuing = append && std::filesystem::exists(path);  // else start a fresh file
     out_.open(path, continuing ? std::ios::app : std::ios::trunc);
@@ -76,17 +84,20 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
     for (std::size_t i = 0; i < ema.size(); ++i) out << fmt::format("{},{:.6f}\n", steps[i], ema[i]);
     out.close();
 
+    // Every path and title as a gnuplot string literal (gnuplot_quote): any byte of --out but a
+    // newline reaches gnuplot as it is.
+    const std::string csv_path = gnuplot_quote(dir + "/loss.csv");
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,540 noenhanced\n"
-       << "set output '" << dir << "/loss.png'\n"
+       << "set output " << gnuplot_quote(dir + "/loss.png") << "\n"
        << "set datafile separator ','\n"
-       << "set title '" << title << "'\n"
+       << "set title " << gnuplot_quote(title) << "\n"
        << "set xlabel 'step'\nset ylabel 'loss (nats)'\nset grid\nset key top right\n"
        << "set yrange " << yrange << "\n"
-       << "plot '" << dir << "/loss.csv' using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
-       << "     '" << dir << "/loss_ema.csv' using 1:2 every ::1 with lines lw 2 lc rgb '#2c5d9f' title "
+       << "plot " << csv_path << " using 1:2 every ::1 with lines lc rgb '#c8d6ea' title 'train (minibatch)', \\\n"
+       << "     " << gnuplot_quote(dir + "/loss_ema.csv") << " using 1:2 every ::1 with lines lw 2 lc rgb '#2c5d9f' title "
        << fmt::format("'train (EMA {:g})'", ema_weight) << ", \\\n"
-       << "     '" << dir << "/loss.csv' using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' "
+       << "     " << csv_path << " using 1:($3 > 0 ? $3 : 1/0) every ::1 with linespoints lw 2 lc rgb '#c0392b' "
        << "title 'validation'\n";
     return run_gnuplot(dir + "/loss.gp", gp.str(), dir + "/loss.png", "loss curve");
 }

@@ -1,6 +1,7 @@
 // examples/common/run_log.hpp — what a training run writes as it goes: the loss CSV, one
-// progress line per report (steps/s and ETA), the loss curve drawn from the CSV, a clock.
-// char_mlp and gpt use all four; their own reports (samples, heatmaps) stay in each example.
+// progress line per report (steps/s and ETA), the loss curve drawn from the CSV, a clock, and
+// the stop of a diverged run. char_mlp and gpt use all five; their own reports (samples,
+// heatmaps) stay in each example.
 #pragma once
 
 #include <fstream>
@@ -53,6 +54,11 @@ private:
     bool tty_;
     double start_, last_val_ = -1;
 };
+
+// Throws std::runtime_error unless the training loss of `step` is finite. Once a loss is NaN or
+// infinite (a learning rate too large, an overflow), every later step is too and the weights
+// are lost; the run stops with the step and the loss instead of training on and saving them.
+void check_finite_loss(int step, double loss);
 
 // Seconds on a monotonic clock (std::chrono::steady_clock); only differences mean anything.
 double now_seconds();

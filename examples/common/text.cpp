@@ -2,6 +2,7 @@
 #include "common/text.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -20,9 +21,19 @@ std::string read_text(const std::string& path) {
         char buf[1 << 16];
         for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) text.append(buf, n);
     } else {
+        // A directory opens as an ifstream on Linux and fails only at the first read, inside
+        // libstdc++ ("basic_filebuf::underflow"): say what the path is before reading.
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec))
+            throw std::runtime_error("read_text: '" + path + "' is a directory, not a text file");
         std::ifstream in(path, std::ios::binary);
         if (!in) throw std::runtime_error("read_text: cannot open text file '" + path + "' (missing file?)");
-        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        try {
+            text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        } catch (const std::exception& e) {
+            throw std::runtime_error("read_text: cannot read '" + path + "' (" + e.what() + ")");
+        }
+        if (in.bad()) throw std::runtime_error("read_text: cannot read '" + path + "' (a read error)");
     }
     if (text.empty())
         throw std::runtime_error("read_text: no text read from " + (path.empty() ? "`" + source + "`" : "'" + path + "'") +

@@ -9,8 +9,8 @@ namespace examples {
 // The raw text. path empty: the whole King James Bible, as the `bible` program of Debian's
 // bible-kjv package prints it (`bible -f "gen1:1-rev22:21"`, read through popen(): one verse per
 // line, each starting with its reference, e.g. "Ge1:1 In the beginning ..."); otherwise the bytes
-// of a plain-text file. Throws std::runtime_error if the program or file cannot be read or gives
-// no text.
+// of a plain-text file. Throws std::runtime_error if the program or file cannot be read (a
+// missing file, a directory, a read error) or gives no text.
 std::string read_text(const std::string& path);
 
 }  // namespace examples

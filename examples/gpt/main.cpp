@@ -11,8 +11,8 @@
 // Run:  build/examples/gpt                 (the defaults; minutes on one core)
 //       build/examples/gpt --help          (every flag, with units and defaults)
 // Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png, checkpoint.safetensors
-// (model and optimizer, for --resume) and model.safetensors (the weights alone, nanoGPT's names,
-// for bench/gpt_to_torch.py).
+// (model, optimizer and the text's vocabulary, for --resume) and model.safetensors (the weights
+// under nanoGPT's names, for bench/gpt_to_torch.py, with the vocabulary sampling needs).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -24,9 +24,12 @@
 #include <fmt/format.h>
 
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
+#include "common/cli.hpp"         // strict numeric flags, up-front checks, parse_and_run
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include "common/text.hpp"        // read_text: the KJV through `bible`, or a file
+#include <xgrad/core/parse.hpp>    // quoted_text
 #include <xgrad/core/threads.hpp>
+#include <xgrad/nn/serialize.hpp>
 #include "data.hpp"
 #include "model.hpp"
 #include "report.hpp"
@@ -98,6 +101,14 @@ static int run(Config cfg, bool prompt_given) {
     cfg.model.vocab = vocab.size();
     fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
                split.train.size(), split.val.size());
+    if (prompt_given && cfg.sample > 0) {  // a prompt the text cannot encode is refused now, not after training
+        try {
+            vocab.encode(cfg.prompt);
+        } catch (const std::exception& e) {
+            throw std::invalid_argument(fmt::format("--prompt {}: {}", quoted_text(cfg.prompt), e.what()));
+        }
+    }
+    const examples::TextFingerprint data = examples::fingerprint(vocab.chars, text);  // stored in every file written
 
     // ---- model, optimizer, schedule ----------------------------------------------------------
     manual_seed(cfg.seed);
@@ -108,7 +119,7 @@ static int run(Config cfg, bool prompt_given) {
     const RunFlags flags = trajectory_flags(cfg);
     int start = 0;
     if (!cfg.resume.empty()) {
-        start = examples::load_checkpoint(cfg.resume, model, *opt, batch_rng, flags);
+        start = examples::load_checkpoint(cfg.resume, model, *opt, batch_rng, flags, data);
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
@@ -125,7 +136,6 @@ static int run(Config cfg, bool prompt_given) {
         return plot_attention(model, vocab, line, layer, cfg.heatmap_head, cfg.out);
     };
     if (cfg.eval_only) {  // bench/gpt_to_torch.py compares this line with PyTorch's figure
-        check(!cfg.resume.empty(), "gpt", "--eval-only needs --resume CHECKPOINT");
         fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
                    evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
         fmt::print("{}\n", heatmap());
@@ -148,6 +158,7 @@ static int run(Config cfg, bool prompt_given) {
         const double lr = *opt->param_groups()[0].lr;
         auto [x, y] = sample_batch(split.train, cfg.batch_size, int(m.block), batch_rng);  // (B, T), (B, T)
         const StepResult r = train_step(model, *opt, x, y, cfg.grad_clip);
+        examples::check_finite_loss(step + 1, r.loss);
         schedule.step();
 
         const bool eval = (step + 1) % cfg.eval_every == 0 || step + 1 == cfg.steps;
@@ -156,8 +167,10 @@ static int run(Config cfg, bool prompt_given) {
         if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, r.loss, lr, val_loss);
     }
     progress.finish();
-    examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags);
-    model.save(cfg.out + "/model.safetensors");
+    examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags, data);
+    nn::Metadata model_meta = examples::fingerprint_metadata(data);  // sampling needs the vocabulary
+    model_meta["format"] = "pt";
+    nn::save_safetensors(cfg.out + "/model.safetensors", model.state_dict(), model_meta);
     if (end < cfg.steps) {
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
                    cfg.out);
@@ -203,63 +216,80 @@ static int run(Config cfg, bool prompt_given) {
     return 0;
 }
 
+// Every check that needs no data, so that a bad combination of flags is refused before the text
+// is read. Throws std::invalid_argument naming the flags.
+static void check_flags(const Config& c) {
+    using examples::require;
+    const GPTConfig& m = c.model;
+    require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}", c.warmup, c.steps));
+    require(c.min_lr <= c.lr, fmt::format("--min-lr {} is above --lr {}", c.min_lr, c.lr));
+    require(m.d % m.n_head == 0, fmt::format("--n-head {} does not divide --d {}: each head gets d/H dimensions",
+                                             m.n_head, m.d));
+    require(m.pos != "rope" || (m.d / m.n_head) % 2 == 0,
+            fmt::format("--pos rope needs an even head width, but --d {} / --n-head {} = {}", m.d, m.n_head, m.d / m.n_head));
+    require(c.heatmap_layer < m.n_layer, fmt::format("--heatmap-layer {} is outside [-1, {}): the model has --n-layer {} "
+                                                     "blocks (-1: the last)", c.heatmap_layer, m.n_layer, m.n_layer));
+    require(c.heatmap_head < m.n_head, fmt::format("--heatmap-head {} is outside [0, {}): the model has --n-head {} heads",
+                                                   c.heatmap_head, m.n_head, m.n_head));
+    require(!c.eval_only || !c.resume.empty(), "--eval-only needs --resume CHECKPOINT");
+    // Lower bounds in bytes (model.hpp's shapes): 12·L·d² weights (c_attn 3d², c_proj d², the MLP
+    // 8d²), each with its gradient and AdamW's two moments; and the MLP's (B, T, 4d) hidden
+    // activation, which each of the L blocks keeps for backward.
+    const double L = double(m.n_layer), d = double(m.d), B = double(c.batch_size), T = double(m.block);
+    const double bytes = sizeof(real);
+    examples::check_memory({{"parameters 12·L·d², with gradients and AdamW's exp_avg and exp_avg_sq", 4 * 12 * L * d * d * bytes},
+                            {"the MLP activations L·B·T·4d kept for backward", L * B * T * 4 * d * bytes}},
+                           fmt::format("--batch-size {}, --block-size {}, --d {} or --n-layer {}", c.batch_size,
+                                       m.block, m.d, m.n_layer));
+}
+
 int main(int argc, char** argv) {
+    using examples::int_flag;
+    using examples::real_flag;
+    const double inf = std::numeric_limits<double>::infinity();
     Config cfg;
     GPTConfig& m = cfg.model;
     CLI::App app{"Train a character-level GPT (nanoGPT's shape) on the King James Bible."};
-    const auto positive = CLI::Range(1, INT_MAX);
-    const auto non_negative = CLI::Range(0, INT_MAX);
-    const auto positive_real = CLI::Range(1e-300, 1e300);
-    const auto non_negative_real = CLI::Range(0.0, 1e300);
     bool no_tie = false, no_bias = false;
-    app.add_option("--n-layer", m.n_layer, "L, transformer blocks")->capture_default_str()->check(CLI::Range(1, 256));
-    app.add_option("--n-head", m.n_head, "H, attention heads per block (must divide --d)")->capture_default_str()->check(CLI::Range(1, 256));
-    app.add_option("--d", m.d, "d, the model width (n_embd)")->capture_default_str()->check(CLI::Range(1, 65536));
-    app.add_option("--block-size", m.block, "T, characters of context")->capture_default_str()->check(CLI::Range(1, 65536));
+    int_flag(app, "--n-layer", m.n_layer, 1, 256, "L, transformer blocks");
+    int_flag(app, "--n-head", m.n_head, 1, 256, "H, attention heads per block (must divide --d)");
+    int_flag(app, "--d", m.d, 1, 65536, "d, the model width (n_embd)");
+    int_flag(app, "--block-size", m.block, 1, 65536, "T, characters of context");
     app.add_option("--pos", m.pos, "positions: learned (table wpe), sinusoidal (fixed), rope (rotary, in attention), none")
         ->capture_default_str()->check(CLI::IsMember({"learned", "sinusoidal", "rope", "none"}));
     app.add_flag("--no-tie", no_tie, "give the head its own (V, d) weight instead of the token table (default: tied)");
     app.add_flag("--no-bias", no_bias, "no biases in the Linear and LayerNorm layers (default: biases on)");
-    app.add_option("--dropout", m.dropout, "dropout probability after the embeddings, in attention and after each residual branch")->capture_default_str()->check(CLI::Range(0.0, 0.99));
-    app.add_option("--steps", cfg.steps, "optimizer steps (iterations) in the whole run")->capture_default_str()->check(positive);
-    app.add_option("--batch-size", cfg.batch_size, "B, windows of block-size + 1 characters per step")->capture_default_str()->check(positive);
-    app.add_option("--lr", cfg.lr, "peak learning rate of AdamW, reached after the warmup")->capture_default_str()->check(positive_real);
-    app.add_option("--min-lr", cfg.min_lr, "learning rate at the end of the cosine decay (at most --lr)")->capture_default_str()->check(non_negative_real);
-    app.add_option("--warmup", cfg.warmup, "steps of linear warmup from 0 to --lr")->capture_default_str()->check(non_negative);
-    app.add_option("--beta1", cfg.beta1, "AdamW β1")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
-    app.add_option("--beta2", cfg.beta2, "AdamW β2")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
-    app.add_option("--weight-decay", cfg.weight_decay, "AdamW decoupled weight decay λ on the ≥2-D weights (biases and LayerNorm: none)")->capture_default_str()->check(non_negative_real);
-    app.add_option("--grad-clip", cfg.grad_clip, "clip the global gradient L2 norm to this before each step (0: off)")->capture_default_str()->check(non_negative_real);
-    app.add_option("--seed", cfg.seed, "seed of the initialisation, the batches and the samples")->capture_default_str();
-    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores")->capture_default_str()->check(CLI::Range(1, 256));
+    real_flag(app, "--dropout", m.dropout, {0, 1, false, true}, "dropout probability after the embeddings, in attention and after each residual branch");
+    int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps (iterations) in the whole run");
+    int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, windows of block-size + 1 characters per step");
+    real_flag(app, "--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW, reached after the warmup");
+    real_flag(app, "--min-lr", cfg.min_lr, {0, inf}, "learning rate at the end of the cosine decay (at most --lr)");
+    int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear warmup from 0 to --lr (at most --steps)");
+    real_flag(app, "--beta1", cfg.beta1, {0, 1, false, true}, "AdamW β1");
+    real_flag(app, "--beta2", cfg.beta2, {0, 1, false, true}, "AdamW β2");
+    real_flag(app, "--weight-decay", cfg.weight_decay, {0, inf}, "AdamW decoupled weight decay λ on the ≥2-D weights (biases and LayerNorm: none)");
+    real_flag(app, "--grad-clip", cfg.grad_clip, {0, inf}, "clip the global gradient L2 norm to this before each step (0: off)");
+    examples::seed_flag(app, "--seed", cfg.seed, "seed of the initialisation, the batches and the samples");
+    int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
     app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors")->capture_default_str();
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; every flag but --threads, --out, --sample, --temperature, --top-k, --prompt, --eval-every and --stop-after must match the saved run");
-    app.add_option("--stop-after", cfg.stop_after, "stop after this many steps of this run and save a checkpoint (0: run to the end)")->capture_default_str()->check(non_negative);
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --out, --sample, --temperature, --top-k, --prompt, --heatmap-*, --eval-every and --stop-after must match the saved run");
+    int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");
-    app.add_option("--eval-every", cfg.eval_every, "steps between validation losses")->capture_default_str()->check(positive);
-    app.add_option("--eval-batches", cfg.eval_batches, "batches of --batch-size windows in the fixed validation set (evenly spaced over the split)")->capture_default_str()->check(positive);
-    app.add_option("--sample", cfg.sample, "characters to sample after training (0: none)")->capture_default_str()->check(non_negative);
-    app.add_option("--temperature", cfg.temperature, "sampling temperature: logits are divided by it")->capture_default_str()->check(positive_real);
-    app.add_option("--top-k", cfg.top_k, "sample only among the k likeliest characters (0: all)")->capture_default_str()->check(non_negative);
-    app.add_option("--heatmap-layer", cfg.heatmap_layer, "block whose attention attention.png shows (-1: the last)")->capture_default_str()->check(CLI::Range(-1, 255));
-    app.add_option("--heatmap-head", cfg.heatmap_head, "head whose attention attention.png shows")->capture_default_str()->check(CLI::Range(0, 255));
+    int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
+    int_flag(app, "--eval-batches", cfg.eval_batches, 1, INT_MAX, "batches of --batch-size windows in the fixed validation set (evenly spaced over the split)");
+    int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "characters to sample after training (0: none)");
+    real_flag(app, "--temperature", cfg.temperature, {0, inf, true}, "sampling temperature: logits are divided by it");
+    int_flag(app, "--top-k", cfg.top_k, 0, INT_MAX, "sample only among the k likeliest characters (0: all)");
+    int_flag(app, "--heatmap-layer", cfg.heatmap_layer, -1, 255, "block whose attention attention.png shows (-1: the last; below --n-layer)");
+    int_flag(app, "--heatmap-head", cfg.heatmap_head, 0, 255, "head whose attention attention.png shows (below --n-head)");
     app.add_flag("--verbose", cfg.verbose,
                  "print the optimizer memory table of every parameter tensor, not only the 5 largest");
     auto* prompt = app.add_option("--prompt", cfg.prompt, "text the samples continue (characters must be in the vocabulary)")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    m.tie = !no_tie;
-    m.bias = !no_bias;
-    if (cfg.warmup > cfg.steps || cfg.min_lr > cfg.lr) {
-        fmt::print(stderr, "gpt: error: need --warmup ≤ --steps and --min-lr ≤ --lr (got {} > {} or {} > {})\n",
-                   cfg.warmup, cfg.steps, cfg.min_lr, cfg.lr);
-        return 1;
-    }
-    try {
+    return examples::parse_and_run(app, "gpt", argc, argv, [&] {
+        m.tie = !no_tie;
+        m.bias = !no_bias;
+        check_flags(cfg);
         return run(cfg, prompt->count() > 0);
-    } catch (const std::exception& e) {
-        std::fflush(stdout);
-        fmt::print(stderr, "gpt: error: {}\n", e.what());
-        return 1;
-    }
+    });
 }

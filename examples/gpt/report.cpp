@@ -152,14 +152,14 @@ std::string plot_attention(const GPT& model, const Vocab& vocab, const std::stri
     for (std::size_t i = 0; i < T; ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", tic_label(line[i]), i);
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,860 noenhanced font ',9'\n"
-       << "set output '" << dir << "/attention.png'\n"
+       << "set output " << examples::gnuplot_quote(dir + "/attention.png") << "\n"
        << "set datafile separator ','\n"
        << fmt::format("set title 'attention weights, layer {} head {}: row = query position, column = key it reads'\n",
                       layer, head)
        << "set xtics (" << tics << ") font ',8'\nset ytics (" << tics << ") font ',8'\n"
        << fmt::format("set xrange [-0.5:{0}]\nset yrange [{0}:-0.5]\n", double(T) - 0.5)
        << "set palette defined (0 'white', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nset size square\n"
-       << "plot '" << dir << "/attention.csv' matrix with image notitle\n";
+       << "plot " << examples::gnuplot_quote(dir + "/attention.csv") << " matrix with image notitle\n";
     return examples::run_gnuplot(dir + "/attention.gp", gp.str(), dir + "/attention.png", "attention heatmap");
 }
 

@@ -18,12 +18,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "common/run_log.hpp"  // now_seconds
+#include "common/cli.hpp"      // strict numeric flags, up-front checks, parse_and_run
+#include "common/run_log.hpp"  // now_seconds, check_finite_loss
 #include <xgrad/core/threads.hpp>
 #include "corpus.hpp"
 #include "model.hpp"
@@ -188,6 +190,15 @@ static int run(const Config& cfg) {
     if (vocab.size() < 2)
         throw std::runtime_error(fmt::format("only {} word(s) occur at least --min-count = {} times", vocab.size(),
                                              cfg.min_count));
+    // Lower bounds in bytes, now that V is known: the two (V, d) tables with their gradients and
+    // Adam's two moments, and one step's gathered vectors, B·(1+k) rows of u and B of v.
+    {
+        const double V = double(vocab.size()), d = cfg.dim, B = cfg.batch_size, k = cfg.negatives;
+        examples::check_memory({{"the tables 2·V·d, with gradients and Adam's two moments", 4 * 2 * V * d * sizeof(real)},
+                                {"the vectors B·(2+k)·d one step gathers", B * (2 + k) * d * sizeof(real)}},
+                               fmt::format("--batch-size {}, --dim {}, --negatives {} or raise --min-count {}",
+                                           cfg.batch_size, cfg.dim, cfg.negatives, cfg.min_count));
+    }
     const std::vector<std::int32_t> ids = encode(tokens, vocab);                 // (N,)
     const std::vector<double> keep = keep_probabilities(vocab, cfg.sample);      // (V,)
     const NegativeSampler sampler(vocab.counts);                                 // P_n ∝ count^0.75
@@ -228,6 +239,7 @@ static int run(const Config& cfg) {
             Tensor logits = model.forward(batch.centres, batch.contexts);                     // (B, 1+k)
             Tensor loss = binary_cross_entropy_with_logits(logits, batch.targets, nn::Reduction::Sum)
                           / real(end - begin);                                                // () nats per pair
+            examples::check_finite_loss(step + 1, loss.item());
             opt.zero_grad();
             loss.backward();   // row-sparse gradients: ≤ B rows of v, ≤ B·(1+k) rows of u
             opt.step();        // lazy Adam: only those rows of θ, m, v change
@@ -277,26 +289,23 @@ static int run(const Config& cfg) {
 }
 
 int main(int argc, char** argv) {
+    using examples::int_flag;
+    using examples::real_flag;
+    const double inf = std::numeric_limits<double>::infinity();
     Config cfg;
     CLI::App app{"Skip-gram word vectors with negative sampling (Mikolov et al. 2013) on the King James Bible."};
     app.add_option("--corpus", cfg.corpus, "plain-text file to train on (default: the KJV, read from `bible -f gen1:1-rev22:21`)");
-    app.add_option("--min-count", cfg.min_count, "words seen fewer times than this are dropped")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--sample", cfg.sample, "subsampling threshold t (relative frequency); 0 keeps every token")->capture_default_str()->check(CLI::NonNegativeNumber);
-    app.add_option("--dim", cfg.dim, "d, the width of each word vector")->capture_default_str()->check(CLI::Range(1, 4096));
-    app.add_option("--window", cfg.window, "maximum distance (words) between centre and context; each centre draws b in 1..window")->capture_default_str()->check(CLI::Range(1, 100));
-    app.add_option("--negatives", cfg.negatives, "k, negative words drawn per (centre, context) pair")->capture_default_str()->check(CLI::Range(1, 100));
-    app.add_option("--epochs", cfg.epochs, "passes over the corpus, each freshly subsampled and shuffled")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--batch-size", cfg.batch_size, "B, (centre, context) pairs per optimizer step")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-    app.add_option("--lr", cfg.lr, "Adam learning rate at the start; decays linearly to lr·1e-4")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("--seed", cfg.seed, "seed of initialisation, subsampling, windows, shuffles and negatives")->capture_default_str();
-    app.add_option("--threads", cfg.threads, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores")->capture_default_str()->check(CLI::Range(1, 256));
-    app.add_option("--compare-dense", cfg.compare_dense, "after training, time this many steps with lazy and with dense Adam updates (0: skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    int_flag(app, "--min-count", cfg.min_count, 1, INT_MAX, "words seen fewer times than this are dropped");
+    real_flag(app, "--sample", cfg.sample, {0, inf}, "subsampling threshold t (relative frequency); 0 keeps every token");
+    int_flag(app, "--dim", cfg.dim, 1, 4096, "d, the width of each word vector");
+    int_flag(app, "--window", cfg.window, 1, 100, "maximum distance (words) between centre and context; each centre draws b in 1..window");
+    int_flag(app, "--negatives", cfg.negatives, 1, 100, "k, negative words drawn per (centre, context) pair");
+    int_flag(app, "--epochs", cfg.epochs, 1, INT_MAX, "passes over the corpus, each freshly subsampled and shuffled");
+    int_flag(app, "--batch-size", cfg.batch_size, 1, 1 << 20, "B, (centre, context) pairs per optimizer step");
+    real_flag(app, "--lr", cfg.lr, {0, inf, true}, "Adam learning rate at the start; decays linearly to lr·1e-4");
+    examples::seed_flag(app, "--seed", cfg.seed, "seed of initialisation, subsampling, windows, shuffles and negatives");
+    int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
+    int_flag(app, "--compare-dense", cfg.compare_dense, 0, INT_MAX, "after training, time this many steps with lazy and with dense Adam updates (0: skip)");
     app.add_option("--out", cfg.out, "directory for embeddings.safetensors, vocab.txt and the pictures (*.png, with their .dat and .gp)")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    try {
-        return run(cfg);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "word2vec: error: {}\n", e.what());
-        return 1;
-    }
+    return examples::parse_and_run(app, "word2vec", argc, argv, [&] { return run(cfg); });
 }

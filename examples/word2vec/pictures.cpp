@@ -40,7 +40,7 @@ std::string plot_group_heatmap(const std::string& dir, const Vocab& vocab, const
     const double edge = double(first_group_size) - 0.5;  // the line between the two groups
     std::ostringstream gp;
     gp << "set terminal pngcairo size 760,680 noenhanced\n"
-       << "set output '" << dir << "/similarity_heatmap.png'\n"
+       << "set output " << gnuplot_quote(dir + "/similarity_heatmap.png") << "\n"
        << "set title 'word2vec: cosine similarity of the group words (vectors minus their mean)'\n"
        << "set xtics (" << tics << ") rotate by 45 right\nset ytics (" << tics << ")\n"
        << "set yrange [" << n - 0.5 << ":-0.5]\nset xrange [-0.5:" << n - 0.5 << "]\n"
@@ -48,7 +48,7 @@ std::string plot_group_heatmap(const std::string& dir, const Vocab& vocab, const
        << "set cblabel 'cosine'\nset size ratio -1\nunset key\n"
        << fmt::format("set arrow from {0},-0.5 to {0},{1} nohead lw 2\n", edge, n - 0.5)
        << fmt::format("set arrow from -0.5,{0} to {1},{0} nohead lw 2\n", edge, n - 0.5)
-       << "plot '" << dir << "/similarity_heatmap.dat' using 1:2:3 with image, \\\n"
+       << "plot " << gnuplot_quote(dir + "/similarity_heatmap.dat") << " using 1:2:3 with image, \\\n"
        << "     '' using 1:2:(sprintf('%.2f', $3)) with labels font ',8'\n";
     return run_gnuplot(dir + "/similarity_heatmap.gp", gp.str(), dir + "/similarity_heatmap.png",
                        "heatmap of the group cosines");
@@ -92,16 +92,16 @@ std::string plot_pca(const std::string& dir, const Vocab& vocab, const Array& E,
     const char* colours[] = {"#c0392b", "#2c5d9f", "#7f8c8d"};
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,700 noenhanced\n"
-       << "set output '" << dir << "/pca.png'\n"
+       << "set output " << gnuplot_quote(dir + "/pca.png") << "\n"
        << fmt::format("set title 'word2vec: {} words on their top two principal axes ({:.0f}% of their variance)'\n", n,
                       100 * kept)
        << "set xlabel 'PC1'\nset ylabel 'PC2'\nset grid\nset key bottom right box opaque\n"
        << "plot ";
     for (std::size_t g = 0; g <= groups.size(); ++g) {
         const std::string name = g < groups.size() ? group_names[g] : fmt::format("{} nearest neighbours", neighbours);
-        gp << fmt::format("'{0}/pca.dat' using ($3 == {1} ? $1 : 1/0):2 with points pt 7 ps 1.2 lc rgb '{2}' title {3}, \\\n"
+        gp << fmt::format("{0} using ($3 == {1} ? $1 : 1/0):2 with points pt 7 ps 1.2 lc rgb '{2}' title {3}, \\\n"
                           "     '' using ($3 == {1} ? $1 : 1/0):2:4 with labels offset 0.6,0.6 left tc rgb '{2}' notitle{4}",
-                          dir, g, colours[std::min<std::size_t>(g, 2)], gnuplot_quote(name),
+                          gnuplot_quote(dir + "/pca.dat"), g, colours[std::min<std::size_t>(g, 2)], gnuplot_quote(name),
                           g < groups.size() ? ", \\\n     " : "\n");
     }
     std::string note = run_gnuplot(dir + "/pca.gp", gp.str(), dir + "/pca.png", "PCA scatter");
@@ -147,11 +147,11 @@ std::string plot_rare_tokens(const std::string& dir, const Vocab& vocab, const A
     const double rho = spearman(count, moved);
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,600 noenhanced\n"
-       << "set output '" << dir << "/rare_tokens.png'\n"
+       << "set output " << gnuplot_quote(dir + "/rare_tokens.png") << "\n"
        << fmt::format("set title 'word2vec: how far each input vector moved from its random start (Spearman rho = {:.2f})'\n", rho)
        << "set logscale x\nset xrange [3:*]\nset xlabel 'count of the word in the corpus (log scale)'\n"
        << "set ylabel '|v - v_initial| (L2)'\nset grid\nunset key\n"
-       << "plot '" << dir << "/rare_tokens.dat' using 1:2 with points pt 7 ps 0.4 lc rgb '#2c5d9f'\n";
+       << "plot " << gnuplot_quote(dir + "/rare_tokens.dat") << " using 1:2 with points pt 7 ps 0.4 lc rgb '#2c5d9f'\n";
     std::string note = run_gnuplot(dir + "/rare_tokens.gp", gp.str(), dir + "/rare_tokens.png", "rare-token scatter");
     note += fmt::format("\n  Spearman rank correlation of (count, ‖v − v_initial‖) over the V = {} words: rho = {:.3f}"
                         "\n  ‖v_initial‖ is about {:.3f} (U[-0.5/d, 0.5/d) in d = {}); by count:{}",

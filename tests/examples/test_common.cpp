@@ -1,7 +1,9 @@
 // tests/examples/test_common.cpp — examples/common: read_text (a file's bytes, and its errors),
 // LossLog (the loss CSV: header, row format, append on resume), ema_smooth and the smoothed column
-// plot_losses writes, and the checkpoint's refusal of bad metadata (a char_mlp model and its
-// AdamW). The loader's fuzzing is in tests/fuzz_checkpoint.cpp.
+// plot_losses writes, the checkpoint's refusal of bad metadata, of another vocabulary or text and
+// of non-finite state (a char_mlp model and its AdamW), the strict numeric flags and the memory
+// check of cli, and gnuplot under a path full of quotes. The loader's fuzzing is in
+// tests/fuzz_checkpoint.cpp; the programs' whole command lines are tested by tests/examples/cli.sh.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,6 +16,8 @@
 
 #include "char_mlp/model.hpp"
 #include "common/checkpoint.hpp"
+#include "common/cli.hpp"
+#include "common/gnuplot.hpp"
 #include "common/run_log.hpp"
 #include "common/text.hpp"
 #include <xgrad/nn/nn.hpp>
@@ -140,4 +144,193 @@ TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 a
             [&] { examples::load_checkpoint(bad, model, opt, rng2, flags); });
         CHECK_THAT(msg, Contains("train.rng"));
     }
+}
+
+// ==== cli: strict numeric flags ==============================================================================
+
+namespace {
+// Parses `args` (the program name first) with `app`; returns the refusal's message, "" if accepted.
+std::string parse_flags(CLI::App& app, std::vector<std::string> args) {
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    try {
+        app.parse(int(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+        return e.what();
+    }
+    return "";
+}
+}  // namespace
+
+TEST_CASE("cli bug F12: numeric flags refuse NaN, inf, 0x, '+', trailing text and out-of-range values",
+          "[examples_common][cli][regression]") {
+    const double inf = std::numeric_limits<double>::infinity();
+    int steps = 7;
+    std::uint64_t seed = 5;
+    double lr = 0.5, clip = 1.0, beta = 0.9;
+    CLI::App app;
+    examples::int_flag(app, "--steps", steps, 1, 100, "");
+    examples::seed_flag(app, "--seed", seed, "");
+    examples::real_flag(app, "--lr", lr, {0, inf, true}, "");
+    examples::real_flag(app, "--grad-clip", clip, {0, inf}, "");
+    examples::real_flag(app, "--beta", beta, {0, 1, false, true}, "");
+
+    // Each refusal names the flag, the text as typed and the range; nothing is assigned.
+    const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+        {{"--steps", "0x10"}, "--steps: '0x10' is not a decimal integer in [1, 100]"},
+        {{"--steps", "+5"}, "--steps: '+5' is not a decimal integer in [1, 100]"},
+        {{"--steps", "1e1"}, "--steps: '1e1' is not a decimal integer in [1, 100]"},
+        {{"--steps", "5abc"}, "--steps: '5abc' is not a decimal integer in [1, 100]"},
+        {{"--steps", " 5"}, "--steps: ' 5' is not a decimal integer in [1, 100]"},
+        {{"--steps", "0"}, "--steps: '0' is not a decimal integer in [1, 100]"},
+        {{"--steps", "101"}, "--steps: '101' is not a decimal integer in [1, 100]"},
+        {{"--seed", "-1"}, "--seed: '-1' is not a decimal integer in [0, 18446744073709551615]"},
+        {{"--seed", "18446744073709551616"}, "--seed: '18446744073709551616' is not a decimal integer in [0, 18446744073709551615]"},
+        {{"--lr", "nan"}, "--lr: 'nan' is not a finite number > 0"},
+        {{"--lr", "inf"}, "--lr: 'inf' is not a finite number > 0"},
+        {{"--lr", "0"}, "--lr: '0' is not a finite number > 0"},
+        {{"--lr", "1e400"}, "--lr: '1e400' is not a finite number > 0"},
+        {{"--lr", "0x1p-3"}, "--lr: '0x1p-3' is not a finite number > 0"},
+        {{"--grad-clip", "nan"}, "--grad-clip: 'nan' is not a finite number >= 0"},
+        {{"--grad-clip", "-0.5"}, "--grad-clip: '-0.5' is not a finite number >= 0"},
+        {{"--beta", "1"}, "--beta: '1' is not a finite number in [0, 1)"},
+        {{"--beta", "-nan"}, "--beta: '-nan' is not a finite number in [0, 1)"},
+    };
+    for (const auto& [args, message] : refused) {
+        INFO(args[0] << " " << args[1]);
+        std::vector<std::string> argv{"prog"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        CHECK(parse_flags(app, argv) == message);
+        app.clear();
+    }
+    CHECK(steps == 7);
+    CHECK(seed == 5);
+    CHECK(lr == 0.5);
+    CHECK(clip == 1.0);
+    CHECK(beta == 0.9);
+
+    // Accepted: the value as std::from_chars reads it, the ends of each range included or not.
+    REQUIRE(parse_flags(app, {"prog", "--steps", "100", "--seed", "18446744073709551615", "--lr", "1e-3", "--grad-clip",
+                              "0", "--beta", "0"}) == "");
+    CHECK(steps == 100);
+    CHECK(seed == UINT64_MAX);
+    CHECK(lr == 0.001);
+    CHECK(clip == 0.0);
+    CHECK(beta == 0.0);
+}
+
+TEST_CASE("cli: check_memory refuses needs beyond RAM and swap, listing each with its size",
+          "[examples_common][cli][regression]") {
+    CHECK(examples::human_size(512) == "512 B");
+    CHECK(examples::human_size(1536) == "1.5 KiB");
+    CHECK(examples::human_size(3.0 * (1 << 30)) == "3.0 GiB");
+    CHECK(examples::human_size(std::pow(1024.0, 6) * 2) == "2.0 EiB");
+    examples::check_memory({{"small", 1024.0}}, "--x");  // 1 KiB fits anywhere
+    const std::string msg = message_of<std::invalid_argument>([] {
+        examples::check_memory({{"the activations", std::pow(1024.0, 6) * 4}, {"the parameters", 2048.0}},
+                               "--batch-size 9 or --d 8");
+    });
+    CHECK_THAT(msg, Contains("this run needs at least 4.0 EiB at once"));
+    CHECK_THAT(msg, Contains("4.0 EiB  the activations"));
+    CHECK_THAT(msg, Contains("2.0 KiB  the parameters"));
+    CHECK_THAT(msg, Contains("lower --batch-size 9 or --d 8"));
+}
+
+// ==== checkpoint: the data the ids mean, and no non-finite state =====================================================
+
+TEST_CASE("fnv1a64 gives the reference values of the FNV test suite", "[examples_common][ckpt]") {
+    CHECK(examples::fnv1a64("") == 0xcbf29ce484222325ull);  // the offset basis
+    CHECK(examples::fnv1a64("a") == 0xaf63dc4c8601ec8cull);
+    CHECK(examples::fnv1a64("foobar") == 0x85944171f73967e8ull);
+}
+
+TEST_CASE("ckpt bug F9: a resume on another vocabulary or text is refused, and every byte round-trips",
+          "[examples_common][ckpt][regression]") {
+    TempDir dir;
+    const std::string path = dir.file("ckpt.safetensors");
+    manual_seed(3);
+    char_mlp::CharMLP model(27, 3, 4, 8);
+    optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(3e-3));
+    std::mt19937_64 rng(42);
+    const examples::RunFlags flags{{"--steps", "10"}};
+    std::string all_bytes;  // the vocabulary of a binary file: 0x00..0xff, not UTF-8
+    for (int b = 0; b < 256; ++b) all_bytes.push_back(char(b));
+    const std::string text("\xff\x00 binary \x80 text", 16);
+    const examples::TextFingerprint data = examples::fingerprint(all_bytes, text);
+    CHECK(data.text_bytes == 16);
+    examples::save_checkpoint(path, model, opt, 5, rng, flags, data);
+    CHECK(nn::load_safetensors(path).metadata.at("data.vocab_hex").substr(0, 8) == "00010203");
+    REQUIRE(examples::load_checkpoint(path, model, opt, rng, flags, data) == 5);
+    REQUIRE(examples::load_checkpoint(path, model, opt, rng, flags) == 5);  // a caller without data skips the check
+
+    // The same length and V, two bytes swapped: ids 65 and 66 would exchange meanings.
+    std::string swapped = all_bytes;
+    std::swap(swapped[65], swapped[66]);
+    std::string msg = message_of<std::runtime_error>(
+        [&] { examples::load_checkpoint(path, model, opt, rng, flags, examples::fingerprint(swapped, text)); });
+    CHECK_THAT(msg, Contains("vocabulary mismatch") && Contains("token id 65 meant 'A' and would now mean 'B'"));
+    // The same vocabulary, another text of the same length.
+    const std::string other("\xff\x00 binary \x80 TEXT", 16);
+    msg = message_of<std::runtime_error>(
+        [&] { examples::load_checkpoint(path, model, opt, rng, flags, examples::fingerprint(all_bytes, other)); });
+    CHECK_THAT(msg, Contains("text mismatch") && Contains("a text of 16 bytes"));
+    // A checkpoint saved without its vocabulary cannot be checked, so it is refused.
+    examples::save_checkpoint(path, model, opt, 5, rng, flags);
+    msg = message_of<std::runtime_error>([&] { examples::load_checkpoint(path, model, opt, rng, flags, data); });
+    CHECK_THAT(msg, Contains("records no vocabulary"));
+}
+
+TEST_CASE("ckpt bug F12: save_checkpoint refuses a NaN or an infinity and leaves the file as it was",
+          "[examples_common][ckpt][regression]") {
+    TempDir dir;
+    const std::string path = dir.file("ckpt.safetensors");
+    manual_seed(3);
+    char_mlp::CharMLP model(27, 3, 4, 8);
+    optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(3e-3));
+    std::mt19937_64 rng(42);
+    examples::save_checkpoint(path, model, opt, 5, rng, {});
+    const std::string good = read_bytes(path);
+    for (real bad : {kNaN, kInf}) {
+        model.named_parameters().front().second.mutable_data()(0, 0) = bad;
+        const std::string msg = message_of<std::runtime_error>([&] { examples::save_checkpoint(path, model, opt, 6, rng, {}); });
+        CHECK_THAT(msg, Contains("not saved") && Contains("model.emb.weight") && Contains("NaN or an infinity"));
+        CHECK(read_bytes(path) == good);
+    }
+}
+
+TEST_CASE("check_finite_loss stops a diverged run, naming the step", "[examples_common][run_log][regression]") {
+    examples::check_finite_loss(1, 3.5);
+    CHECK_THAT(message_of<std::runtime_error>([] { examples::check_finite_loss(7, std::nan("")); }),
+               Contains("step 7: the training loss is NaN (the run diverged)"));
+    CHECK_THAT(message_of<std::runtime_error>([] { examples::check_finite_loss(2, -HUGE_VAL); }),
+               Contains("step 2: the training loss is -inf"));
+}
+
+TEST_CASE("read_text names a directory instead of failing inside the stream", "[examples_common][text][regression]") {
+    TempDir dir;
+    fs::create_directories(dir.path);
+    CHECK(message_of<std::runtime_error>([&] { examples::read_text(dir.path.string()); }) ==
+          "read_text: '" + dir.path.string() + "' is a directory, not a text file");
+}
+
+// ==== gnuplot: no shell, every path quoted ======================================================================
+
+TEST_CASE("gnuplot bug: an --out holding ' \" $ ` and spaces still gets its picture",
+          "[examples_common][gnuplot][regression]") {
+    CHECK(examples::gnuplot_quote("it's") == "'it''s'");
+    CHECK(examples::gnuplot_quote("a \"b\" $c `d` \\e") == "'a \"b\" $c `d` \\e'");
+    if (!examples::gnuplot_available()) {
+        WARN("skipped: gnuplot is not installed, so no picture can be drawn");
+        return;
+    }
+    TempDir dir;
+    const std::string odd = dir.file("it's a \"test\" $HOME `x` \\");
+    fs::create_directories(odd);
+    {
+        examples::LossLog log(odd + "/loss.csv", /*append=*/false);
+        log.write(10, 3.0, 2.9, 1e-3);
+        log.write(20, 2.0, std::nan(""), 1e-3);
+    }
+    CHECK(examples::plot_losses(odd, "it's \"quoted\"") == "loss curve: " + odd + "/loss.png");
+    CHECK(fs::file_size(odd + "/loss.png") > 1000);
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The examples' command lines, run whole: every bad flag is refused up front with a message that
+# names it, a diverged run stops without a checkpoint, a resume on another text is refused, and
+# an --out full of shell and gnuplot metacharacters still gets its pictures.
+#
+# A refusal must exit non-zero, print "<program>: error:" and the expected words, take no
+# training step (no "step" line, no loss.csv) and return within 1 s (each run reads at most a
+# 3,000-line text: the check comes before the work, not after it).
+# Usage: cli.sh path/to/gpt path/to/char_mlp path/to/word2vec
+set -euo pipefail
+gpt=$1 char_mlp=$2 word2vec=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+head -n 3000 /usr/share/dict/words > "$work/text.txt"
+head -n 4000 /usr/share/dict/words > "$work/words.txt"
+# A flag may be given once (CLI11 refuses a repeat), so these leave out what the checks vary.
+gpt_model=(--n-layer 1 --n-head 2 --d 16 --block-size 16 --batch-size 4 --warmup 0 --eval-batches 2 --eval-every 5)
+mlp_model=(--embed-dim 4 --hidden 16 --batch-size 16 --warmup 0 --eval-every 5)
+tiny_gpt=(--data "$work/text.txt" "${gpt_model[@]}")
+tiny_mlp=(--data "$work/words.txt" "${mlp_model[@]}")
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# refused "WHAT" "EXPECTED WORDS" -- program flags...   (every run gets a fresh --out)
+refused() {
+    local what=$1 expect=$2 out="$work/out$RANDOM"
+    shift 3
+    local start=$EPOCHREALTIME rc=0
+    timeout 20 "$@" --out "$out" > "$work/log" 2>&1 || rc=$?
+    local ms=$(( (${EPOCHREALTIME/./} - ${start/./}) / 1000 ))
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then fail "$what: exit status $rc"; tail -n 3 "$work/log"; return; fi
+    grep -q ": error:" "$work/log" || { fail "$what: no '<program>: error:' line"; tail -n 3 "$work/log"; return; }
+    local word
+    IFS='|' read -ra words <<< "$expect"
+    for word in "${words[@]}"; do
+        grep -qF -- "$word" "$work/log" || { fail "$what: the message lacks '$word'"; tail -n 3 "$work/log"; return; }
+    done
+    if grep -q "^step " "$work/log" || [ -e "$out/loss.csv" ]; then fail "$what: training started"; return; fi
+    if [ "$ms" -ge 1000 ]; then fail "$what: refused only after $ms ms"; return; fi
+    echo "ok   $what ($ms ms): $(grep ': error:' "$work/log" | head -1)"
+}
+
+echo "---- non-finite and lenient numbers"
+for flag in --lr --min-lr --beta1 --beta2 --weight-decay --grad-clip --dropout --temperature; do
+    refused "gpt $flag nan" "$flag|'nan'|finite" -- "$gpt" "${tiny_gpt[@]}" --steps 3 $flag nan
+done
+refused "gpt --lr inf" "--lr|'inf'" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --lr inf
+refused "gpt --steps 0x10" "--steps|'0x10'|[1, 2147483647]" -- "$gpt" "${tiny_gpt[@]}" --steps 0x10
+refused "gpt --steps +5" "--steps|'+5'" -- "$gpt" "${tiny_gpt[@]}" --steps +5
+refused "gpt --steps 1e3" "--steps|'1e3'" -- "$gpt" "${tiny_gpt[@]}" --steps 1e3
+refused "gpt --seed -1" "--seed|'-1'|18446744073709551615" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --seed -1
+refused "gpt --batch-size 4x" "--batch-size|'4x'" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --batch-size 4x
+for flag in --lr --weight-decay; do
+    refused "char_mlp $flag nan" "$flag|'nan'" -- "$char_mlp" "${tiny_mlp[@]}" --steps 3 $flag nan
+done
+refused "char_mlp --steps 0x10" "--steps|'0x10'" -- "$char_mlp" "${tiny_mlp[@]}" --steps 0x10
+refused "char_mlp --seed -1" "--seed|'-1'" -- "$char_mlp" "${tiny_mlp[@]}" --steps 3 --seed -1
+for flag in --lr --sample; do
+    refused "word2vec $flag nan" "$flag|'nan'" -- "$word2vec" --corpus "$work/text.txt" $flag nan
+done
+refused "word2vec --min-count 0x5" "--min-count|'0x5'" -- "$word2vec" --corpus "$work/text.txt" --min-count 0x5
+refused "word2vec --seed -1" "--seed|'-1'" -- "$word2vec" --corpus "$work/text.txt" --seed -1
+
+echo "---- flags that only make sense together, or with the data"
+refused "gpt --heatmap-head 7" "--heatmap-head|7|--n-head 2" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --heatmap-head 7
+refused "gpt --heatmap-layer 5" "--heatmap-layer|5|--n-layer 1" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --heatmap-layer 5
+refused "gpt --prompt ☃" "--prompt|vocabulary" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --prompt "☃"
+refused "gpt --n-head 3 --d 16" "--n-head 3|--d 16" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --n-head 3 --d 16
+refused "gpt --data DIR" "is a directory" -- "$gpt" --data "$work" --steps 3 --warmup 0
+refused "word2vec --corpus DIR" "is a directory" -- "$word2vec" --corpus "$work"
+refused "gpt --batch-size 2147483647" "--batch-size|memory" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --batch-size 2147483647
+refused "gpt --d 65536 --n-layer 256" "memory|parameters" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --d 65536 --n-layer 256
+refused "char_mlp --batch-size 2147483647" "--batch-size|memory" -- "$char_mlp" --data "$work/words.txt" --steps 3 --batch-size 2147483647
+refused "word2vec --batch-size 1048576 --dim 4096" "--batch-size|memory" -- "$word2vec" --corpus "$work/text.txt" --min-count 1 --batch-size 1048576 --dim 4096 --negatives 100
+
+echo "---- a diverged run stops, non-zero, and keeps the last good checkpoint"
+diverge() {  # diverge NAME PROGRAM FLAGS...
+    local name=$1 out="$work/$1-diverge"
+    shift
+    "$@" --steps 4 --out "$out" > /dev/null
+    cp "$out/checkpoint.safetensors" "$work/good.safetensors"
+    local rc=0
+    "$@" --steps 4 --lr 1e300 --out "$out" > "$work/log" 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ]; then fail "$name --lr 1e300: exit status 0"; tail -3 "$work/log"; return; fi
+    grep -q "diverged" "$work/log" || { fail "$name --lr 1e300: no 'diverged' message"; tail -3 "$work/log"; return; }
+    cmp -s "$out/checkpoint.safetensors" "$work/good.safetensors" ||
+        { fail "$name --lr 1e300 replaced the good checkpoint"; return; }
+    echo "ok   $name --lr 1e300: $(grep ': error:' "$work/log")"
+}
+diverge gpt "$gpt" "${tiny_gpt[@]}"
+diverge char_mlp "$char_mlp" "${tiny_mlp[@]}"
+
+echo "---- a resume on another text of the same length is refused"
+resume_refused() {  # resume_refused NAME EXPECTED SAME_LENGTH_TEXT PROGRAM FLAGS...
+    local name=$1 expect=$2 other=$3 program=$4
+    shift 4
+    local data="$work/$name-data.txt" out="$work/$name-resume"
+    cp "$work/text.txt" "$data"
+    "$program" "$@" --data "$data" --steps 6 --stop-after 3 --out "$out" > /dev/null
+    cp "$other" "$data"
+    refused "$name --resume on $(basename "$other")" "$expect" -- "$program" "$@" --data "$data" --steps 6 \
+        --resume "$out/checkpoint.safetensors"
+}
+tr 'q' '~' < "$work/text.txt" > "$work/q-to-tilde.txt"  # the same length and V; the id of 'q' means 'r'
+tac "$work/text.txt" > "$work/reversed.txt"             # the same bytes in another order
+resume_refused gpt "vocabulary mismatch|'q'|'r'" "$work/q-to-tilde.txt" "$gpt" "${gpt_model[@]}"
+resume_refused gpt "text mismatch" "$work/reversed.txt" "$gpt" "${gpt_model[@]}"
+resume_refused char_mlp "text mismatch" "$work/reversed.txt" "$char_mlp" "${mlp_model[@]}"
+
+echo "---- an --out with quotes, \$, \` and a space"
+if command -v gnuplot > /dev/null 2>&1; then
+    odd="$work/it's a \"test\" \$HOME \`x\`"
+    "$gpt" "${tiny_gpt[@]}" --steps 5 --out "$odd" > "$work/log" 2>&1 || { fail "gpt with an odd --out"; tail -n 3 "$work/log"; }
+    for png in loss.png attention.png; do
+        [ -s "$odd/$png" ] && echo "ok   $png under $odd" || { fail "no $png under $odd"; grep png "$work/log"; }
+    done
+else
+    echo "SKIP: gnuplot is not installed, the pictures under an odd --out are not checked"
+fi
+
+if [ "$failures" -gt 0 ]; then echo "FAIL: $failures check(s)"; exit 1; fi
+echo "PASS"
