@@ -15,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -265,9 +264,11 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
     std::error_code ec;
     if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
         throw std::runtime_error("load_safetensors: '" + path + "' is not a regular file (a directory, device or pipe?)");
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);  // opened at the end: tellg() is the size
     if (!in) throw std::runtime_error("load_safetensors: cannot open '" + path + "'");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string bytes(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+    if (!in.seekg(0) || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+        throw std::runtime_error("load_safetensors: cannot read '" + path + "' (changed while reading?)");
     const char* op = "load_safetensors";
 
     check(bytes.size() >= 8, op, "'{}' is {} bytes, too short for the 8-byte header length", path, bytes.size());

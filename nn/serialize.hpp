@@ -10,8 +10,9 @@
 //                       data_offsets are relative to byte 8+N
 // The checksum is the CRC-32 (zlib's crc32, as gzip and PNG) of every byte of the file but its
 // own 8 lowercase hex digits, file bytes [40, 48): crc32 of bytes [0, 40) continued over bytes
-// [48, end). It catches every change of up to 32 adjacent bits, and any other change but with
-// probability 2^-32; it detects damage, not tampering (anyone can recompute it).
+// [48, end); in Python, zlib.crc32(b[:40] + b[48:]) of the file's bytes b. It catches every change
+// of up to 32 adjacent bits, and any other change but with probability 2^-32; it detects damage,
+// not tampering (anyone can recompute it).
 //
 // So a file written here opens in Python with safetensors.torch.load_file(path): the checksum is
 // one more string in the string → string metadata.
