@@ -5,8 +5,9 @@
 #                                    (default ~/.local/xgrad); works right after make run
 #   make test                        install deps, Release build, run every test with ctest
 #   make sanitize                    the same tests under ASan + UBSan + LeakSanitizer, in build-asan/
-#   make fuzz [FUZZ_LOADS=30000]     mutated loads of a real checkpoint under ASan + UBSan, in build-asan/
-#                                    (tests/fuzz_checkpoint.cpp; FUZZ_SEED=1 picks the mutations)
+#   make fuzz [FUZZ_LOADS=30000]     every header bit of a real checkpoint flipped, then mutated loads,
+#                                    under ASan + UBSan, in build-asan/ (tests/fuzz_checkpoint.cpp;
+#                                    FUZZ_SEED=1 picks the mutations)
 #   make tsan                        the tests that start threads ([threads]) under ThreadSanitizer, in build-tsan/
 #   make bench [ARGS="--threads 2"]  xgrad vs PyTorch on the workloads of bench/, in build-bench/
 #                                    (installs Debian's python3-torch if missing; see bench/compare.py)
@@ -64,10 +65,13 @@ sanitize: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(CTEST) $(ASAN_BUILD)
 
-# The checkpoint fuzzer (tests/fuzz_checkpoint.cpp) in the sanitizer tree: FUZZ_LOADS mutated
-# copies of a char_mlp checkpoint (model + AdamW state) loaded into a live model and optimizer;
-# every refused load must leave them bit-identical. Seeded, so a failure reproduces with the same
-# FUZZ_SEED. When make sanitize has run first, only the fuzzer itself is compiled.
+# The checkpoint fuzzer (tests/fuzz_checkpoint.cpp) in the sanitizer tree, loading altered copies of
+# a char_mlp checkpoint (model + AdamW state) into a live model and optimizer: first every bit of
+# its header flipped alone (each must be refused or load a bit-identical state: 0 silent changes),
+# then FUZZ_LOADS random mutants, half re-stamped with a valid checksum so that they reach the
+# parser; every refused load must leave the model and optimizer bit-identical. It prints the counts
+# of both phases. Seeded, so a failure reproduces with the same FUZZ_SEED. When make sanitize has
+# run first, only the fuzzer itself is compiled.
 FUZZ_LOADS ?= 30000
 FUZZ_SEED  ?= 1
 fuzz: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -14,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -46,17 +46,18 @@ constexpr const char* kDtype = "F32";
 
 constexpr std::uint64_t kMaxHeader = 100'000'000;  // readers refuse headers over 100 MB
 
-// ---- the checksum ----------------------------------------------------------------------------
-// CRC-32 of the data section (zlib's crc32, as gzip and PNG): catches every burst of up to 32
-// bits, any other change with probability 1 − 2^-32. Stored as 8 lowercase hex digits.
-constexpr const char* kChecksumKey = "xgrad.data_crc32";
+// ---- the checksum (its definition: nn/serialize.hpp) ------------------------------------------
+// The header begins with kStampPrefix; the 8 hex digits follow at file bytes [40, 48), then '"'.
+constexpr const char* kChecksumKey = "xgrad.crc32";
+const std::string kStampPrefix = R"({"__metadata__":{"xgrad.crc32":")";
+const std::size_t kDigitsAt = 8 + kStampPrefix.size();  // 40: the length, then the prefix
 
 std::uint32_t crc32_update(std::uint32_t crc, const void* bytes, std::size_t n) {
     return static_cast<std::uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(bytes), n));
 }
 
 // The CRC written as "%08x", or nullopt if `text` is not exactly 8 lowercase hex digits.
-std::optional<std::uint32_t> parse_crc(const std::string& text) {
+std::optional<std::uint32_t> parse_crc(std::string_view text) {
     std::uint32_t v = 0;
     if (text.size() != 8) return std::nullopt;
     for (char c : text) {
@@ -65,6 +66,31 @@ std::optional<std::uint32_t> parse_crc(const std::string& text) {
         else return std::nullopt;
     }
     return v;
+}
+
+// Checks the checksum of a whole file's `bytes` (at least 8), before any parsing: a damaged file
+// is reported as damaged, not as whatever its damage makes it look like.
+void verify_checksum(const std::string& bytes, const std::string& path, const LoadOptions& options) {
+    const char* op = "load_safetensors";
+    if (bytes.compare(8, kStampPrefix.size(), kStampPrefix) != 0) {
+        check(!options.require_checksum(), op,
+              "'{}' has no xgrad checksum (its header does not begin with {}<8 hex digits>\"), so its bytes "
+              "cannot be verified: a file written by another tool, such as Python's safetensors, or one whose "
+              "header is damaged. To load a file from another tool, pass "
+              "nn::LoadOptions().require_checksum(false) to nn::load_safetensors",
+              path, kStampPrefix);
+        return;
+    }
+    const std::optional<std::uint32_t> recorded =
+        bytes.size() > kDigitsAt + 8 && bytes[kDigitsAt + 8] == '"'
+            ? parse_crc(std::string_view(bytes).substr(kDigitsAt, 8)) : std::nullopt;
+    check(recorded.has_value(), op, "'{}': the checksum '{}' is not a CRC-32 (8 lowercase hex digits and a '\"')",
+          path, kChecksumKey);
+    std::uint32_t actual = crc32_update(crc32_update(0, nullptr, 0), bytes.data(), kDigitsAt);
+    actual = crc32_update(actual, bytes.data() + kDigitsAt + 8, bytes.size() - kDigitsAt - 8);
+    check(actual == *recorded, op,
+          "'{}' is corrupted or truncated: the CRC-32 of its {} bytes (all but the checksum's 8 digits) is "
+          "{:08x}, but its header records {:08x}", path, bytes.size(), actual, *recorded);
 }
 
 // ---- temporary files -------------------------------------------------------------------------
@@ -104,6 +130,47 @@ void remove_stale_temps(const std::string& path) {
     for (const auto& p : stale) fs::remove(p, ec);
 }
 
+// ---- where a save writes ----------------------------------------------------------------------
+// rename(2) replaces a directory entry, whatever it is: a symlink would become a regular file (its
+// target keeping the old bytes) and a FIFO or a device node would be replaced. So the target is
+// resolved first, as open(2) resolves it: symlinks followed (40 hops at most, Linux's limit), a
+// missing final name is a new file. A target that exists must be a regular file.
+struct SaveTarget {
+    std::string path;                 // the file to replace or create
+    std::optional<mode_t> old_mode;   // its permission bits, if it exists
+};
+
+const char* kind_of(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+SaveTarget save_target(const std::string& path) {
+    namespace fs = std::filesystem;
+    fs::path p(path);
+    for (int hops = 0;; ++hops) {
+        struct stat st {};
+        if (::lstat(p.c_str(), &st) != 0) return {p.string(), std::nullopt};  // new; or open() reports why not
+        if (S_ISREG(st.st_mode)) return {p.string(), st.st_mode & 0777};
+        if (!S_ISLNK(st.st_mode)) {
+            const std::string via = p.string() == path ? "" : fmt::format(" (through symlinks, '{}')", p.string());
+            throw std::runtime_error(fmt::format("save_safetensors: '{}'{} is {}; a save replaces only a regular "
+                                                 "file or creates a new one", path, via, kind_of(st.st_mode)));
+        }
+        if (hops == 40)
+            throw std::runtime_error(fmt::format("save_safetensors: '{}': too many levels of symbolic links (a loop?)",
+                                                 path));
+        std::error_code ec;
+        const fs::path next = fs::read_symlink(p, ec);
+        if (ec) return {p.string(), std::nullopt};  // removed meanwhile: the rename replaces the name itself
+        p = next.is_absolute() ? next : p.parent_path() / next;
+    }
+}
+
 // Makes a rename durable. True on success, and where a directory cannot be synced (EINVAL).
 bool fsync_directory(const std::filesystem::path& dir) {
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -118,44 +185,53 @@ bool fsync_directory(const std::filesystem::path& dir) {
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
     check(host_is_little_endian(), "save_safetensors", "big-endian hosts are not supported");
     check(metadata.count(kChecksumKey) == 0, "save_safetensors",
-          "the metadata key '{}' is reserved: xgrad writes the data's checksum there", kChecksumKey);
-    nlohmann::json header = nlohmann::json::object();
+          "the metadata key '{}' is reserved: xgrad writes the file's checksum there", kChecksumKey);
+    nlohmann::json entries = nlohmann::json::object();
     std::set<std::string> names;
     std::size_t offset = 0;
-    std::uint32_t crc = crc32_update(0, nullptr, 0);
     for (const auto& [name, t] : tensors) {
         check(!name.empty() && name != "__metadata__", "save_safetensors", "invalid tensor name '{}'", name);
         check(names.insert(name).second, "save_safetensors", "duplicate tensor name '{}'", name);
         check(t.defined(), "save_safetensors", "tensor '{}' is undefined", name);
         const std::size_t bytes = t.numel() * sizeof(real);
-        header[name] = {{"dtype", kDtype}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+        entries[name] = {{"dtype", kDtype}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
-        if (bytes > 0) crc = crc32_update(crc, t.data().data(), bytes);  // the data section, in order
     }
-    header["__metadata__"] = metadata;
-    header["__metadata__"][kChecksumKey] = fmt::format("{:08x}", crc);
-    std::string text;
-    try {
-        text = header.dump();  // throws on a name or metadata string that is not valid UTF-8
+    // The header: kStampPrefix, the 8 digits, then `tail` = '"', the caller's metadata, the entries.
+    std::string meta_text, entries_text;
+    try {  // dump() throws on a name or metadata string that is not valid UTF-8
+        meta_text = nlohmann::json(metadata).dump();
+        entries_text = entries.dump();
     } catch (const nlohmann::json::exception& e) {
         throw ValueError(fmt::format("save_safetensors: a tensor name or metadata string is not valid UTF-8 ({})",
                                      e.what()));
     }
-    text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
-    const std::uint64_t n = text.size();
+    std::string tail = "\"";  // {"a":"b",...} → ,"a":"b",...}  and  {} → }
+    tail += meta_text.size() > 2 ? "," + meta_text.substr(1) : "}";
+    tail += entries_text.size() > 2 ? "," + entries_text.substr(1) : "}";
+    tail.append((8 - (kStampPrefix.size() + 8 + tail.size()) % 8) % 8, ' ');  // data 8-byte aligned
+    const std::uint64_t n = kStampPrefix.size() + 8 + tail.size();
+    // The checksum of every byte but its own digits, in file order.
+    std::uint32_t crc = crc32_update(crc32_update(0, nullptr, 0), &n, 8);
+    crc = crc32_update(crc32_update(crc, kStampPrefix.data(), kStampPrefix.size()), tail.data(), tail.size());
+    for (const auto& [_, t] : tensors)
+        if (t.numel() > 0) crc = crc32_update(crc, t.data().data(), t.numel() * sizeof(real));
+    const std::string text = kStampPrefix + fmt::format("{:08x}", crc) + tail;
 
-    remove_stale_temps(path);
+    const SaveTarget target = save_target(path);
+    remove_stale_temps(target.path);
     // Temporary file, fsync, rename (atomic: readers see the old file or the new), sync the directory.
     std::string tmp;
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {  // a name left by a dead pid's save
-        tmp = fmt::format("{}.tmp-{}-{}", path, ::getpid(), g_save_count.fetch_add(1));
+        tmp = fmt::format("{}.tmp-{}-{}", target.path, ::getpid(), g_save_count.fetch_add(1));
         fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // 0666 & ~umask
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0)
         throw std::runtime_error(fmt::format("save_safetensors: cannot create '{}' for writing: {}", tmp,
                                              std::strerror(errno)));
+    if (target.old_mode) (void)::fchmod(fd, *target.old_mode);  // best effort, as cp -p
     std::FILE* out = ::fdopen(fd, "wb");
     if (!out) {
         ::close(fd);
@@ -170,30 +246,33 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     }
     ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
     ok = (std::fclose(out) == 0) && ok;
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (!ok || std::rename(tmp.c_str(), target.path.c_str()) != 0) {
         const int err = errno;
         std::remove(tmp.c_str());
         throw std::runtime_error(fmt::format("save_safetensors: writing '{}' failed (via '{}'): {}", path, tmp,
                                              std::strerror(err)));
     }
-    if (!fsync_directory(directory_of(path)))
+    if (!fsync_directory(directory_of(target.path)))
         throw std::runtime_error(fmt::format("save_safetensors: '{}' was written, but syncing its directory "
                                              "failed ({}): the new file may not survive a power cut",
                                              path, std::strerror(errno)));
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
+SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& options) {
     check(host_is_little_endian(), "load_safetensors", "big-endian hosts are not supported");
     // Only regular files: a directory reads as 0 bytes, /dev/zero until memory runs out.
     std::error_code ec;
     if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
         throw std::runtime_error("load_safetensors: '" + path + "' is not a regular file (a directory, device or pipe?)");
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);  // opened at the end: tellg() is the size
     if (!in) throw std::runtime_error("load_safetensors: cannot open '" + path + "'");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string bytes(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+    if (!in.seekg(0) || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+        throw std::runtime_error("load_safetensors: cannot read '" + path + "' (changed while reading?)");
     const char* op = "load_safetensors";
 
     check(bytes.size() >= 8, op, "'{}' is {} bytes, too short for the 8-byte header length", path, bytes.size());
+    verify_checksum(bytes, path, options);
     std::uint64_t n;
     std::memcpy(&n, bytes.data(), 8);
     check(n <= kMaxHeader && n <= bytes.size() - 8, op,
@@ -311,18 +390,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     }
     check(expected == data_size, op, "'{}': {} trailing byte(s) after the last tensor (the data section has {} bytes)",
           path, data_size - expected, data_size);
-    // The checksum, when recorded (xgrad's files), consumed: not returned in the metadata.
-    auto crc_entry = file.metadata.find(kChecksumKey);
-    if (crc_entry != file.metadata.end()) {
-        const std::optional<std::uint32_t> recorded = parse_crc(crc_entry->second);
-        check(recorded.has_value(), op, "'{}': metadata '{}' = {} is not a CRC-32 (8 lowercase hex digits)",
-              path, kChecksumKey, quoted_text(crc_entry->second));
-        const std::uint32_t actual = crc32_update(crc32_update(0, nullptr, 0), bytes.data() + data_begin, data_size);
-        check(actual == *recorded, op,
-              "'{}': the tensor data is corrupted: its CRC-32 is {:08x}, but the header records {:08x}", path,
-              actual, *recorded);
-        file.metadata.erase(crc_entry);
-    }
+    file.metadata.erase(kChecksumKey);  // verified above, or absent (or misplaced) and opted out
     NamedTensors sorted;
     for (std::size_t i : idx) sorted.push_back(std::move(file.tensors[i]));
     file.tensors = std::move(sorted);

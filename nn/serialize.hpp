@@ -2,13 +2,20 @@
 //
 // Layout (https://github.com/huggingface/safetensors, "Format"):
 //   bytes [0, 8)        N, the header length, an unsigned 64-bit little-endian integer
-//   bytes [8, 8+N)      a UTF-8 JSON object, padded with spaces to a multiple of 8:
-//                       {"fc1.weight": {"dtype": "F32", "shape": [20, 10], "data_offsets": [0, 800]},
-//                        ..., "__metadata__": {"format": "pt"}}
+//   bytes [8, 8+N)      a UTF-8 JSON object, padded with spaces to a multiple of 8; xgrad writes
+//                       __metadata__ first, and its checksum first in it:
+//                       {"__metadata__":{"xgrad.crc32":"<8 hex digits>","format":"pt"},
+//                        "fc1.weight":{"dtype":"F32","shape":[20,10],"data_offsets":[0,800]},...}
 //   bytes [8+N, end)    the tensors' raw little-endian, row-major bytes, back to back;
 //                       data_offsets are relative to byte 8+N
+// The checksum is the CRC-32 (zlib's crc32, as gzip and PNG) of every byte of the file but its
+// own 8 lowercase hex digits, file bytes [40, 48): crc32 of bytes [0, 40) continued over bytes
+// [48, end); in Python, zlib.crc32(b[:40] + b[48:]) of the file's bytes b. It catches every change
+// of up to 32 adjacent bits, and any other change but with probability 2^-32; it detects damage,
+// not tampering (anyone can recompute it).
 //
-// So a file written here opens in Python with safetensors.torch.load_file(path).
+// So a file written here opens in Python with safetensors.torch.load_file(path): the checksum is
+// one more string in the string → string metadata.
 #pragma once
 
 #include <map>
@@ -22,26 +29,44 @@ using Metadata = std::map<std::string, std::string>;
 
 struct SafetensorsFile {
     NamedTensors tensors;  // in file order of data_offsets
-    Metadata metadata;     // the "__metadata__" object (string → string)
+    Metadata metadata;     // the "__metadata__" object (string → string), without "xgrad.crc32"
 };
 
-// Writes `tensors` (dtype F32 in the float build, F64 in the double build) and `metadata`,
-// adding the data section's CRC-32 (zlib's crc32, 8 lowercase hex digits) to __metadata__
-// under the reserved key "xgrad.data_crc32".
-// Atomic: a per-save temp file, fsynced and renamed over `path`, then the directory fsynced. A
-// crash never leaves a half-written `path`; concurrent saves leave one complete file; a dead
+// Writes `tensors` (dtype F32 in the float build, F64 in the double build), `metadata` and the
+// checksum (the key "xgrad.crc32" is reserved for it).
+// Atomic: a per-save temp file, fsynced and renamed over the target, then the directory fsynced.
+// A crash never leaves a half-written file; concurrent saves leave one complete file; a dead
 // process's temp is removed by the next save to the same path.
+// The target is `path` resolved like open(2) resolves it: a symlink (or chain of them) is written
+// through, so the link stays and its target gets the new bytes; a dangling symlink's target is
+// created, as Python's open(path, "wb") and torch.save do. A replaced file keeps its permission
+// bits (another hard link to it keeps the old bytes).
 // Throws ValueError for duplicate, empty or non-UTF-8 names, undefined tensors or the reserved
-// metadata key; std::runtime_error for I/O errors (naming the path and the system's reason).
+// metadata key; std::runtime_error if the target exists and is not a regular file (a directory,
+// FIFO, device or socket: named in the message, left untouched), for a symlink loop, and for I/O
+// errors (naming the path and the system's reason).
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const Metadata& metadata = {});
 
-// Reads and validates a whole file: header ≤ 100 MB, one space-padded JSON object without
-// duplicate keys; dtypes F32 or F64 (converted to `real`); shapes matching their offsets;
-// tensors tiling the data section exactly; and the CRC-32 when "xgrad.data_crc32" is recorded
-// (other tools' files lack it and still load; the key is not returned in `metadata`).
+// How load_safetensors treats a file without xgrad's checksum; setters chain, as LibTorch's options.
+//   nn::load_safetensors(path, nn::LoadOptions().require_checksum(false))   // e.g. written by Python
+class LoadOptions {
+public:
+    // true (default): refuse a file without the checksum. false: load it unverified (a checksum
+    // that is present is verified either way).
+    LoadOptions& require_checksum(bool v) { require_checksum_ = v; return *this; }
+    bool require_checksum() const { return require_checksum_; }
+
+private:
+    bool require_checksum_ = true;
+};
+
+// Reads and validates a whole file: the checksum first (see the layout above), then a header
+// ≤ 100 MB, one space-padded JSON object without duplicate keys; dtypes F32 or F64 (converted to
+// `real`); shapes matching their offsets; tensors tiling the data section exactly.
 // Throws std::runtime_error if the file cannot be read (missing, or not a regular file) and
-// ValueError (naming the file and the problem) if it is malformed, truncated or corrupted.
-SafetensorsFile load_safetensors(const std::string& path);
+// ValueError (naming the file and the problem) if it is malformed, truncated, corrupted, or has
+// no checksum while options.require_checksum() (the message says how to opt out).
+SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& options = LoadOptions());
 
 }  // namespace xgrad::nn

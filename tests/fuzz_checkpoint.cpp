@@ -1,24 +1,32 @@
-// tests/fuzz_checkpoint.cpp — a seeded mutation fuzzer for checkpoint loading (`make fuzz`).
+// tests/fuzz_checkpoint.cpp — a seeded fuzzer for checkpoint loading (`make fuzz`).
 //
 // It builds a real checkpoint, the kind `make run` writes (examples/char_mlp: the model's
 // parameters, AdamW's exp_avg and exp_avg_sq, step counts, lrs, options, the batch sampler's
-// rng state and the run's flags, in one safetensors file), then loads mutated copies of it
-// into the live model and optimizer, over and over. After every load it checks:
+// rng state and the run's flags, in one safetensors file), then loads altered copies of it into
+// the live model and optimizer, in two phases:
 //
-//   - a load either succeeds or throws one of xgrad's documented errors (ValueError,
-//     IndexError, std::runtime_error); anything else (std::bad_alloc, a JSON library
-//     exception, a crash, a sanitizer report) is a bug;
+//   1. every bit of the header (file bytes [0, 8+N): the length and the JSON), flipped alone;
+//   2. --iterations random mutants, each of 1 to 4 mutations (bit flips, random bytes, tokens in
+//      place of numbers, insertions, deletions, truncation, a wrong length). Every other mutant is
+//      stamped with a valid checksum again, as a buggy writer would, so that it reaches the parser.
+//
+// After every load it checks:
+//   - a load either succeeds or throws one of xgrad's documented errors (ValueError, IndexError,
+//     std::runtime_error); anything else (std::bad_alloc, a JSON library exception, a crash, a
+//     sanitizer report) is a bug;
 //   - a refused load leaves the model, the optimizer and the rng bit-identical;
-//   - a mutation confined to the tensor data is always refused (the CRC-32 in __metadata__).
+//   - a file whose checksum no longer matches (phase 1, the unstamped mutants) is refused or loads
+//     a bit-identical state (model, optimizer, rng and step): anything else is a silent change,
+//     which the checksum over header and data (nn/serialize.hpp) exists to prevent.
 //
 // Built in the ASan + UBSan tree (build-asan/, as `make sanitize`), every out-of-bounds read,
 // overflow or leak on the way aborts the run. The mutations are seeded (std::mt19937_64), so a
 // failing iteration is reproduced by rerunning with the same --seed; --keep writes it to disk.
 //
 // Usage: fuzz_checkpoint [--iterations N] [--seed S] [--dir D] [--keep]
-//   N mutated loads (each of 1 to 4 mutations; default 20,000), seed S (default 1), files in a
-//   fresh subdirectory of D (default /dev/shm), kept afterwards with --keep.
-// Prints one line per 5,000 loads and a summary; exits 1 on the first violation.
+//   N random mutants (default 20,000), seed S (default 1), files in a fresh subdirectory of D
+//   (default /dev/shm), kept afterwards with --keep.
+// Prints the counts of each phase; exits 1 on the first violation.
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -66,18 +74,37 @@ void write_file(const std::string& path, const std::string& bytes) {
     if (!out) fail("cannot write " + path);
 }
 
+// ---- the checksum, written again from its definition in nn/serialize.hpp -------------------------
+// CRC-32 (reflected polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF, as zlib) of every
+// byte of the file but the 8 hex digits at bytes [40, 48), which follow this prefix at byte 8.
+const std::string kStampPrefix = R"({"__metadata__":{"xgrad.crc32":")";
+
+// Gives a mutant a valid checksum again; false if its prefix is damaged (nothing to stamp).
+bool restamp(std::string& b) {
+    if (b.size() < 49 || b.compare(8, kStampPrefix.size(), kStampPrefix) != 0) return false;
+    std::uint32_t crc = 0xFFFFFFFFu;
+    for (std::size_t i = 0; i < b.size(); i = i + 1 == 40 ? 48 : i + 1) {
+        crc ^= static_cast<unsigned char>(b[i]);
+        for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    b.replace(40, 8, fmt::format("{:08x}", ~crc));
+    return true;
+}
+
 // Everything a load may change, copied bit for bit.
 struct State {
     std::vector<Array> params;
     optim::OptimizerState optimizer;  // a deep copy (Optimizer::state_dict)
     std::mt19937_64 rng;
+    int step = 0;
 };
 
-State capture(const char_mlp::CharMLP& model, const optim::Optimizer& opt, const std::mt19937_64& rng) {
+State capture(const char_mlp::CharMLP& model, const optim::Optimizer& opt, const std::mt19937_64& rng, int step) {
     State s;
     for (const auto& [_, p] : model.named_parameters()) s.params.push_back(p.data());
     s.optimizer = opt.state_dict();
     s.rng = rng;
+    s.step = step;
     return s;
 }
 
@@ -96,6 +123,7 @@ std::string difference(const State& a, const State& b) {
             !same_bits(a.optimizer.tensors[i].second.data(), b.optimizer.tensors[i].second.data()))
             return "optimizer tensor " + a.optimizer.tensors[i].first + " changed";
     if (!(a.rng == b.rng)) return "rng state changed";
+    if (a.step != b.step) return fmt::format("step changed from {} to {}", a.step, b.step);
     return "";
 }
 
@@ -113,7 +141,7 @@ struct Mutator {
     std::size_t below(std::size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); }
 
     // One mutation of `b`, whose header spans bytes [8, 8 + n) of the original file.
-    // Returns true if it touched the data section only (a change the CRC must catch).
+    // Returns true if it touched the data section only.
     bool mutate(std::string& b, std::size_t header_end) {
         const std::size_t kind = below(11);
         const bool in_header = header_end <= b.size() && header_end > 8;
@@ -186,6 +214,50 @@ struct Mutator {
     }
 };
 
+// The live model, optimizer and rng, the pristine checkpoint and the state it holds.
+struct Harness {
+    char_mlp::CharMLP& model;
+    optim::Optimizer& opt;
+    std::mt19937_64& rng;
+    const examples::RunFlags& flags;
+    std::string dir, pristine_path, mutant_path;
+    State reference;
+    bool keep;
+
+    // Loads `bytes`. Returns the error type ("" if it loaded) and sets `changed` to how the state
+    // differs from the reference ("" if bit-identical). A refused load must change nothing; a
+    // loaded one is compared, then the pristine state is loaded again.
+    std::string load(const std::string& bytes, const std::string& label, std::string& changed) {
+        write_file(mutant_path, bytes);
+        std::string type, error;
+        int step = reference.step;
+        try {
+            step = examples::load_checkpoint(mutant_path, model, opt, rng, flags);
+        } catch (const ValueError& e) {
+            type = "ValueError", error = e.what();
+        } catch (const IndexError& e) {
+            type = "IndexError", error = e.what();
+        } catch (const std::runtime_error& e) {
+            type = "runtime_error", error = e.what();
+        } catch (const std::exception& e) {
+            failure(bytes, label, fmt::format("an undocumented exception ({}): {}", typeid(e).name(), e.what()));
+        }
+        changed = difference(reference, capture(model, opt, rng, step));
+        if (!type.empty() && !changed.empty()) failure(bytes, label, changed + " after a refused load (" + error + ")");
+        if (type.empty()) {
+            examples::load_checkpoint(pristine_path, model, opt, rng, flags);
+            const std::string again = difference(reference, capture(model, opt, rng, reference.step));
+            if (!again.empty()) failure(bytes, label, again + " after reloading the pristine file");
+        }
+        return type;
+    }
+
+    [[noreturn]] void failure(const std::string& bytes, const std::string& label, const std::string& what) {
+        if (keep) write_file(dir + "/failure-" + label + ".safetensors", bytes);
+        fail(label + ": " + what);
+    }
+};
+
 bool parse_flag(int& i, int argc, char** argv, const char* name, std::string& value) {
     if (std::strcmp(argv[i], name) != 0) return false;
     if (i + 1 >= argc) fail(std::string(name) + " needs a value");
@@ -193,13 +265,84 @@ bool parse_flag(int& i, int argc, char** argv, const char* name, std::string& va
     return true;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Phase 1: every bit of bytes [0, header_end), flipped alone. A flip must be refused or load the
+// reference state bit for bit; the counts are printed, and a silent change fails the run.
+void flip_every_header_bit(Harness& h, const std::string& pristine, std::size_t header_end) {
+    std::int64_t flips = 0, refused = 0, identical = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < header_end; ++i)
+        for (int bit = 0; bit < 8; ++bit) {
+            std::string bytes = pristine;
+            bytes[i] = static_cast<char>(bytes[i] ^ (1 << bit));
+            std::string changed;
+            const std::string label = fmt::format("flip-byte{}-bit{}", i, bit);
+            ++flips;
+            if (!h.load(bytes, label, changed).empty()) ++refused;
+            else if (changed.empty()) ++identical;
+            else h.failure(bytes, label, "a silent change: " + changed + " after a successful load");
+        }
+    fmt::print("fuzz_checkpoint: every header bit (bytes [0, {})) of a {}-byte char_mlp checkpoint in {:.1f} s: "
+               "{} flips, {} refused, {} loaded bit-identical, 0 silent changes\n",
+               header_end, pristine.size(), seconds_since(t0), flips, refused, identical);
+}
+
+// Phase 2: `iterations` seeded mutants, every other one stamped with a valid checksum.
+void mutate_at_random(Harness& h, const std::string& pristine, std::size_t header_end, std::int64_t iterations,
+                      std::uint64_t seed) {
+    Mutator mutator{std::mt19937_64(seed)};
+    std::map<std::string, std::int64_t> refused;  // by exception type
+    std::int64_t stamped = 0, stamped_loaded = 0, stale_identical = 0, data_only = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::int64_t it = 0, loads = 0; loads < iterations; ++it) {
+        std::string bytes = pristine;
+        const std::size_t count = 1 + mutator.below(4);
+        bool only_data = true;
+        for (std::size_t m = 0; m < count; ++m) only_data = mutator.mutate(bytes, header_end) && only_data;
+        const bool stamp = it % 2 == 1 && restamp(bytes);
+        if (bytes == pristine) continue;  // e.g. two swaps that cancel: not a mutated load
+        ++loads;
+        std::string changed;
+        const std::string label = fmt::format("iteration{}", it);
+        const std::string type = h.load(bytes, label, changed);
+        if (!type.empty()) ++refused[type];
+        if (stamp) {
+            ++stamped;
+            stamped_loaded += type.empty();  // e.g. a changed lr digit, checksum and all: legal
+        } else if (type.empty()) {
+            if (!changed.empty()) h.failure(bytes, label, "a silent change: " + changed + " after a successful load");
+            ++stale_identical;
+        }
+        data_only += !stamp && only_data;
+        if (loads % 5000 == 0) {
+            fmt::print("fuzz_checkpoint: {} mutants, {:.1f} s\n", loads, seconds_since(t0));
+            std::fflush(stdout);
+        }
+    }
+    std::int64_t total_refused = 0;
+    std::string by_type;
+    for (const auto& [type, k] : refused) {
+        total_refused += k;
+        by_type += fmt::format(" {} {}", type, k);
+    }
+    fmt::print("fuzz_checkpoint: {} random mutants (seed {}) in {:.1f} s: {} refused ({} ); {} with a stale "
+               "checksum ({} of them in the data only), of which {} loaded bit-identical and 0 changed anything; "
+               "{} re-stamped, of which {} loaded; the model, optimizer and rng were bit-identical after every "
+               "refused load\n",
+               iterations, seed, seconds_since(t0), total_refused, by_type, iterations - stamped, data_only,
+               stale_identical, stamped, stamped_loaded);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::int64_t iterations = 20000;
     std::uint64_t seed = 1;
-    // Files go to a fresh subdirectory of --dir; by default of /dev/shm (memory): on a disk, the
-    // 13 KB file rewritten per load made the run 10x slower (ext4 flushes a truncated file).
+    // Files go to a fresh subdirectory of --dir; by default of /dev/shm (memory): a file rewritten
+    // per load on a disk filesystem costs a flush of the truncated file each time.
     std::error_code ec;
     fs::path parent = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
     bool keep = false;
@@ -213,7 +356,6 @@ int main(int argc, char** argv) {
     }
     const std::string dir = (parent / ("xgrad_fuzz_" + std::to_string(::getpid()))).string();
     fs::create_directories(dir);
-    const std::string pristine_path = dir + "/pristine.safetensors", mutant_path = dir + "/mutant.safetensors";
 
     // A small char_mlp (V 27, block 3, d 4, hidden 8: 343 parameters), three AdamW steps so the
     // optimizer has state, saved as the main job saves it.
@@ -230,76 +372,18 @@ int main(int argc, char** argv) {
         opt.step();
     }
     const examples::RunFlags flags{{"--steps", "100"}, {"--lr", "0.003"}, {"--data", "/usr/share/dict/words"}};
-    examples::save_checkpoint(pristine_path, model, opt, 3, batch_rng, flags);
-    const std::string pristine = read_file(pristine_path);
+    Harness h{model, opt, batch_rng, flags, dir, dir + "/pristine.safetensors", dir + "/mutant.safetensors", {}, keep};
+    examples::save_checkpoint(h.pristine_path, model, opt, 3, batch_rng, flags);
+    h.reference = capture(model, opt, batch_rng, 3);
+    const std::string pristine = read_file(h.pristine_path);
     std::uint64_t n = 0;
     std::memcpy(&n, pristine.data(), 8);
     const std::size_t header_end = 8 + n;
-    const State reference = capture(model, opt, batch_rng);
+    std::string stamped = pristine;
+    if (!restamp(stamped) || stamped != pristine) fail("the checksum written here differs from nn/serialize.hpp's");
 
-    Mutator mutator{std::mt19937_64(seed)};
-    std::map<std::string, std::int64_t> refused;  // by exception type
-    std::int64_t loaded = 0, data_only = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (std::int64_t it = 0, loads = 0; loads < iterations; ++it) {
-        std::string bytes = pristine;
-        const std::size_t count = 1 + mutator.below(4);
-        bool only_data = true;
-        for (std::size_t m = 0; m < count; ++m) only_data = mutator.mutate(bytes, header_end) && only_data;
-        if (bytes == pristine) continue;  // e.g. two swaps that cancel: not a mutated load
-        ++loads;
-        write_file(mutant_path, bytes);
-        std::string error_type;
-        std::string error;
-        try {
-            examples::load_checkpoint(mutant_path, model, opt, batch_rng, flags);
-        } catch (const ValueError& e) {
-            error_type = "ValueError";
-            error = e.what();
-        } catch (const IndexError& e) {
-            error_type = "IndexError";
-            error = e.what();
-        } catch (const std::runtime_error& e) {
-            error_type = "runtime_error";
-            error = e.what();
-        } catch (const std::exception& e) {
-            if (keep) write_file(dir + fmt::format("/failure-{}.safetensors", it), bytes);
-            fail(fmt::format("iteration {}: an undocumented exception ({}): {}", it, typeid(e).name(), e.what()));
-        }
-        if (only_data) {
-            ++data_only;
-            if (error_type.empty()) fail(fmt::format("iteration {}: a file with changed tensor data loaded", it));
-        }
-        if (error_type.empty()) {
-            ++loaded;  // e.g. a changed lr digit: legal; go back to the reference state
-            examples::load_checkpoint(pristine_path, model, opt, batch_rng, flags);
-        } else {
-            ++refused[error_type];
-        }
-        const std::string diff = difference(reference, capture(model, opt, batch_rng));
-        if (!diff.empty()) {
-            if (keep) write_file(dir + fmt::format("/failure-{}.safetensors", it), bytes);
-            fail(fmt::format("iteration {}: {} after {} ({})", it, diff,
-                             error_type.empty() ? "a successful load and a reload" : "a refused load", error));
-        }
-        if (loads % 5000 == 0) {
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            fmt::print("fuzz_checkpoint: {} loads, {:.1f} s\n", loads, s);
-            std::fflush(stdout);
-        }
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::int64_t total_refused = 0;
-    std::string by_type;
-    for (const auto& [type, k] : refused) {
-        total_refused += k;
-        by_type += fmt::format(" {} {}", type, k);
-    }
-    fmt::print("fuzz_checkpoint: {} mutated loads of a {}-byte char_mlp checkpoint (seed {}) in {:.1f} s: "
-               "{} refused ({} ), {} loaded; {} data-only mutations all refused; the model, optimizer and rng "
-               "were bit-identical after every refused load\n",
-               loaded + total_refused, pristine.size(), seed, seconds, total_refused, by_type, loaded,
-               data_only);
+    flip_every_header_bit(h, pristine, header_end);
+    mutate_at_random(h, pristine, header_end, iterations, seed);
     if (!keep) fs::remove_all(dir);
     return 0;
 }
