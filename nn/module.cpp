@@ -244,6 +244,8 @@ void Module::save(const std::string& path) const {
     save_safetensors(path, state_dict(), {{"format", "pt"}});
 }
 
-void Module::load(const std::string& path) { load_state_dict(load_safetensors(path).tensors); }
+void Module::load(const std::string& path, const LoadOptions& options) {
+    load_state_dict(load_safetensors(path, options).tensors);
+}
 
 }  // namespace xgrad::nn

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <xgrad/core/tensor.hpp>
+#include <xgrad/nn/serialize.hpp>
 
 namespace xgrad::nn {
 
@@ -82,7 +83,9 @@ public:
     // Writes safetensors (nn/serialize.hpp) atomically; throws std::runtime_error on I/O failure.
     void save(const std::string& path) const;
     // load_state_dict() of a safetensors file; a bad file, name or shape throws, module untouched.
-    void load(const std::string& path);
+    // A file without xgrad's checksum (written by another tool) needs
+    // nn::LoadOptions().require_checksum(false) (nn/serialize.hpp).
+    void load(const std::string& path, const LoadOptions& options = LoadOptions());
 
 protected:
     // Own parameter `name`, to check a public member is still registered. Throws ValueError if
