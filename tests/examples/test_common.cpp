@@ -29,6 +29,25 @@ using namespace xgrad::testing;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
+namespace {
+
+// What the checkpoint tests save and load: a small char_mlp (seed 3) with its AdamW, the batch
+// generator and one flag, and a file path in a fresh directory.
+struct Seed {
+    explicit Seed(std::uint64_t s) { manual_seed(s); }
+};
+struct SmallRun {
+    TempDir dir;
+    std::string path = dir.file("ckpt.safetensors");
+    Seed seed{3};
+    char_mlp::CharMLP model{27, 3, 4, 8};
+    optim::AdamW opt{model.named_parameters(), optim::AdamWOptions(3e-3)};
+    std::mt19937_64 rng{42};
+    examples::RunFlags flags{{"--steps", "10"}};
+};
+
+}  // namespace
+
 TEST_CASE("read_text returns a file's bytes unchanged", "[examples_common][text]") {
     TempDir dir;
     const std::string bytes = std::string("Ge1:1 In the beginning\r\nno newline at the end\0x", 47);
@@ -109,13 +128,8 @@ TEST_CASE("plot_losses writes the EMA of the train losses as loss_ema.csv", "[ex
 
 TEST_CASE("ckpt bug 9: the char_mlp checkpoint refuses train.step 5abc and 1e3 and a bad rng state",
           "[ckpt][char_mlp][parse][regression]") {
-    TempDir dir;
-    const std::string path = dir.file("ckpt.safetensors");
-    manual_seed(3);
-    char_mlp::CharMLP model(27, 3, 4, 8);
-    optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(3e-3));
-    std::mt19937_64 rng(42);
-    const examples::RunFlags flags{{"--steps", "10"}};
+    SmallRun run;
+    auto& [dir, path, seed, model, opt, rng, flags] = run;
     examples::save_checkpoint(path, model, opt, 5, rng, flags);
     std::mt19937_64 rng2;
     REQUIRE(examples::load_checkpoint(path, model, opt, rng2, flags) == 5);
@@ -246,13 +260,8 @@ TEST_CASE("fnv1a64 gives the reference values of the FNV test suite", "[examples
 
 TEST_CASE("ckpt bug F9: a resume on another vocabulary or text is refused, and every byte round-trips",
           "[examples_common][ckpt][regression]") {
-    TempDir dir;
-    const std::string path = dir.file("ckpt.safetensors");
-    manual_seed(3);
-    char_mlp::CharMLP model(27, 3, 4, 8);
-    optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(3e-3));
-    std::mt19937_64 rng(42);
-    const examples::RunFlags flags{{"--steps", "10"}};
+    SmallRun run;
+    auto& [dir, path, seed, model, opt, rng, flags] = run;
     std::string all_bytes;  // the vocabulary of a binary file: 0x00..0xff, not UTF-8
     for (int b = 0; b < 256; ++b) all_bytes.push_back(char(b));
     const std::string text("\xff\x00 binary \x80 text", 16);
@@ -282,12 +291,8 @@ TEST_CASE("ckpt bug F9: a resume on another vocabulary or text is refused, and e
 
 TEST_CASE("ckpt bug F12: save_checkpoint refuses a NaN or an infinity and leaves the file as it was",
           "[examples_common][ckpt][regression]") {
-    TempDir dir;
-    const std::string path = dir.file("ckpt.safetensors");
-    manual_seed(3);
-    char_mlp::CharMLP model(27, 3, 4, 8);
-    optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(3e-3));
-    std::mt19937_64 rng(42);
+    SmallRun run;
+    auto& [dir, path, seed, model, opt, rng, flags] = run;
     examples::save_checkpoint(path, model, opt, 5, rng, {});
     const std::string good = read_bytes(path);
     for (real bad : {kNaN, kInf}) {
