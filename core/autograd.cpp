@@ -409,8 +409,9 @@ void check_unmodified(const Node& node) {
             "backward: one of the variables needed for gradient computation has been modified by an "
             "inplace operation: input {}{} of op '{}', of shape {} when the op ran, is now of shape {} "
             "at version {} (expected version {}). It was changed (through Tensor::mutable_data() or "
-            "set_data(), or by an optimizer step) between the forward and this backward; run the "
-            "forward again after changing it.",
+            "set_data(), by an optimizer step, or, for a gradient used in an op, by a later backward's "
+            "accumulation, zero_grad(false) or clip_grad_norm_) between the forward and this backward; "
+            "run the forward again after changing it.",
             i, t.param_name.empty() ? std::string() : " (parameter '" + t.param_name + "')", node.name,
             shape_str(in.shape), shape_str(t.data.shape()), t.version, in.version));
     }

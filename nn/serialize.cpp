@@ -68,18 +68,34 @@ std::optional<std::uint32_t> parse_crc(std::string_view text) {
     return v;
 }
 
+// Bits in which the header's first bytes differ from kStampPrefix: 0 for xgrad's files, a few for
+// a damaged stamp, hundreds for another tool's header.
+std::size_t stamp_distance(const std::string& bytes) {
+    std::size_t bits = 0;
+    for (std::size_t i = 0; i < kStampPrefix.size(); ++i) {
+        const unsigned char b = i + 8 < bytes.size() ? static_cast<unsigned char>(bytes[i + 8]) : 0;
+        bits += static_cast<std::size_t>(__builtin_popcount(b ^ static_cast<unsigned char>(kStampPrefix[i])));
+    }
+    return bits;
+}
+
 // Checks the checksum of a whole file's `bytes` (at least 8), before any parsing: a damaged file
-// is reported as damaged, not as whatever its damage makes it look like.
-void verify_checksum(const std::string& bytes, const std::string& path, const LoadOptions& options) {
+// is reported as damaged, not as whatever its damage makes it look like. Returns whether the file
+// had one. A stamp within 8 bits of xgrad's is a damaged stamp, refused even when the caller
+// opted out: the opt-out is for other tools' files, not for xgrad's with a damaged checksum.
+bool verify_checksum(const std::string& bytes, const std::string& path, const LoadOptions& options) {
     const char* op = "load_safetensors";
     if (bytes.compare(8, kStampPrefix.size(), kStampPrefix) != 0) {
+        check(stamp_distance(bytes) > 8, op,
+              "'{}' is corrupted: its header begins like xgrad's checksum stamp {} with a few bits changed",
+              path, kStampPrefix);
         check(!options.require_checksum(), op,
               "'{}' has no xgrad checksum (its header does not begin with {}<8 hex digits>\"), so its bytes "
               "cannot be verified: a file written by another tool, such as Python's safetensors, or one whose "
               "header is damaged. To load a file from another tool, pass "
               "nn::LoadOptions().require_checksum(false) to nn::load_safetensors",
               path, kStampPrefix);
-        return;
+        return false;
     }
     const std::optional<std::uint32_t> recorded =
         bytes.size() > kDigitsAt + 8 && bytes[kDigitsAt + 8] == '"'
@@ -91,6 +107,7 @@ void verify_checksum(const std::string& bytes, const std::string& path, const Lo
     check(actual == *recorded, op,
           "'{}' is corrupted or truncated: the CRC-32 of its {} bytes (all but the checksum's 8 digits) is "
           "{:08x}, but its header records {:08x}", path, bytes.size(), actual, *recorded);
+    return true;
 }
 
 // ---- temporary files -------------------------------------------------------------------------
@@ -264,15 +281,18 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
     std::error_code ec;
     if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
         throw std::runtime_error("load_safetensors: '" + path + "' is not a regular file (a directory, device or pipe?)");
+    errno = 0;
     std::ifstream in(path, std::ios::binary | std::ios::ate);  // opened at the end: tellg() is the size
-    if (!in) throw std::runtime_error("load_safetensors: cannot open '" + path + "'");
+    if (!in)
+        throw std::runtime_error("load_safetensors: cannot open '" + path + "'" +
+                                 (errno ? std::string(" (") + std::strerror(errno) + ")" : std::string()));
     std::string bytes(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
     if (!in.seekg(0) || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
         throw std::runtime_error("load_safetensors: cannot read '" + path + "' (changed while reading?)");
     const char* op = "load_safetensors";
 
     check(bytes.size() >= 8, op, "'{}' is {} bytes, too short for the 8-byte header length", path, bytes.size());
-    verify_checksum(bytes, path, options);
+    const bool stamped = verify_checksum(bytes, path, options);
     std::uint64_t n;
     std::memcpy(&n, bytes.data(), 8);
     check(n <= kMaxHeader && n <= bytes.size() - 8, op,
@@ -390,7 +410,12 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
     }
     check(expected == data_size, op, "'{}': {} trailing byte(s) after the last tensor (the data section has {} bytes)",
           path, data_size - expected, data_size);
-    file.metadata.erase(kChecksumKey);  // verified above, or absent (or misplaced) and opted out
+    // Verified above; or else it must be absent: a checksum key away from the stamp is a damaged
+    // or forged xgrad header, which the opt-out does not cover.
+    check(stamped || file.metadata.count(kChecksumKey) == 0, op,
+          "'{}': the metadata holds '{}' but not as the header's first entry, where xgrad writes it and "
+          "checks it: the header is damaged", path, kChecksumKey);
+    file.metadata.erase(kChecksumKey);
     NamedTensors sorted;
     for (std::size_t i : idx) sorted.push_back(std::move(file.tensors[i]));
     file.tensors = std::move(sorted);

@@ -52,8 +52,9 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 //   nn::load_safetensors(path, nn::LoadOptions().require_checksum(false))   // e.g. written by Python
 class LoadOptions {
 public:
-    // true (default): refuse a file without the checksum. false: load it unverified (a checksum
-    // that is present is verified either way).
+    // true (default): refuse a file without the checksum. false: load it unverified. Either way a
+    // checksum that is present is verified, and a damaged one (a stamp a few bits off, or the key
+    // "xgrad.crc32" anywhere but first) is refused: the opt-out is for other tools' files.
     LoadOptions& require_checksum(bool v) { require_checksum_ = v; return *this; }
     bool require_checksum() const { return require_checksum_; }
 

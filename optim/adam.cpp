@@ -37,7 +37,7 @@ namespace {
 template <class Options>
 const Options& validated(const Options& o, const char* kind) {
     const auto [beta1, beta2] = o.betas();
-    check(std::isfinite(o.lr()) && o.lr() >= 0, kind, "invalid learning rate {}; need lr >= 0", o.lr());
+    check(std::isfinite(o.lr()) && o.lr() >= 0, kind, "invalid learning rate {}; need a finite lr >= 0", o.lr());
     check(std::isfinite(o.eps()) && o.eps() >= 0, kind, "invalid eps {}; need eps >= 0", o.eps());
     check(beta1 >= 0 && beta1 < 1, kind, "invalid beta1 {} (betas index 0); need 0 <= beta1 < 1", beta1);
     check(beta2 >= 0 && beta2 < 1, kind, "invalid beta2 {} (betas index 1); need 0 <= beta2 < 1", beta2);

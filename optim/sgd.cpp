@@ -22,7 +22,7 @@ namespace xgrad::optim {
 namespace {
 
 const SGDOptions& validated(const SGDOptions& o) {
-    check(std::isfinite(o.lr()) && o.lr() >= 0, "SGD", "invalid learning rate {}; need lr >= 0", o.lr());
+    check(std::isfinite(o.lr()) && o.lr() >= 0, "SGD", "invalid learning rate {}; need a finite lr >= 0", o.lr());
     check(std::isfinite(o.momentum()) && o.momentum() >= 0, "SGD",
           "invalid momentum {}; need momentum >= 0", o.momentum());
     check(std::isfinite(o.dampening()), "SGD", "invalid dampening {}; need a finite value",

@@ -124,7 +124,9 @@ static int run(const Config& cfg) {
         schedule.step();
 
         const bool last = step + 1 == cfg.steps;
-        const double val_loss = (step + 1) % cfg.eval_every == 0 || last ? evaluate(model, val) : nan();
+        const bool eval = (step + 1) % cfg.eval_every == 0 || last;
+        const double val_loss = eval ? evaluate(model, val) : nan();
+        if (eval) check_finite_loss(step + 1, val_loss, "validation");
         if ((step + 1) % 10 == 0 || !std::isnan(val_loss)) log.write(step + 1, loss.item(), val_loss, lr);
         if ((step + 1) % 100 == 0 || !std::isnan(val_loss)) progress.update(step + 1, loss.item(), lr, val_loss);
     }
@@ -189,7 +191,7 @@ int main(int argc, char** argv) {
     examples::seed_flag(app, "--seed", cfg.seed, "seed of the data split, initialisation, batches and samples");
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)")->capture_default_str();
-    app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors")->capture_default_str();
+    examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
     app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but --threads, --out, --sample, --eval-every and --stop-after must match the saved run");
     int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");

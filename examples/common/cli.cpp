@@ -4,6 +4,7 @@
 
 #include <sys/sysinfo.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -85,6 +86,20 @@ CLI::Option* seed_flag(CLI::App& app, const std::string& name, std::uint64_t& va
                                       : fmt::format("{} is not a decimal integer in {}", xgrad::quoted_text(text), range);
         },
         [&value](const std::string& text) { value = *parse_uint64(text); }, "UINT", range, std::to_string(value));
+}
+
+CLI::Option* path_flag(CLI::App& app, const std::string& name, std::string& value, const std::string& help) {
+    return add_checked(
+        app, name, help,
+        [](const std::string& text) {
+            const bool control = std::any_of(text.begin(), text.end(), [](char c) {
+                return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+            });
+            return control ? fmt::format("{} holds a control character (newline, tab, ...): not allowed in a path",
+                                         xgrad::quoted_text(text))
+                           : std::string();
+        },
+        [&value](const std::string& text) { value = text; }, "PATH", "a path without control characters", value);
 }
 
 std::string describe(const Interval& r) {

@@ -38,6 +38,11 @@ struct Interval {
 CLI::Option* real_flag(CLI::App& app, const std::string& name, double& value, Interval range,
                        const std::string& help);
 
+// A path flag (--out, whose paths go into gnuplot scripts): any byte but the control characters (newline, CR, tab,
+// ..., 0x00-0x1f and 0x7f), which the gnuplot scripts could not quote: a newline there would end
+// the script's line and start a command of the path's choosing.
+CLI::Option* path_flag(CLI::App& app, const std::string& name, std::string& value, const std::string& help);
+
 // The text of `range` as the messages print it: ">= 0", "> 0", "in [0, 1)".
 std::string describe(const Interval& range);
 

@@ -8,7 +8,10 @@
 
 #include <cerrno>
 #include <fstream>
+#include <stdexcept>
 #include <vector>
+
+#include <xgrad/core/parse.hpp>
 
 extern char** environ;
 
@@ -40,6 +43,10 @@ int run_quietly(std::vector<std::string> args) {
 bool gnuplot_available() { return run_quietly({"gnuplot", "--version"}) == 0; }
 
 std::string gnuplot_quote(const std::string& text) {
+    for (char c : text)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            throw std::invalid_argument("gnuplot_quote: a control character (newline, tab, ...) cannot be quoted "
+                                        "in a gnuplot script: " + xgrad::quoted_text(text));
     std::string quoted = "'";
     for (char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
     return quoted + "'";

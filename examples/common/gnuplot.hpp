@@ -23,8 +23,8 @@ std::string run_gnuplot(const std::string& script_path, const std::string& scrip
                         const std::string& what);
 
 // `text` as a single-quoted gnuplot string: a ' inside is doubled (gnuplot's one escape in single
-// quotes); every other byte stands for itself (double quotes, $, `, \ and spaces too); a newline
-// cannot be quoted and ends the command.
+// quotes); every other byte stands for itself (double quotes, $, `, \ and spaces too). A control
+// character (a newline would end the command) cannot be quoted: std::invalid_argument.
 std::string gnuplot_quote(const std::string& text);
 
 }  // namespace examples

@@ -24,12 +24,12 @@ double now_seconds() {
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-void check_finite_loss(int step, double loss) {
+void check_finite_loss(int step, double loss, const char* which) {
     if (!std::isfinite(loss))
-        throw std::runtime_error(fmt::format("step {}: the training loss is {} (the run diverged); stopped without "
+        throw std::runtime_error(fmt::format("step {}: the {} loss is {} (the run diverged); stopped without "
                                              "saving, so an earlier checkpoint is left as it was. A smaller --lr "
-                                             "(or gradient clipping) may help",
-                                             step, std::isnan(loss) ? "NaN" : loss > 0 ? "inf" : "-inf"));
+                                             "or --weight-decay (or gradient clipping) may help",
+                                             step, which, std::isnan(loss) ? "NaN" : loss > 0 ? "inf" : "-inf"));
 }
 
 LossLog::LossLog(const std::string& path, bool append) {

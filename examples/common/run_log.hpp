@@ -55,10 +55,12 @@ private:
     double start_, last_val_ = -1;
 };
 
-// Throws std::runtime_error unless the training loss of `step` is finite. Once a loss is NaN or
-// infinite (a learning rate too large, an overflow), every later step is too and the weights
-// are lost; the run stops with the step and the loss instead of training on and saving them.
-void check_finite_loss(int step, double loss);
+// Throws std::runtime_error unless the loss of `step` is finite. Once a loss is NaN or infinite
+// (a learning rate too large, an overflow), every later step is too and the weights are lost;
+// the run stops with the step and the loss instead of training on and saving them. `which` is
+// "training" (the batch's loss, before the step's update) or "validation" (after it, so a
+// last step that diverges is caught before the checkpoint is written).
+void check_finite_loss(int step, double loss, const char* which = "training");
 
 // Seconds on a monotonic clock (std::chrono::steady_clock); only differences mean anything.
 double now_seconds();

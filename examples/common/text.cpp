@@ -1,7 +1,9 @@
 // examples/common/text.cpp — read_text: the KJV through the `bible` program, or a file's bytes.
 #include "common/text.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -26,8 +28,11 @@ std::string read_text(const std::string& path) {
         std::error_code ec;
         if (std::filesystem::is_directory(path, ec))
             throw std::runtime_error("read_text: '" + path + "' is a directory, not a text file");
+        errno = 0;
         std::ifstream in(path, std::ios::binary);
-        if (!in) throw std::runtime_error("read_text: cannot open text file '" + path + "' (missing file?)");
+        if (!in)
+            throw std::runtime_error("read_text: cannot open text file '" + path + "' (" +
+                                     (errno ? std::strerror(errno) : "missing file?") + ")");
         try {
             text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         } catch (const std::exception& e) {

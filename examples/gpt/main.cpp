@@ -163,6 +163,7 @@ static int run(Config cfg, bool prompt_given) {
 
         const bool eval = (step + 1) % cfg.eval_every == 0 || step + 1 == cfg.steps;
         const double val_loss = eval ? evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches) : nan();
+        if (eval) examples::check_finite_loss(step + 1, val_loss, "validation");
         if ((step + 1) % 10 == 0 || eval) log.write(step + 1, r.loss, val_loss, lr);
         if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, r.loss, lr, val_loss);
     }
@@ -272,7 +273,7 @@ int main(int argc, char** argv) {
     examples::seed_flag(app, "--seed", cfg.seed, "seed of the initialisation, the batches and the samples");
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
-    app.add_option("--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors")->capture_default_str();
+    examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
     app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --out, --sample, --temperature, --top-k, --prompt, --heatmap-*, --eval-every and --stop-after must match the saved run");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");

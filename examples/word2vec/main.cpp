@@ -306,6 +306,6 @@ int main(int argc, char** argv) {
     examples::seed_flag(app, "--seed", cfg.seed, "seed of initialisation, subsampling, windows, shuffles and negatives");
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     int_flag(app, "--compare-dense", cfg.compare_dense, 0, INT_MAX, "after training, time this many steps with lazy and with dense Adam updates (0: skip)");
-    app.add_option("--out", cfg.out, "directory for embeddings.safetensors, vocab.txt and the pictures (*.png, with their .dat and .gp)")->capture_default_str();
+    examples::path_flag(app, "--out", cfg.out, "directory for embeddings.safetensors, vocab.txt and the pictures (*.png, with their .dat and .gp)");
     return examples::parse_and_run(app, "word2vec", argc, argv, [&] { return run(cfg); });
 }

@@ -74,21 +74,37 @@ refused "char_mlp --batch-size 2147483647" "--batch-size|memory" -- "$char_mlp" 
 refused "word2vec --batch-size 1048576 --dim 4096" "--batch-size|memory" -- "$word2vec" --corpus "$work/text.txt" --min-count 1 --batch-size 1048576 --dim 4096 --negatives 100
 
 echo "---- a diverged run stops, non-zero, and keeps the last good checkpoint"
-diverge() {  # diverge NAME PROGRAM FLAGS...
-    local name=$1 out="$work/$1-diverge"
-    shift
-    "$@" --steps 4 --out "$out" > /dev/null
+diverge() {  # diverge NAME "BAD FLAGS" PROGRAM FLAGS...   (BAD FLAGS split on spaces)
+    local name=$1 out="$work/$1-diverge" bad=($2)
+    shift 2
+    "$@" --steps 2 --out "$out" > /dev/null
     cp "$out/checkpoint.safetensors" "$work/good.safetensors"
     local rc=0
-    "$@" --steps 4 --lr 1e300 --out "$out" > "$work/log" 2>&1 || rc=$?
-    if [ "$rc" -eq 0 ]; then fail "$name --lr 1e300: exit status 0"; tail -3 "$work/log"; return; fi
-    grep -q "diverged" "$work/log" || { fail "$name --lr 1e300: no 'diverged' message"; tail -3 "$work/log"; return; }
+    "$@" --steps 2 "${bad[@]}" --out "$out" > "$work/log" 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ]; then fail "$name ${bad[*]}: exit status 0"; tail -3 "$work/log"; return; fi
+    grep -q "diverged" "$work/log" || { fail "$name ${bad[*]}: no 'diverged' message"; tail -3 "$work/log"; return; }
     cmp -s "$out/checkpoint.safetensors" "$work/good.safetensors" ||
-        { fail "$name --lr 1e300 replaced the good checkpoint"; return; }
-    echo "ok   $name --lr 1e300: $(grep ': error:' "$work/log")"
+        { fail "$name ${bad[*]} replaced the good checkpoint"; return; }
+    echo "ok   $name ${bad[*]}: $(grep ': error:' "$work/log")"
 }
-diverge gpt "$gpt" "${tiny_gpt[@]}"
-diverge char_mlp "$char_mlp" "${tiny_mlp[@]}"
+# --lr 1e300: the first training loss is already inf. --weight-decay 1e20: the update of the
+# last step ruins the weights after its (finite) training loss, so only the validation loss of
+# that step can tell, and it must, before the checkpoint is written.
+for bad in "--lr 1e300" "--weight-decay 1e20"; do
+    diverge gpt "$bad" "$gpt" "${tiny_gpt[@]}"
+    diverge char_mlp "$bad" "$char_mlp" "${tiny_mlp[@]}"
+done
+
+echo "---- an --out with a newline is refused before it reaches a gnuplot script"
+for program in "$gpt" "$char_mlp" "$word2vec"; do
+    rc=0
+    "$program" --out "$work/o"$'\n'"!touch $work/PWNED"$'\n' > "$work/log" 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ] || [ -e "$work/PWNED" ] || ! grep -q "control character" "$work/log"; then
+        fail "$(basename "$program") --out with a newline: exit $rc"; tail -n 3 "$work/log"
+    else
+        echo "ok   $(basename "$program") --out with a newline: $(grep ': error:' "$work/log" | head -1)"
+    fi
+done
 
 echo "---- a resume on another text of the same length is refused"
 resume_refused() {  # resume_refused NAME EXPECTED SAME_LENGTH_TEXT PROGRAM FLAGS...

@@ -309,6 +309,8 @@ TEST_CASE("check_finite_loss stops a diverged run, naming the step", "[examples_
                Contains("step 7: the training loss is NaN (the run diverged)"));
     CHECK_THAT(message_of<std::runtime_error>([] { examples::check_finite_loss(2, -HUGE_VAL); }),
                Contains("step 2: the training loss is -inf"));
+    CHECK_THAT(message_of<std::runtime_error>([] { examples::check_finite_loss(4, std::nan(""), "validation"); }),
+               Contains("step 4: the validation loss is NaN"));
 }
 
 TEST_CASE("read_text names a directory instead of failing inside the stream", "[examples_common][text][regression]") {

@@ -1,8 +1,8 @@
 // tests/nn/test_serialize.cpp — safetensors files (nn/serialize.hpp): round trip, byte layout,
 // atomic writes (concurrent, failed and crashed saves), hand-made files, hostile files (truncated,
-// corrupted, trailing bytes after the JSON, shapes whose size overflows, not a regular file), where
-// a save writes (through symlinks, never over a FIFO, device or directory), and the checksum over
-// every byte.
+// corrupted, trailing bytes after the JSON, shapes whose size overflows, not a regular file), and
+// where a save writes (through symlinks, never over a FIFO, device or directory). The checksum
+// over every byte: test_serialize_checksum.cpp.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -33,6 +33,7 @@
 #include <xgrad/core/parse.hpp>
 #include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
+#include "nn/serialize_helpers.hpp"
 
 using namespace xgrad;
 using namespace xgrad::testing;
@@ -42,24 +43,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A safetensors file from its parts: the 8-byte little-endian length (the header's padded size
-// unless `declared` overrides it), the header padded with spaces to a multiple of 8, the data.
-std::string st_file(std::string header, const std::string& data, std::optional<std::uint64_t> declared = {}) {
-    header.append((8 - header.size() % 8) % 8, ' ');
-    const std::uint64_t n = declared.value_or(header.size());
-    std::string out(8, '\0');
-    std::memcpy(out.data(), &n, 8);  // x86-64 and arm64 are little-endian
-    return out + header + data;
-}
-
 std::string f32_bytes(const std::vector<float>& v) {
     std::string s(v.size() * 4, '\0');
     std::memcpy(s.data(), v.data(), s.size());
     return s;
 }
-
-// Files made by hand carry no xgrad checksum: they load with the opt-in, as another tool's would.
-const nn::LoadOptions kUnchecked = nn::LoadOptions().require_checksum(false);
 
 void load_unchecked(nn::Module& m, const std::string& path) { m.load(path, kUnchecked); }
 
@@ -73,12 +61,6 @@ struct Single : nn::Module {
 const std::string kValidHeader = R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
 
 const std::string kValidData = f32_bytes({9, 8, 7, 6});
-
-// One (2,) parameter "w" = [1, 2].
-struct Pair : nn::Module {
-    Tensor w;
-    Pair() { w = register_parameter("w", Tensor({1, 2})); }
-};
 
 }  // namespace
 
@@ -497,28 +479,6 @@ TEST_CASE("ckpt bug 6: temporary files of crashed saves are cleaned on the next 
 // checksum of the data section
 // =============================================================================================
 
-TEST_CASE("ckpt checksum: a flipped byte in tensor data is refused", "[ckpt][serialize][checksum][regression]") {
-    TempDir dir;
-    const std::string path = dir.file("w.safetensors");
-    Pair source;
-    source.w.mutable_data()(0) = 3;
-    source.save(path);
-    const std::string bytes = read_bytes(path);
-    Pair m;
-    for (std::size_t back : {std::size_t(1), std::size_t(8)}) {  // in w[1], then in w[0]
-        std::string bad = bytes;
-        bad[bad.size() - back] = static_cast<char>(bad[bad.size() - back] ^ 0x01);
-        write_bytes(path, bad);
-        const std::string msg = message_of<ValueError>([&] { m.load(path); });
-        CHECK_THAT(msg, Contains("load_safetensors") && Contains("CRC-32") && Contains("w.safetensors"));
-        REQUIRE(m.w.data()(0) == 1);
-        REQUIRE(m.w.data()(1) == 2);
-    }
-    write_bytes(path, bytes);
-    m.load(path);
-    REQUIRE(m.w.data()(0) == 3);
-}
-
 TEST_CASE("bug 1: a safetensors header with shape (0 2^62 4) is refused", "[reliability][bug1][regression]") {
     const std::string header = R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})";
     const std::string path = "reliability_core_bug1.safetensors";
@@ -626,72 +586,3 @@ TEST_CASE("save refuses a character device (a private /dev/null)", "[ckpt][seria
 // =============================================================================================
 // the checksum covers every byte
 // =============================================================================================
-
-TEST_CASE("ckpt checksum: header edits that used to load silently are refused", "[ckpt][serialize][checksum][regression]") {
-    TempDir dir;
-    const std::string path = dir.file("ab.safetensors");
-    nn::save_safetensors(path, {{"a", Tensor({1, 2})}, {"b", Tensor({3, 4})}}, {{"train.step", "5"}});
-    const std::string bytes = read_bytes(path);
-    auto refused = [&](std::string edited) {
-        write_bytes(path, edited);
-        return message_of<ValueError>([&] { nn::load_safetensors(path); });
-    };
-    auto replace = [](std::string s, const std::string& from, const std::string& to) {
-        const std::size_t at = s.find(from);
-        REQUIRE(at != std::string::npos);
-        return s.replace(at, from.size(), to);
-    };
-    // a and b exchanged: the same header length, valid JSON, a valid data section.
-    std::string swapped = replace(bytes, "[0,8]", "[8,X]");
-    swapped = replace(replace(swapped, "[8,16]", "[0,8]"), "[8,X]", "[8,16]");
-    CHECK_THAT(refused(swapped), Contains("ab.safetensors") && Contains("corrupted"));
-    CHECK_THAT(refused(replace(bytes, "\"5\"", "\"6\"")), Contains("corrupted"));  // train.step 6
-    // The checksum's own key renamed by one bit, or deleted (the JSON rewritten without it).
-    CHECK_THAT(refused(replace(bytes, "xgrad.crc32", "xgrad.crc33")), Contains("no xgrad checksum"));
-    std::uint64_t n;
-    std::memcpy(&n, bytes.data(), 8);
-    nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n));
-    header["__metadata__"].erase("xgrad.crc32");
-    const std::string unstamped = st_file(header.dump(), bytes.substr(8 + n));
-    CHECK_THAT(refused(unstamped), Contains("no xgrad checksum") && Contains("require_checksum(false)"));
-    // The opt-in loads a file without a checksum, but still verifies one that is there.
-    const nn::SafetensorsFile f = nn::load_safetensors(path, kUnchecked);
-    REQUIRE(f.metadata == nn::Metadata{{"train.step", "5"}});
-    REQUIRE(f.tensors.size() == 2);
-    REQUIRE(bits_equal(f.tensors[1].second, Tensor({3, 4})));
-    write_bytes(path, swapped);
-    CHECK_THAT(message_of<ValueError>([&] { nn::load_safetensors(path, kUnchecked); }), Contains("corrupted"));
-    write_bytes(path, bytes);
-    REQUIRE(loaded_pair(path) == std::vector<real>{1, 2});
-}
-
-TEST_CASE("ckpt checksum: a file written by Python loads with the opt-in", "[ckpt][serialize][checksum][regression]") {
-    // tests/reference/make_gpt_reference.py wrote it, as safetensors.torch.save_file would: no checksum.
-    const std::string path = std::string(XGRAD_REFERENCE_DIR) + "/gpt_reference.safetensors";
-    CHECK_THAT(message_of<ValueError>([&] { nn::load_safetensors(path); }),
-               Contains("gpt_reference.safetensors") && Contains("no xgrad checksum") &&
-                   Contains("nn::LoadOptions().require_checksum(false)"));
-    const nn::SafetensorsFile f = nn::load_safetensors(path, kUnchecked);
-    REQUIRE(f.tensors.size() > 10);
-    REQUIRE(f.metadata.count("xgrad.crc32") == 0);
-}
-
-TEST_CASE("ckpt checksum: every bit flip of a file is refused", "[ckpt][serialize][checksum][regression]") {
-    TempDir dir;
-    const std::string path = dir.file("w.safetensors");
-    nn::save_safetensors(path, {{"w", Tensor({1, 2})}}, {{"format", "pt"}});
-    const std::string bytes = read_bytes(path);
-    std::size_t refused = 0;
-    for (std::size_t i = 0; i < bytes.size(); ++i)
-        for (int bit = 0; bit < 8; ++bit) {
-            std::string flipped = bytes;
-            flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
-            write_bytes(path, flipped);
-            try {
-                nn::load_safetensors(path);
-            } catch (const ValueError&) {
-                ++refused;
-            }
-        }
-    REQUIRE(refused == 8 * bytes.size());
-}
