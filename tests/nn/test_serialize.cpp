@@ -502,8 +502,8 @@ namespace {
 void save_pair(const std::string& path, real a, real b) { nn::save_safetensors(path, {{"w", Tensor({a, b})}}); }
 
 std::vector<real> loaded_pair(const std::string& path) {
-    const Array& w = nn::load_safetensors(path).tensors.at(0).second.data();
-    return {w(0), w(1)};
+    const Tensor w = nn::load_safetensors(path).tensors.at(0).second;  // kept: data() refers into it
+    return {w.data()(0), w.data()(1)};
 }
 
 }  // namespace
