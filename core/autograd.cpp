@@ -288,6 +288,12 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
     ++leaf.grad->version;
 }
 
+// Drops both kinds of gradient; the caller holds leaf_lock(leaf).
+void drop_grad(TensorImpl& leaf) {
+    leaf.grad.reset();
+    leaf.sparse_grad.reset();
+}
+
 // Leaves' gradients are written under one of these locks, picked by the leaf's address, so that
 // threads backwarding into a shared leaf sum their gradients (as PyTorch's AccumulateGrad lock).
 std::mutex& leaf_lock(const TensorImpl& leaf) {
@@ -324,15 +330,13 @@ const Array& values_of(const Grad& g) {
 void set_leaf_grad(TensorImpl& leaf, Grad g) {
     check_new(g, leaf.data.shape(), "set_grad", Source{"set_grad"});
     std::lock_guard<std::mutex> lock(leaf_lock(leaf));
-    leaf.grad.reset();
-    leaf.sparse_grad.reset();
+    drop_grad(leaf);
     add_to_leaf(leaf, std::move(g));
 }
 
 void clear_grad(TensorImpl& leaf) {
     std::lock_guard<std::mutex> lock(leaf_lock(leaf));
-    leaf.grad.reset();
-    leaf.sparse_grad.reset();
+    drop_grad(leaf);
 }
 
 // zero_grad_ and scale_grad_ change the gradient in place and bump its version, so that a graph
@@ -369,7 +373,7 @@ namespace {
 
 // Post-order DFS from the root with an explicit stack: non-leaf tensors, each after all its
 // inputs, and each node's position in `pos`. Throws before any gradient is touched if part of the
-// graph was freed. The marks live in this call's `pos`, never in the shared graph.
+// graph was freed. The marks live in this call's `visited`, never in the shared graph.
 std::vector<TensorImpl*> topological_order(TensorImpl* root, std::unordered_map<const Node*, std::size_t>& pos) {
     std::unordered_set<const Node*> visited{root->grad_fn.get()};
     std::vector<std::pair<TensorImpl*, std::size_t>> stack{{root, 0}};  // (tensor, next input)
