@@ -5,7 +5,7 @@
 # `cmake --install` does not also install xgrad unless it sets XGRAD_INSTALL=ON).
 #
 # What lands under the prefix P:
-#   P/include/xgrad/{core,nn,optim}/*.hpp      the headers; a user includes <xgrad/core/tensor.hpp>,
+#   P/include/xgrad/{core,nn,optim,distributed}/*.hpp  the headers; a user includes <xgrad/core/tensor.hpp>,
 #   P/include/xgrad/xgrad.hpp                  <xgrad/nn/nn.hpp>, ... or all of them: <xgrad/xgrad.hpp>
 #   P/lib/libxgrad.a, P/lib/libxgrad_f64.a     float32 and float64 builds of the same sources
 #   P/lib/cmake/xgrad/                         xgradConfig.cmake, its version file, the targets
@@ -21,7 +21,7 @@
 include(CMakePackageConfigHelpers)
 
 set(XGRAD_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/xgrad)
-set(XGRAD_INSTALL_TARGETS xgrad)
+set(XGRAD_INSTALL_TARGETS xgrad xgrad_distributed)
 if(TARGET xgrad_f64)
   list(APPEND XGRAD_INSTALL_TARGETS xgrad_f64)
 endif()
@@ -29,13 +29,16 @@ endif()
 install(TARGETS ${XGRAD_INSTALL_TARGETS} EXPORT xgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# Every header of the three library directories, also those added later.
+# Every header of the four library directories, also those added later.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/nn ${PROJECT_SOURCE_DIR}/optim
+                  ${PROJECT_SOURCE_DIR}/distributed
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad
         FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${PROJECT_SOURCE_DIR}/xgrad.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad)
 install(EXPORT xgradTargets NAMESPACE xgrad:: DESTINATION ${XGRAD_INSTALL_CMAKEDIR})
 
+# The config file finds MPI again only when xgrad_distributed was built on it.
+set(XGRAD_WITH_MPI ${MPI_CXX_FOUND})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/xgradConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/xgradConfig.cmake
                               INSTALL_DESTINATION ${XGRAD_INSTALL_CMAKEDIR})

@@ -1,0 +1,32 @@
+// distributed/backend.hpp — the few calls of the transport xgrad needs, in bytes and counts
+// (internal: distributed/collectives.cpp builds the tensor collectives on them).
+//
+// Two implementations, chosen by CMake: backend_mpi.cpp (Open MPI, when find_package(MPI) succeeds)
+// and backend_single.cpp (a world of one process, where each call copies or returns).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace xgrad::distributed::backend {
+
+bool available();                       // built with MPI
+void init(int* argc, char*** argv);     // starts MPI only under a launcher (mpirun)
+void finalize();
+bool initialized();
+int rank();
+int size();
+std::string describe();
+[[noreturn]] void abort(int code);
+
+enum class Number { Float, Double };    // the element types summed by all_reduce_sum
+void barrier();
+void all_reduce_sum(void* data, std::size_t count, Number type);       // in place, `count` elements
+void broadcast(void* data, std::size_t bytes, int root);
+// recv (W·bytes) ← every rank's `bytes` bytes, in rank order.
+void all_gather(const void* send, std::size_t bytes, void* recv);
+// recv (Σ counts) ← rank r's counts[r] bytes at offset Σ_{q<r} counts[q]; counts known to all.
+void all_gather_v(const void* send, const std::vector<std::size_t>& counts, void* recv);
+
+}  // namespace xgrad::distributed::backend

@@ -1,0 +1,152 @@
+// distributed/backend_mpi.cpp — the transport: Open MPI's collectives on MPI_COMM_WORLD.
+//
+// MPI counts are int, so a buffer of more than INT_MAX elements is sent in pieces; each call's
+// return code is checked (MPI_ERRORS_RETURN) and turned into a std::runtime_error with MPI's text.
+// ref: MPI-3.1 standard, §5.4 MPI_Bcast, §5.5 MPI_Allgather(v), §5.9 MPI_Allreduce, §8.3 error handlers.
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <xgrad/distributed/backend.hpp>
+
+namespace xgrad::distributed::backend {
+
+// Whether this process runs under MPI: started by a launcher that gave it a rank, and init()
+// has run. A program started without mpirun never calls MPI_Init, so it needs no MPI runtime.
+static bool under_mpi_ = false;
+static bool initialized_ = false;
+
+static void ok(int rc, const char* call) {
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(rc, text, &length);
+    throw std::runtime_error(fmt::format("{} failed on rank {}: {}", call, rank(), std::string(text, std::size_t(length))));
+}
+
+// Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMIx and PMI launchers (srun, MPICH's hydra) set these.
+static bool started_by_launcher() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+        if (std::getenv(name) != nullptr) return true;
+    return false;
+}
+
+bool available() { return true; }
+
+void init(int* argc, char*** argv) {
+    if (initialized_) return;
+    initialized_ = true;
+    int already = 0;
+    MPI_Initialized(&already);
+    if (!already && !started_by_launcher()) return;  // alone: rank 0 of 1, MPI untouched
+    if (!already) {
+        int provided = 0;
+        ok(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    }
+    under_mpi_ = true;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+void finalize() {
+    if (!initialized_) return;
+    initialized_ = false;
+    if (!under_mpi_) return;
+    under_mpi_ = false;
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+}
+
+bool initialized() { return initialized_; }
+
+int rank() {
+    int r = 0;
+    if (under_mpi_) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+int size() {
+    int w = 1;
+    if (under_mpi_) MPI_Comm_size(MPI_COMM_WORLD, &w);
+    return w;
+}
+
+std::string describe() {
+    if (!under_mpi_) return "1 process (not started by mpirun)";
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int length = 0;
+    MPI_Get_library_version(version, &length);
+    std::string v(version, std::size_t(length));
+    v = v.substr(0, v.find(','));  // "Open MPI v4.1.4, package: ..." → "Open MPI v4.1.4"
+    return fmt::format("rank {} of {} ({})", rank(), size(), v);
+}
+
+void abort(int code) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    if (under_mpi_) MPI_Abort(MPI_COMM_WORLD, code);  // mpirun then ends every rank
+    std::exit(code);
+}
+
+void barrier() {
+    if (under_mpi_) ok(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+void all_reduce_sum(void* data, std::size_t count, Number type) {
+    if (!under_mpi_ || size() == 1) return;
+    const MPI_Datatype t = type == Number::Float ? MPI_FLOAT : MPI_DOUBLE;
+    const std::size_t width = type == Number::Float ? sizeof(float) : sizeof(double);
+    char* p = static_cast<char*>(data);
+    for (std::size_t done = 0; done < count;) {  // pieces of at most INT_MAX elements
+        const std::size_t n = std::min<std::size_t>(count - done, INT_MAX);
+        ok(MPI_Allreduce(MPI_IN_PLACE, p + done * width, int(n), t, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+        done += n;
+    }
+}
+
+void broadcast(void* data, std::size_t bytes, int root) {
+    if (!under_mpi_ || size() == 1) return;
+    char* p = static_cast<char*>(data);
+    for (std::size_t done = 0; done < bytes;) {
+        const std::size_t n = std::min<std::size_t>(bytes - done, INT_MAX);
+        ok(MPI_Bcast(p + done, int(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+        done += n;
+    }
+}
+
+void all_gather(const void* send, std::size_t bytes, void* recv) {
+    if (!under_mpi_ || size() == 1) {
+        if (bytes > 0) std::copy_n(static_cast<const char*>(send), bytes, static_cast<char*>(recv));
+        return;
+    }
+    if (bytes * std::size_t(size()) > std::size_t(INT_MAX))
+        throw std::runtime_error(fmt::format("all_gather: {} bytes from each of {} ranks exceed MPI's {} bytes per call",
+                                             bytes, size(), INT_MAX));
+    ok(MPI_Allgather(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, MPI_COMM_WORLD), "MPI_Allgather");
+}
+
+void all_gather_v(const void* send, const std::vector<std::size_t>& counts, void* recv) {
+    if (!under_mpi_ || size() == 1) {
+        if (counts.at(0) > 0) std::copy_n(static_cast<const char*>(send), counts[0], static_cast<char*>(recv));
+        return;
+    }
+    std::vector<int> c(counts.size()), offset(counts.size());
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+        if (total + counts[r] > std::size_t(INT_MAX))
+            throw std::runtime_error(fmt::format("all_gather: {} bytes in all exceed MPI's {} bytes per call",
+                                                 total + counts[r], INT_MAX));
+        c[r] = int(counts[r]);
+        offset[r] = int(total);
+        total += counts[r];
+    }
+    ok(MPI_Allgatherv(send, c[std::size_t(rank())], MPI_BYTE, recv, c.data(), offset.data(), MPI_BYTE, MPI_COMM_WORLD),
+       "MPI_Allgatherv");
+}
+
+}  // namespace xgrad::distributed::backend

@@ -1,0 +1,37 @@
+// distributed/backend_single.cpp — the transport of a build without MPI: one process, rank 0 of
+// a world of 1. A sum over one rank is its own value; a gather copies; a broadcast does nothing.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <xgrad/distributed/backend.hpp>
+
+namespace xgrad::distributed::backend {
+
+static bool initialized_ = false;
+
+bool available() { return false; }
+void init(int*, char***) { initialized_ = true; }
+void finalize() { initialized_ = false; }
+bool initialized() { return initialized_; }
+int rank() { return 0; }
+int size() { return 1; }
+std::string describe() { return "1 process (xgrad was built without MPI)"; }
+
+void abort(int code) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::exit(code);
+}
+
+void barrier() {}
+void all_reduce_sum(void*, std::size_t, Number) {}
+void broadcast(void*, std::size_t, int) {}
+void all_gather(const void* send, std::size_t bytes, void* recv) {
+    if (bytes > 0) std::memcpy(recv, send, bytes);
+}
+void all_gather_v(const void* send, const std::vector<std::size_t>& counts, void* recv) {
+    if (counts.at(0) > 0) std::memcpy(recv, send, counts[0]);
+}
+
+}  // namespace xgrad::distributed::backend

@@ -1,0 +1,131 @@
+// distributed/ddp.cpp — DistributedDataParallel: the broadcast at construction, and the bucketed
+// mean of the gradients after backward. The argument for the mean is in ddp.hpp.
+#include <xgrad/distributed/ddp.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include <xgrad/core/autograd.hpp>
+#include <xgrad/core/error.hpp>
+#include <xgrad/distributed/backend.hpp>
+
+namespace xgrad::distributed {
+
+namespace {
+
+// "name (shape)" of every parameter and buffer, one per line: the model every rank must agree on.
+std::string model_signature(const nn::Module& m) {
+    std::string s;
+    for (const auto& [name, p] : m.named_parameters()) s += fmt::format("param {} {}\n", name, shape_str(p.shape()));
+    for (const auto& [name, b] : m.named_buffers()) s += fmt::format("buffer {} {}\n", name, shape_str(b.shape()));
+    return s;
+}
+
+enum Kind : int { kNone = 0, kSparse = 1, kDense = 2 };
+
+Kind kind_of(const Tensor& p) {
+    if (p.sparse_grad() != nullptr) return kSparse;
+    return p.has_grad() ? kDense : kNone;
+}
+
+}  // namespace
+
+DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
+    check(options.bucket_bytes > 0, "DistributedDataParallel", "bucket_bytes must be positive, got 0");
+    check_same_on_all_ranks("DistributedDataParallel: the model (parameter and buffer names and shapes)",
+                            model_signature(module));
+    {
+        NoGradGuard no_grad;  // θ_r ← θ_0 on every rank, parameters and buffers alike
+        for (auto& [name, p] : module.named_parameters()) broadcast(p, 0);
+        for (auto& [name, b] : module.named_buffers()) broadcast(b, 0);
+    }
+    for (auto& [name, p] : module.named_parameters())
+        if (p.requires_grad()) params_.emplace_back(name, p);
+    // Fill buckets in order, closing one when the next parameter would take it past the cap.
+    const std::size_t cap = std::max<std::size_t>(1, options.bucket_bytes / sizeof(real));
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+        const std::size_t n = std::size_t(params_[i].second.numel());
+        if (buckets_.empty() || (buckets_.back().numel > 0 && buckets_.back().numel + n > cap)) {
+            buckets_.emplace_back();
+            bucket_params_.emplace_back();
+        }
+        buckets_.back().names.push_back(params_[i].first);
+        buckets_.back().numel += n;
+        bucket_params_.back().push_back(i);
+    }
+}
+
+void DistributedDataParallel::sync_gradients() {
+    const auto t0 = std::chrono::steady_clock::now();
+    stats_ = SyncStats{};
+    const std::size_t P = params_.size();
+    const double W = world_size();
+
+    // Round 1: for each parameter, how many ranks hold a dense and how many a row-sparse gradient.
+    std::vector<double> counts(2 * P, 0.0);  // [dense_0, sparse_0, dense_1, sparse_1, ...]
+    for (std::size_t i = 0; i < P; ++i) {
+        const Kind k = kind_of(params_[i].second);
+        counts[2 * i] = k == kDense;
+        counts[2 * i + 1] = k == kSparse;
+    }
+    all_reduce(counts, ReduceOp::Sum);
+    auto path = [&](std::size_t i) { return counts[2 * i] > 0 ? kDense : counts[2 * i + 1] > 0 ? kSparse : kNone; };
+
+    // Dense: one flat buffer per bucket ← the gradients (zeros where this rank has none), summed
+    // over the ranks in one all-reduce, divided by W, copied back.
+    std::vector<real> buffer;
+    for (const std::vector<std::size_t>& members : bucket_params_) {
+        buffer.clear();
+        for (std::size_t i : members) {
+            if (path(i) != kDense) continue;
+            const Tensor& p = params_[i].second;
+            const std::size_t at = buffer.size(), n = std::size_t(p.numel());
+            buffer.resize(at + n, real(0));
+            if (const SparseGrad* sg = p.sparse_grad()) {
+                const Array dense = sg->to_dense();  // (V, d): this rank's rows, for a table dense elsewhere
+                std::copy_n(dense.data(), n, buffer.data() + at);
+            } else if (p.has_grad()) {
+                const Tensor g = p.grad();
+                std::copy_n(g.data().data(), n, buffer.data() + at);
+            }
+        }
+        if (buffer.empty()) continue;
+        backend::all_reduce_sum(buffer.data(), buffer.size(),
+                                std::is_same_v<real, float> ? backend::Number::Float : backend::Number::Double);
+        ++stats_.all_reduces;
+        stats_.dense_bytes += buffer.size() * sizeof(real);
+        const real inv_w = real(1) / real(W);
+        for (real& v : buffer) v *= inv_w;
+        std::size_t at = 0;
+        for (std::size_t i : members) {
+            if (path(i) != kDense) continue;
+            Tensor& p = params_[i].second;
+            const std::size_t n = std::size_t(p.numel());
+            Array mean(p.data().shape());
+            std::copy_n(buffer.data() + at, n, mean.data());
+            set_leaf_grad(*p.impl(), Grad(std::move(mean)));  // replaces a sparse or missing gradient too
+            at += n;
+        }
+    }
+
+    // Row-sparse: the union of the ranks' rows, summed and divided by W, kept row-sparse.
+    for (std::size_t i = 0; i < P; ++i) {
+        if (path(i) != kSparse) continue;
+        Tensor& p = params_[i].second;
+        SparseGrad empty;  // this rank looked up no row of the table
+        if (p.sparse_grad() == nullptr) {
+            empty.dense_shape = p.shape();
+            empty.values = Array(ArrayShape{0, p.data().shape()[1]});
+        }
+        const SparseGrad& mine = p.sparse_grad() ? *p.sparse_grad() : empty;
+        stats_.sparse_rows += mine.indices.size();
+        SparseGrad mean = all_reduce(mine, ReduceOp::Mean);
+        set_leaf_grad(*p.impl(), Grad(RowSparseGrad{std::move(mean.indices), std::move(mean.values), /*keep_sparse=*/true}));
+    }
+    stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace xgrad::distributed

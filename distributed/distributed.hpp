@@ -1,0 +1,94 @@
+// distributed/distributed.hpp — several processes, one model: the collectives of MPI on tensors.
+//
+// Legend: W processes ("ranks") numbered r = 0..W−1; n values per rank; k rows of a row-sparse
+// gradient of a (V, d) table.
+//
+// Data parallelism runs W copies of one program (mpirun -np W). They share nothing but messages,
+// and these five collectives, each called by every rank in the same order, are the only messages
+// xgrad sends (PyTorch's torch.distributed names):
+//
+//   broadcast(t, root)     t ← t of rank `root`                              on every rank
+//   all_reduce(t, Sum)     t ← t₀ + t₁ + … + t_{W−1}                          on every rank
+//   all_reduce(t, Mean)    t ← (t₀ + … + t_{W−1}) / W
+//   all_gather(t)          (W, ...) ← [t₀; t₁; …; t_{W−1}]                    on every rank
+//   barrier()              returns once every rank has called it
+//
+// The transport is Open MPI's (MPI-3, distributed/backend_mpi.cpp); xgrad writes none of its own.
+// A process not started by mpirun (no launcher in its environment), or a build without MPI
+// (distributed/backend_single.cpp), is rank 0 of a world of 1, where every collective returns its
+// input: the same program runs alone, unchanged.
+//
+// Every collective first compares the ranks' shapes (one small all-gather) and throws the same
+// ValueError on every rank when they differ, instead of handing MPI buffers of different sizes.
+// An MPI failure is a std::runtime_error with MPI's message. A rank that throws while the others
+// wait in a collective would leave them waiting: programs end every rank with abort() (the
+// examples do it in examples/common/cli.cpp).
+//
+// ref: MPI Forum, MPI-3.1 standard, ch. 5 (collective communication); PyTorch docs, torch.distributed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <xgrad/core/tensor.hpp>
+
+namespace xgrad::distributed {
+
+enum class ReduceOp { Sum, Mean };
+
+// ---- the process group ------------------------------------------------------------------------
+// Starts MPI (MPI_Init_thread, MPI_THREAD_FUNNELED: only the main thread calls MPI) when the process
+// was started by mpirun; otherwise the world is this process alone. Idempotent. argc/argv may be null.
+void init(int* argc = nullptr, char*** argv = nullptr);
+// Ends MPI (MPI_Finalize) if init started it. Every rank must call it; idempotent.
+void finalize();
+// init() on construction, finalize() on destruction: the first line of a distributed main().
+class InitGuard {
+public:
+    InitGuard(int* argc = nullptr, char*** argv = nullptr) { init(argc, argv); }
+    ~InitGuard() { finalize(); }
+    InitGuard(const InitGuard&) = delete;
+    InitGuard& operator=(const InitGuard&) = delete;
+};
+
+bool mpi_available();  // built with MPI (false: backend_single.cpp)
+bool is_initialized(); // init() has run and finalize() has not
+int rank();            // r in [0, W); 0 before init
+int world_size();      // W ≥ 1; 1 before init
+// "rank 1 of 2 (Open MPI v4.1.4 ...)" or "1 process (not started by mpirun)": for a run's first lines.
+std::string describe();
+
+// Ends every rank of the world at once with exit code `code` (MPI_Abort), after flushing stdout
+// and stderr; with W = 1, std::exit(code). For a rank that has failed while the others may wait.
+[[noreturn]] void abort(int code);
+
+// ---- collectives on tensors: every rank calls each one, in the same order ---------------------
+void barrier();
+// t's values (any shape, same on every rank) become root's. Bumps t's version. No autograd.
+// Throws ValueError for a root outside [0, W) or ranks whose shapes differ.
+void broadcast(Tensor& t, int root = 0);
+// Elementwise sum (or mean) of t over the ranks, written into t on every rank. No autograd.
+// Throws ValueError when the ranks' shapes differ.
+void all_reduce(Tensor& t, ReduceOp op = ReduceOp::Sum);
+// The ranks' tensors stacked along a new first axis: t (...) → (W, ...), row r from rank r.
+// Throws ValueError when the ranks' shapes differ.
+Tensor all_gather(const Tensor& t);
+
+// A row-sparse gradient summed (or averaged) over the ranks without densifying it: every rank
+// contributes its k_r (indices, rows); the union of Σ k_r rows is coalesced, duplicates summed in
+// rank order, so every rank holds the same (k ≤ Σ k_r, d) result. Cost: Σ k_r·(8 + d·sizeof(real))
+// bytes received per rank, instead of V·d·sizeof(real) for the dense all-reduce.
+// Throws ValueError when the ranks' dense shapes (V, d) differ.
+SparseGrad all_reduce(const SparseGrad& g, ReduceOp op = ReduceOp::Sum);
+
+// ---- collectives on plain values --------------------------------------------------------------
+// values (n,) summed or averaged elementwise over the ranks (losses, counts). Throws ValueError
+// when the ranks' n differ.
+void all_reduce(std::vector<double>& values, ReduceOp op = ReduceOp::Sum);
+// Throws the same ValueError on every rank, naming `what` and the ranks whose text differs from
+// rank 0's, unless every rank passes the same text (compared by a 64-bit FNV-1a hash, so the text
+// itself is never sent). For configurations: flags, data, model shapes.
+void check_same_on_all_ranks(const std::string& what, const std::string& text);
+
+}  // namespace xgrad::distributed
