@@ -1,0 +1,143 @@
+// tests/distributed/test_collectives.cpp — broadcast, all_reduce and all_gather against values
+// computed by hand, at whatever W the binary was started with (ctest runs it alone, W = 1, and
+// under mpirun -np 2). Rank r contributes values built from r, so the expected result is a
+// closed form in W: Σ_{r<W} (r + 1) = W(W + 1)/2, which is 3 for W = 2 and 1 for W = 1.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <xgrad/distributed/distributed.hpp>
+
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+namespace dist = xgrad::distributed;
+using xgrad::testing::require_values;
+
+namespace {
+
+// The W this test binary was started with: mpirun's OMPI_COMM_WORLD_SIZE, else 1.
+int launched_world() {
+    const char* w = std::getenv("OMPI_COMM_WORLD_SIZE");
+    return w ? std::atoi(w) : 1;
+}
+
+}  // namespace
+
+TEST_CASE("distributed: the world is what mpirun started", "[distributed]") {
+    REQUIRE(dist::is_initialized());
+    REQUIRE(dist::world_size() == launched_world());
+    REQUIRE(dist::rank() >= 0);
+    REQUIRE(dist::rank() < dist::world_size());
+    if (dist::world_size() == 1) REQUIRE_THAT(dist::describe(), Catch::Contains("1 process"));
+    else REQUIRE_THAT(dist::describe(), Catch::Contains(fmt::format("rank {} of {}", dist::rank(), dist::world_size())));
+    dist::barrier();
+}
+
+TEST_CASE("distributed: all_reduce sums and averages over the ranks", "[distributed]") {
+    const real r = real(dist::rank()), W = real(dist::world_size());
+    const real s = W * (W + 1) / 2;  // Σ_r (r + 1)
+    Tensor t{{r + 1, 2 * (r + 1)}, {-(r + 1), 0}};  // (2, 2): (r + 1)·[[1, 2], [−1, 0]]
+    dist::all_reduce(t, dist::ReduceOp::Sum);
+    require_values(t, Tensor{{s, 2 * s}, {-s, 0}});
+
+    Tensor m{r + 1, 10 * (r + 1)};
+    dist::all_reduce(m, dist::ReduceOp::Mean);
+    require_values(m, Tensor{s / W, 10 * s / W});  // W = 2: [1.5, 15]
+
+    std::vector<double> losses{double(r) + 1, 0.5};
+    dist::all_reduce(losses, dist::ReduceOp::Mean);
+    REQUIRE(losses[0] == Approx(double(s) / double(W)));
+    REQUIRE(losses[1] == Approx(0.5));
+}
+
+TEST_CASE("distributed: broadcast copies the root's values into every rank", "[distributed]") {
+    const int W = dist::world_size(), last = W - 1;
+    Tensor t{real(dist::rank()), real(100 + dist::rank())};
+    const std::uint64_t version = t.impl()->version;
+    dist::broadcast(t, last);
+    require_values(t, Tensor{real(last), real(100 + last)});
+    REQUIRE(t.impl()->version > version);  // written in place, like mutable_data()
+    Tensor u{real(dist::rank())};
+    dist::broadcast(u);  // root 0 by default
+    require_values(u, Tensor{real(0)});
+    REQUIRE_THROWS_WITH(dist::broadcast(u, W), Catch::Contains(fmt::format("root {} is outside [0, {})", W, W)));
+    REQUIRE_THROWS_WITH(dist::broadcast(u, -1), Catch::Contains("root -1 is outside"));
+}
+
+TEST_CASE("distributed: all_gather stacks the ranks' tensors along a new first axis", "[distributed]") {
+    const int W = dist::world_size();
+    const real r = real(dist::rank());
+    const Tensor g = dist::all_gather(Tensor{r, 10 * r, -r});  // (3,) → (W, 3)
+    REQUIRE(g.shape() == Shape{W, 3});
+    for (int q = 0; q < W; ++q)
+        for (int j = 0; j < 3; ++j) REQUIRE(g.data()(q, j) == real(q) * std::vector<real>{1, 10, -1}[std::size_t(j)]);
+}
+
+TEST_CASE("distributed: a row-sparse gradient is summed row by row without densifying", "[distributed]") {
+    // Rank r holds rows {r, r + 2} of a (6, 2) table, values (r + 1)·[1, 2] and (r + 1)·[10, 20].
+    // W = 2: rank 0 rows {0, 2}, rank 1 rows {1, 3}, no overlap; W = 1: rows {0, 2}.
+    // The overlap case is the rank-independent row 5, which every rank holds with value [1, 1].
+    const int W = dist::world_size(), r = dist::rank();
+    SparseGrad g;
+    g.dense_shape = {6, 2};
+    g.values = Array(ArrayShape{0, 2});
+    g.accumulate({r, r + 2, 5}, Array{{real(r + 1), real(2 * (r + 1))}, {real(10 * (r + 1)), real(20 * (r + 1))}, {1, 1}});
+    const SparseGrad sum = dist::all_reduce(g, dist::ReduceOp::Sum);
+    // The union, sorted: W = 2 → {0, 1, 2, 3, 5}; W = 1 → {0, 2, 5}.
+    std::vector<std::int64_t> rows;
+    for (int q = 0; q < W; ++q) rows.insert(rows.end(), {q, q + 2});
+    rows.push_back(5);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    REQUIRE(sum.indices == rows);
+    REQUIRE(sum.values.shape()[0] == rows.size());
+    const Array dense = sum.to_dense();  // (6, 2), only to read the rows by number
+    for (int q = 0; q < W; ++q) {
+        REQUIRE(dense(q, 1) == real(2 * (q + 1)));
+        REQUIRE(dense(q + 2, 0) == real(10 * (q + 1)));
+    }
+    REQUIRE(dense(5, 0) == real(W));  // [1, 1] from each of the W ranks
+    REQUIRE(dense(4, 0) == 0);        // no rank looked up row 4
+
+    const SparseGrad mean = dist::all_reduce(g, dist::ReduceOp::Mean);
+    REQUIRE(mean.indices == rows);
+    REQUIRE(mean.to_dense()(5, 1) == Approx(1.0));
+    REQUIRE(mean.to_dense()(0, 1) == Approx(2.0 / W));
+}
+
+TEST_CASE("distributed: a rank with no rows still takes part in the sparse sum", "[distributed]") {
+    const int r = dist::rank();
+    SparseGrad g;
+    g.dense_shape = {4, 3};
+    g.values = Array(ArrayShape{0, 3});
+    if (r == 0) g.accumulate({2}, Array{{1, 2, 3}});  // the other ranks: k = 0
+    const SparseGrad sum = dist::all_reduce(g);
+    REQUIRE(sum.indices == std::vector<std::int64_t>{2});
+    REQUIRE(sum.to_dense()(2, 2) == 3);
+}
+
+TEST_CASE("distributed: ranks that disagree get the same clear error, never a hang", "[distributed]") {
+    const int W = dist::world_size(), r = dist::rank();
+    if (W == 1) {  // alone, nothing can disagree
+        dist::check_same_on_all_ranks("flags", fmt::format("--steps {}", 20 + r));
+        return;
+    }
+    Tensor t = zeros({r + 1});  // rank 0: (1,), rank 1: (2,)
+    REQUIRE_THROWS_WITH(dist::all_reduce(t),
+                        Catch::Contains("all_reduce: the ranks disagree") && Catch::Contains("rank 0: all_reduce of (1)") &&
+                            Catch::Contains("rank 1: all_reduce of (2)"));
+    REQUIRE_THROWS_AS(dist::all_gather(t), ValueError);
+    Tensor same = zeros({2});  // a broadcast on one rank against an all_reduce on the other
+    if (r == 0) REQUIRE_THROWS_WITH(dist::broadcast(same), Catch::Contains("disagree on the collective"));
+    else REQUIRE_THROWS_WITH(dist::all_reduce(same), Catch::Contains("disagree on the collective"));
+    REQUIRE_THROWS_WITH(dist::check_same_on_all_ranks("gpt: flags", fmt::format("--steps {}", r == 1 ? 21 : 20)),
+                        Catch::Contains("gpt: flags: rank 1 differs from rank 0"));
+    dist::check_same_on_all_ranks("gpt: flags", "--steps 20");  // equal texts pass
+    // After the refusals the ranks are still in step: a collective works.
+    Tensor ok = ones({3});
+    dist::all_reduce(ok);
+    require_values(ok, Tensor{real(W), real(W), real(W)});
+}
