@@ -28,8 +28,8 @@
 //     opt.zero_grad();  loss.backward();  ddp.sync_gradients();  clip_grad_norm_(...);  opt.step();
 // PyTorch's DDP wraps the module's forward and starts each bucket's all-reduce from autograd hooks
 // while backward still runs. xgrad's modules have no common forward signature and its autograd no
-// per-parameter hooks, and the explicit call shows where the communication happens; the overlap
-// it gives up is measured in bench/README.md (T4).
+// per-parameter hooks, and the explicit call shows where the communication happens. It gives up
+// the overlap of communication with backward (bench/README.md, T4, gives the all-reduce's share).
 //
 // ref: Li et al. 2020, "PyTorch Distributed: Experiences on Accelerating Data Parallel Training";
 // PyTorch docs, torch.nn.parallel.DistributedDataParallel.
