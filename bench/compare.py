@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6 and T1–T3 and print one table.
+"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6 and T1–T4 and print one table.
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
@@ -126,6 +126,61 @@ def t3(args):
     return r
 
 
+# T4: mpirun as bench/README.md's T4 rows were measured: root allowed (containers, CI), and the
+# shared-memory transport without its single-copy mode, which some containers refuse.
+MPIRUN = ["mpirun", "--mca", "btl_vader_single_copy_mechanism", "none"]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OPENBLAS_NUM_THREADS": "1"}
+STEP_LINE = re.compile(r"^step\s+(\d+)/\d+\s.*?([\d.]+) steps/s", re.M)
+ALLREDUCE_LINE = re.compile(r"all-reduce ([\d.]+) ms per step \(([\d.]+)% of a step\)")
+
+
+def steady_rate(stdout, steps):
+    """Steps per second between the progress lines of step 10 and step `steps` - 10, so that
+    neither the start (data, first allocations) nor the final evaluation is counted. Each line
+    gives the mean rate since the start, r_k = k / t_k, so t_k = k / r_k."""
+    rates = {int(k): float(r) for k, r in STEP_LINE.findall(stdout)}
+    a, b = 10, steps - 10
+    return (b - a) / (b / rates[b] - a / rates[a])
+
+
+def t4(args, rep):
+    """examples/gpt's default step as tokens/s: 1 process on 1 thread, mpirun -np 2 (1 thread
+    each), 1 process on 2 threads, and the machine's ceiling: two independent 1-process runs at
+    once (their aggregate). The order of the four rotates with the repeat."""
+    gpt = os.path.join(args.build, "examples", "gpt")
+    steps, tokens_per_step = args.t4_steps, 12 * 64  # the default batch: B 12 windows of T 64
+    with tempfile.TemporaryDirectory() as tmp:
+        def cmd(threads, out):
+            return [gpt, "--steps", str(steps), "--eval-every", str(steps), "--eval-batches", "1", "--sample", "0",
+                    "--threads", str(threads), "--out", os.path.join(tmp, out)]
+
+        def one():
+            return steady_rate(run(cmd(1, "one"), MPI_ENV)[0], steps)
+
+        def two_threads():
+            return steady_rate(run(cmd(2, "two_threads"), MPI_ENV)[0], steps)
+
+        def two_ranks():
+            out = run(MPIRUN + ["-np", "2"] + cmd(1, "mpi"), MPI_ENV)[0]
+            share = ALLREDUCE_LINE.search(out)
+            return steady_rate(out, steps), float(share.group(2)) / 100 if share else float("nan")
+
+        def ceiling():
+            env = dict(os.environ, **MPI_ENV)
+            procs = [subprocess.Popen(cmd(1, f"alone{i}"), stdout=subprocess.PIPE, text=True, env=env) for i in range(2)]
+            outs = [p.communicate()[0] for p in procs]
+            if any(p.returncode for p in procs):
+                sys.exit("compare.py: T4's side-by-side gpt runs failed")
+            return sum(steady_rate(o, steps) for o in outs)
+
+        r = {}
+        cases = [("one", one), ("two_threads", two_threads), ("two_ranks", two_ranks), ("ceiling", ceiling)]
+        for name, f in cases[rep % 4:] + cases[:rep % 4]:
+            r[name] = f()
+        r["two_ranks"], r["allreduce_share"] = r["two_ranks"]
+        return {k: (v * tokens_per_step if k != "allreduce_share" else v) for k, v in r.items()}
+
+
 def met_at_least(values, target):
     """yes when every repeat reaches target, no when none does, mixed otherwise."""
     return "yes" if min(values) >= target else "no" if max(values) < target else "mixed"
@@ -158,7 +213,8 @@ def print_table(args, title, load, header, rows, date):
         "",
         "Written whole by `bench/compare.py --markdown` from the run described below; never edited by",
         "hand. The workloads are defined in `bench/xgrad_bench.cpp` and `bench/torch_peer.py` (W6: the",
-        "default `examples/char_mlp` run; T3: the default `examples/gpt` run and `bench/torch_gpt.py`).",
+        "default `examples/char_mlp` run; T3: the default `examples/gpt` run and `bench/torch_gpt.py`;",
+        "T4: examples/gpt's default step in several processes, `t4()` in `bench/compare.py`).",
         "",
         f"- Run: {title}",
         f"- Machine: {machine(load)}",
@@ -168,7 +224,8 @@ def print_table(args, title, load, header, rows, date):
         *table,
         "",
         "Units: steps/s are the workload's steps per second, higher is better (W1-W4 and T1: a training",
-        "step, forward, backward and update; T2: one op's forward and backward); W5's",
+        "step, forward, backward and update; T2: one op's forward and backward); tokens/s are T4's",
+        "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10); W5's",
         "GFLOP/s count 2·m·k·n per matmul; MiB are 2^20 bytes of peak resident memory (GNU time's %M);",
         "s are seconds of wall time. A ratio is xgrad's figure over PyTorch's (for time ratios, the",
         "lower the better). A cell gives the median over the repeats and [min – max]. \"met\" is yes",
@@ -191,7 +248,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3", help="comma-separated workloads (default all)")
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4", help="comma-separated workloads (default all)")
+    ap.add_argument("--t4-steps", type=int, default=200, help="T4: steps of each examples/gpt run (default 200)")
     ap.add_argument("--w6-steps", type=int, default=0,
                     help="W6: stop both char_mlp runs after this many steps (default 0: the whole default run)")
     ap.add_argument("--json", help="also write every raw measurement to this file")
@@ -209,12 +267,15 @@ def main():
     date, load_start = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
     pt = [dict() for _ in range(args.repeats)]
-    mem, gpt_runs = [], []
+    mem, gpt_runs, dp_runs = [], [], []
     for rep in range(args.repeats):
         for w in only:
             print(f"[repeat {rep + 1}/{args.repeats}] {w} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
             if w == "W6":
                 mem.append(w6(args))
+                continue
+            if w == "T4":
+                dp_runs.append(t4(args, rep))
                 continue
             if w == "T3":
                 if os.path.exists(os.path.join(args.build, "examples", "gpt")):
@@ -306,13 +367,29 @@ def main():
                      fmt_range([g["torch_peak"] / MB for g in gpt_runs], lambda v: f"{v:.1f}"),
                      fmt_range(rss, lambda v: f"{v:.2f}x"), "< 1x",
                      "yes" if max(rss) < 1 else "no" if min(rss) >= 1 else "mixed"))
+    if dp_runs:
+        tok = lambda v: f"{v:,.0f}"
+        base = [d["one"] for d in dp_runs]
+        for key, label in (("one", "T4 examples/gpt step, 1 process x 1 thread"),
+                           ("two_threads", "T4   1 process x 2 threads"),
+                           ("two_ranks", "T4   mpirun -np 2, 1 thread each"),
+                           ("ceiling", "T4   ceiling: 2 independent 1-process runs at once (sum)")):
+            vals = [d[key] for d in dp_runs]
+            rows.append((label, "tokens/s", fmt_range(vals, tok), "",
+                         "" if key == "one" else fmt_range([v / b for v, b in zip(vals, base)], lambda v: f"{v:.2f}x of 1"),
+                         "", ""))
+        eff = [d["two_ranks"] / d["ceiling"] for d in dp_runs]
+        rows.append(("T4   mpirun -np 2 / ceiling", "ratio", fmt_range(eff, lambda v: f"{100 * v:.0f}%"), "", "",
+                     ">= 90%", met_at_least(eff, 0.9)))
+        rows.append(("T4   gradient all-reduce's share of a 2-rank step", "%",
+                     fmt_range([100 * d["allreduce_share"] for d in dp_runs], lambda v: f"{v:.1f}%"), "", "", "", ""))
     print_table(args, f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
                 rows, date)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs,
+            json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs, "t4": dp_runs,
                        "load": [load_start, load_end]}, f, indent=1)
 
 
