@@ -1,6 +1,7 @@
 # Quick start for xgrad. Everything real lives in CMake; this file only strings the steps together.
 #   make run [ARGS="--steps 1000"]   install deps, Release build in build/, run the main example
-#   make install [PREFIX=dir]        install deps, build the libraries xgrad and xgrad_f64 in build/,
+#   make install [PREFIX=dir]        install deps, build the libraries xgrad, xgrad_f64 and
+#                                    xgrad_distributed in build/,
 #                                    install them with the headers and the CMake package under PREFIX
 #                                    (default ~/.local/xgrad); works right after make run
 #   make test                        install deps, Release build, run every test with ctest
@@ -39,13 +40,14 @@ run: deps
 	cmake --build $(BUILD) -j $(JOBS) --target $(notdir $(MAIN))
 	$(MAIN) $(ARGS)
 
-# The install needs both libraries (cmake/install.cmake installs xgrad_f64 beside xgrad), and make run
-# builds only its example, so they are built here first; tests/consumer.sh makes the same two calls.
+# The install needs the three libraries (cmake/install.cmake installs xgrad_f64 and xgrad_distributed
+# beside xgrad), and make run builds only its example, so they are built here first;
+# tests/consumer.sh makes the same two calls.
 install: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
-	cmake --build $(BUILD) -j $(JOBS) --target xgrad xgrad_f64
+	cmake --build $(BUILD) -j $(JOBS) --target xgrad xgrad_f64 xgrad_distributed
 	cmake --install $(BUILD) --prefix $(PREFIX)
-	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a and libxgrad_f64.a in lib,"
+	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a, libxgrad_f64.a and libxgrad_distributed.a in lib,"
 	@echo "the CMake package in lib/cmake/xgrad. A project finds it with -DCMAKE_PREFIX_PATH=$(PREFIX)."
 
 test: deps

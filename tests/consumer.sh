@@ -24,7 +24,7 @@ args=(-DCMAKE_BUILD_TYPE=Release)
 [[ -n $launcher ]] && args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher")
 case $mode in
   install)
-    cmake --build "$build" -j "$(nproc)" --target xgrad xgrad_f64
+    cmake --build "$build" -j "$(nproc)" --target xgrad xgrad_f64 xgrad_distributed
     cmake --install "$build" --prefix "$work/prefix"
     # The program and every xgrad header it includes compile without a warning (the headers
     # under the prefix are not system headers, so they are checked too).
