@@ -6,10 +6,19 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 namespace xgrad::distributed::backend {
+
+// Whether an MPI launcher started this process: Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE;
+// PMIx and PMI launchers (srun, MPICH's hydra) set PMIX_RANK or PMI_RANK.
+inline bool started_by_launcher() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+        if (std::getenv(name) != nullptr) return true;
+    return false;
+}
 
 bool available();                       // built with MPI
 void init(int* argc, char*** argv);     // starts MPI only under a launcher (mpirun)

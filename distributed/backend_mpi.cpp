@@ -20,6 +20,7 @@ namespace xgrad::distributed::backend {
 // has run. A program started without mpirun never calls MPI_Init, so it needs no MPI runtime.
 static bool under_mpi_ = false;
 static bool initialized_ = false;
+static bool started_mpi_ = false;  // init() called MPI_Init (a program may have called it itself)
 
 static void ok(int rc, const char* call) {
     if (rc == MPI_SUCCESS) return;
@@ -29,24 +30,21 @@ static void ok(int rc, const char* call) {
     throw std::runtime_error(fmt::format("{} failed on rank {}: {}", call, rank(), std::string(text, std::size_t(length))));
 }
 
-// Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMIx and PMI launchers (srun, MPICH's hydra) set these.
-static bool started_by_launcher() {
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
-        if (std::getenv(name) != nullptr) return true;
-    return false;
-}
-
 bool available() { return true; }
 
 void init(int* argc, char*** argv) {
     if (initialized_) return;
-    initialized_ = true;
-    int already = 0;
+    int already = 0, finished = 0;
     MPI_Initialized(&already);
+    MPI_Finalized(&finished);
+    if (finished)  // MPI-3.1 §8.7: after MPI_Finalize, MPI cannot be started again in this process
+        throw std::runtime_error("distributed::init: MPI was already finalized in this process and cannot start again");
+    initialized_ = true;
     if (!already && !started_by_launcher()) return;  // alone: rank 0 of 1, MPI untouched
     if (!already) {
         int provided = 0;
         ok(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+        started_mpi_ = true;
     }
     under_mpi_ = true;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -55,8 +53,9 @@ void init(int* argc, char*** argv) {
 void finalize() {
     if (!initialized_) return;
     initialized_ = false;
-    if (!under_mpi_) return;
     under_mpi_ = false;
+    if (!started_mpi_) return;  // MPI started by the program itself: it finalizes it
+    started_mpi_ = false;
     int done = 0;
     MPI_Finalized(&done);
     if (!done) MPI_Finalize();

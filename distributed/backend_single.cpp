@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include <xgrad/distributed/backend.hpp>
 
@@ -11,7 +13,15 @@ namespace xgrad::distributed::backend {
 static bool initialized_ = false;
 
 bool available() { return false; }
-void init(int*, char***) { initialized_ = true; }
+// Under mpirun with W > 1 every rank would believe it is alone and train on its own: refused.
+void init(int*, char***) {
+    const char* w = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (w != nullptr && std::string(w) != "1")
+        throw std::runtime_error(std::string("distributed::init: xgrad was built without MPI, but mpirun started this "
+                                             "process as one of ") + w + " ranks, each of which would train alone; "
+                                             "install libopenmpi-dev (.ci/install-deps) and rebuild");
+    initialized_ = true;
+}
 void finalize() { initialized_ = false; }
 bool initialized() { return initialized_; }
 int rank() { return 0; }

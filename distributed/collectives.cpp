@@ -1,13 +1,16 @@
 // distributed/collectives.cpp — broadcast, all_reduce and all_gather on tensors, row-sparse
 // gradients and plain values, built on the byte-level transport of distributed/backend.hpp.
 //
-// Each tensor collective is two rounds: an all-gather of one 64-bit hash of (the collective, its
-// root, the shape) from every rank, then the data. When the hashes differ, every rank knows it
-// from the same first round and throws the same error, so no rank is left waiting in MPI, and MPI
-// never receives buffers of different sizes (undefined behaviour in MPI).
+// Each collective is two rounds: an all-gather of one 64-bit hash of its signature (the collective,
+// its op or root, the shape, or why an argument is invalid) from every rank, then the data. When
+// the hashes differ, every rank knows it from the same first round, gathers the signatures to name
+// them, and throws the same error, so no rank is left waiting in MPI, and MPI never receives
+// buffers of different sizes (undefined behaviour in MPI).
 #include <xgrad/distributed/distributed.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -48,30 +51,33 @@ std::vector<std::string> gather_strings(const std::string& mine) {
     return out;
 }
 
-// The ranks whose `mine` differs from rank 0's: empty when all agree. Collective.
-std::vector<int> ranks_differing(const std::string& mine) {
-    const int W = backend::size();
-    std::vector<std::uint64_t> hashes(static_cast<std::size_t>(W));
-    const std::uint64_t h = fnv1a64(mine);
-    backend::all_gather(&h, sizeof h, hashes.data());
-    std::vector<int> differ;
-    for (int r = 1; r < W; ++r)
-        if (hashes[std::size_t(r)] != hashes[0]) differ.push_back(r);
-    return differ;
-}
-
-// Throws the same ValueError on every rank unless every rank calls the same collective on the
-// same shape. `signature` is e.g. "all_reduce (4, 3)".
-void check_agree(const char* op, const std::string& signature) {
-    if (backend::size() == 1) return;
-    if (ranks_differing(signature).empty()) return;
-    const std::vector<std::string> all = gather_strings(signature);
+// Throws the same ValueError on every rank unless every rank passes the same signature (the
+// collective, its op or root, the shape, e.g. "all_reduce Sum of (4, 3)"), then throws on every
+// rank if `invalid` (the same on all, since it is part of the signature) names a bad argument.
+[[noreturn]] void throw_disagreement(const char* op, const std::vector<std::string>& all) {
     std::string listing;
     for (std::size_t r = 0; r < all.size(); ++r) listing += fmt::format("{}rank {}: {}", r ? ", " : "", r, all[r]);
-    throw ValueError(fmt::format("{}: the ranks disagree on the collective or its shape ({}); every rank must call "
-                                 "the same collective on tensors of the same shape, in the same order",
+    throw ValueError(fmt::format("{}: the ranks disagree on the collective or its arguments ({}); every rank "
+                                 "must call the same collective on tensors of the same shape, in the same order",
                                  op, listing));
 }
+
+void check_agree(const char* op, const std::string& signature, const std::string& invalid = "") {
+    const std::string mine = invalid.empty() ? signature : fmt::format("{} (invalid: {})", op, invalid);
+    const std::vector<std::string> all = gather_if_different(mine);
+    if (!all.empty()) throw_disagreement(op, all);
+    if (!invalid.empty()) throw ValueError(fmt::format("{}: {}", op, invalid));
+}
+
+// Under mpirun, a collective before init() would silently act as a world of one.
+void require_init(const char* op) {
+    if (!backend::initialized() && backend::started_by_launcher())
+        throw ValueError(fmt::format("{}: distributed::init() has not run, but this process was started by mpirun; "
+                                     "start main() with distributed::InitGuard",
+                                     op));
+}
+
+const char* name(ReduceOp op) { return op == ReduceOp::Sum ? "Sum" : "Mean"; }
 
 void scale(real* p, std::size_t n, real c) {
     for (std::size_t i = 0; i < n; ++i) p[i] *= c;
@@ -80,6 +86,10 @@ void scale(real* p, std::size_t n, real c) {
 }  // namespace
 
 void init(int* argc, char*** argv) { backend::init(argc, argv); }
+InitGuard::~InitGuard() {
+    if (std::uncaught_exceptions() > 0 && world_size() > 1) abort(1);  // others may wait in a collective
+    finalize();
+}
 void finalize() { backend::finalize(); }
 bool mpi_available() { return backend::available(); }
 bool is_initialized() { return backend::initialized(); }
@@ -88,43 +98,72 @@ int world_size() { return backend::size(); }
 std::string describe() { return backend::describe(); }
 void abort(int code) { backend::abort(code); }
 
-void barrier() { backend::barrier(); }
+std::vector<std::string> gather_if_different(const std::string& text) {
+    require_init("gather_if_different");
+    const int W = backend::size();
+    if (W == 1) return {};
+    std::vector<std::uint64_t> hashes(static_cast<std::size_t>(W));
+    const std::uint64_t h = fnv1a64(text);
+    backend::all_gather(&h, sizeof h, hashes.data());
+    if (std::all_of(hashes.begin(), hashes.end(), [&](std::uint64_t x) { return x == hashes[0]; })) return {};
+    return gather_strings(text);
+}
+
+void barrier() {
+    require_init("barrier");
+    check_agree("barrier", "barrier");
+    backend::barrier();
+}
 
 void broadcast(Tensor& t, int root) {
-    check(t.defined(), "broadcast", "got an undefined tensor");
-    check(root >= 0 && root < world_size(), "broadcast", "root {} is outside [0, {}): the world has {} ranks", root,
-          world_size(), world_size());
-    check_agree("broadcast", fmt::format("broadcast from {} of {}", root, shape_str(t.shape())));
+    require_init("broadcast");
+    const int W = world_size();
+    std::string invalid;
+    if (!t.defined()) invalid = "got an undefined tensor";
+    else if (root < 0 || root >= W) invalid = fmt::format("root {} is outside [0, {}): the world has {} ranks", root, W, W);
+    check_agree("broadcast", fmt::format("broadcast from {} of {}", root, t.defined() ? shape_str(t.shape()) : ""), invalid);
     Array& a = t.mutable_data();
     backend::broadcast(a.data(), a.size() * sizeof(real), root);
 }
 
 void all_reduce(Tensor& t, ReduceOp op) {
-    check(t.defined(), "all_reduce", "got an undefined tensor");
-    check_agree("all_reduce", fmt::format("all_reduce of {}", shape_str(t.shape())));
+    require_init("all_reduce");
+    check_agree("all_reduce", fmt::format("all_reduce {} of {}", name(op), t.defined() ? shape_str(t.shape()) : ""),
+                t.defined() ? "" : "got an undefined tensor");
     Array& a = t.mutable_data();
+    if (op == ReduceOp::Mean) scale(a.data(), a.size(), real(1) / real(world_size()));  // divide, then sum
     backend::all_reduce_sum(a.data(), a.size(), kReal);
-    if (op == ReduceOp::Mean) scale(a.data(), a.size(), real(1) / real(world_size()));
 }
 
 Tensor all_gather(const Tensor& t) {
-    check(t.defined(), "all_gather", "got an undefined tensor");
-    check_agree("all_gather", fmt::format("all_gather of {}", shape_str(t.shape())));
+    require_init("all_gather");
+    check_agree("all_gather", fmt::format("all_gather of {}", t.defined() ? shape_str(t.shape()) : ""),
+                t.defined() ? "" : "got an undefined tensor");
     const Array& a = t.data();
-    ArrayShape shape{std::size_t(world_size())};
+    ArrayShape shape{static_cast<std::size_t>(world_size())};
     shape.insert(shape.end(), a.shape().begin(), a.shape().end());
     Array out(shape);  // (W, ...)
     backend::all_gather(a.data(), a.size() * sizeof(real), out.data());
     return from_array(std::move(out));
 }
 
-SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
-    check(g.dense_shape.size() == 2, "all_reduce", "a row-sparse gradient has a (V, d) dense shape, got {}",
-          shape_str(g.dense_shape));
+// What is wrong with a row-sparse gradient, or "" when nothing is.
+static std::string sparse_problem(const SparseGrad& g) {
+    if (g.dense_shape.size() != 2) return fmt::format("a row-sparse gradient has a (V, d) dense shape, got {}", shape_str(g.dense_shape));
     const std::size_t d = std::size_t(g.dense_shape[1]), k = g.indices.size();
-    check(g.values.dimension() == 2 && g.values.shape()[0] == k && g.values.shape()[1] == d, "all_reduce",
-          "row-sparse values of shape {} do not match {} indices of width {}", shape_str(g.values.shape()), k, d);
-    check_agree("all_reduce", fmt::format("all_reduce of a row-sparse gradient of {}", shape_str(g.dense_shape)));
+    if (g.values.dimension() != 2 || g.values.shape()[0] != k || g.values.shape()[1] != d)
+        return fmt::format("row-sparse values of shape {} do not match {} indices of width {}", shape_str(g.values.shape()), k, d);
+    for (std::int64_t i : g.indices)
+        if (i < 0 || i >= g.dense_shape[0]) return fmt::format("row index {} is outside [0, {})", i, g.dense_shape[0]);
+    return "";
+}
+
+SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
+    require_init("all_reduce");
+    const std::string invalid = sparse_problem(g);
+    check_agree("all_reduce", fmt::format("all_reduce {} of a row-sparse gradient of {}", name(op), shape_str(g.dense_shape)),
+                invalid);
+    const std::size_t d = std::size_t(g.dense_shape[1]), k = g.indices.size();
     // Round 1: every rank's k_r. Rounds 2 and 3: the indices (k_r,) and rows (k_r, d), in rank order.
     const int W = world_size();
     std::vector<std::uint64_t> ks(static_cast<std::size_t>(W));
@@ -141,7 +180,7 @@ SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
     Array rows(ArrayShape{total, d});  // (Σ k_r, d)
     backend::all_gather_v(g.indices.data(), index_bytes, indices.data());
     backend::all_gather_v(g.values.data(), row_bytes, rows.data());
-    if (op == ReduceOp::Mean) scale(rows.data(), rows.size(), real(1) / real(W));
+    if (op == ReduceOp::Mean) scale(rows.data(), rows.size(), real(1) / real(W));  // divide, then sum
     SparseGrad out;
     out.dense_shape = g.dense_shape;
     out.values = Array(ArrayShape{0, d});
@@ -150,16 +189,25 @@ SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
 }
 
 void all_reduce(std::vector<double>& values, ReduceOp op) {
-    check_agree("all_reduce", fmt::format("all_reduce of {} doubles", values.size()));
-    backend::all_reduce_sum(values.data(), values.size(), backend::Number::Double);
+    require_init("all_reduce");
+    check_agree("all_reduce", fmt::format("all_reduce {} of {} doubles", name(op), values.size()));
     if (op == ReduceOp::Mean)
         for (double& v : values) v /= world_size();
+    backend::all_reduce_sum(values.data(), values.size(), backend::Number::Double);
 }
 
 void check_same_on_all_ranks(const std::string& what, const std::string& text) {
-    if (world_size() == 1) return;
-    const std::vector<int> differ = ranks_differing(text);
-    if (differ.empty()) return;
+    // Only the text's hash is compared, so that a configuration is never sent whole; a rank in
+    // another collective at this point is told so by the listing of the signatures.
+    const std::string signature = fmt::format("check_same_on_all_ranks({}) {:016x}", what, fnv1a64(text));
+    const std::vector<std::string> all = gather_if_different(signature);
+    if (all.empty()) return;
+    const std::string prefix = fmt::format("check_same_on_all_ranks({}) ", what);
+    std::vector<int> differ;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+        if (all[r].rfind(prefix, 0) != 0) throw_disagreement("check_same_on_all_ranks", all);  // another call
+        if (all[r] != all[0]) differ.push_back(int(r));
+    }
     throw ValueError(fmt::format("{}: rank{} {} differ{} from rank 0; every rank must be started with the same "
                                  "configuration",
                                  what, differ.size() > 1 ? "s" : "", fmt::join(differ, ", "),

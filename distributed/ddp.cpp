@@ -16,12 +16,40 @@ namespace xgrad::distributed {
 
 namespace {
 
-// "name (shape)" of every parameter and buffer, one per line: the model every rank must agree on.
-std::string model_signature(const nn::Module& m) {
-    std::string s;
-    for (const auto& [name, p] : m.named_parameters()) s += fmt::format("param {} {}\n", name, shape_str(p.shape()));
-    for (const auto& [name, b] : m.named_buffers()) s += fmt::format("buffer {} {}\n", name, shape_str(b.shape()));
-    return s;
+std::vector<std::string> split(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t at = 0;
+    for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(text.substr(at, nl - at));
+    lines.push_back(text.substr(at));
+    return lines;
+}
+
+// One line per parameter (name, shape, trainable) and buffer, and the bucket cap: what every rank
+// must agree on for the buckets to hold the same gradients at the same offsets.
+std::vector<std::string> model_lines(const nn::Module& m, std::size_t bucket_bytes) {
+    std::vector<std::string> lines;
+    for (const auto& [name, p] : m.named_parameters())
+        lines.push_back(fmt::format("parameter {} {}{}", name, shape_str(p.shape()), p.requires_grad() ? "" : " frozen"));
+    for (const auto& [name, b] : m.named_buffers()) lines.push_back(fmt::format("buffer {} {}", name, shape_str(b.shape())));
+    lines.push_back(fmt::format("bucket_bytes {}", bucket_bytes));
+    return lines;
+}
+
+// Throws the same ValueError on every rank, naming the first line where a rank differs from rank 0.
+void check_same_model(const std::vector<std::string>& lines) {
+    const std::vector<std::string> all = gather_if_different(fmt::format("{}", fmt::join(lines, "\n")));
+    if (all.empty()) return;
+    const std::vector<std::string> first = split(all[0]);
+    for (std::size_t r = 1; r < all.size(); ++r) {
+        const std::vector<std::string> theirs = split(all[r]);
+        for (std::size_t i = 0; i < std::max(first.size(), theirs.size()); ++i) {
+            const std::string a = i < first.size() ? first[i] : "(nothing)", b = i < theirs.size() ? theirs[i] : "(nothing)";
+            if (a != b)
+                throw ValueError(fmt::format("DistributedDataParallel: rank {} holds another model than rank 0: "
+                                             "line {} is '{}' on rank {} and '{}' on rank 0",
+                                             r, i + 1, b, r, a));
+        }
+    }
 }
 
 enum Kind : int { kNone = 0, kSparse = 1, kDense = 2 };
@@ -34,9 +62,8 @@ Kind kind_of(const Tensor& p) {
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
+    check_same_model(model_lines(module, options.bucket_bytes));  // first: a bad option on one rank is seen by all
     check(options.bucket_bytes > 0, "DistributedDataParallel", "bucket_bytes must be positive, got 0");
-    check_same_on_all_ranks("DistributedDataParallel: the model (parameter and buffer names and shapes)",
-                            model_signature(module));
     {
         NoGradGuard no_grad;  // θ_r ← θ_0 on every rank, parameters and buffers alike
         for (auto& [name, p] : module.named_parameters()) broadcast(p, 0);
@@ -74,8 +101,8 @@ void DistributedDataParallel::sync_gradients() {
     all_reduce(counts, ReduceOp::Sum);
     auto path = [&](std::size_t i) { return counts[2 * i] > 0 ? kDense : counts[2 * i + 1] > 0 ? kSparse : kNone; };
 
-    // Dense: one flat buffer per bucket ← the gradients (zeros where this rank has none), summed
-    // over the ranks in one all-reduce, divided by W, copied back.
+    // Dense: one flat buffer per bucket ← the gradients (zeros where this rank has none), divided
+    // by W, summed over the ranks in one all-reduce, copied back.
     std::vector<real> buffer;
     for (const std::vector<std::size_t>& members : bucket_params_) {
         buffer.clear();
@@ -93,12 +120,12 @@ void DistributedDataParallel::sync_gradients() {
             }
         }
         if (buffer.empty()) continue;
+        const real inv_w = real(1) / real(W);
+        for (real& v : buffer) v *= inv_w;  // divide, then sum: overflows only where the mean does
         backend::all_reduce_sum(buffer.data(), buffer.size(),
                                 std::is_same_v<real, float> ? backend::Number::Float : backend::Number::Double);
         ++stats_.all_reduces;
         stats_.dense_bytes += buffer.size() * sizeof(real);
-        const real inv_w = real(1) / real(W);
-        for (real& v : buffer) v *= inv_w;
         std::size_t at = 0;
         for (std::size_t i : members) {
             if (path(i) != kDense) continue;

@@ -18,11 +18,14 @@
 // (distributed/backend_single.cpp), is rank 0 of a world of 1, where every collective returns its
 // input: the same program runs alone, unchanged.
 //
-// Every collective first compares the ranks' shapes (one small all-gather) and throws the same
-// ValueError on every rank when they differ, instead of handing MPI buffers of different sizes.
-// An MPI failure is a std::runtime_error with MPI's message. A rank that throws while the others
-// wait in a collective would leave them waiting: programs end every rank with abort() (the
-// examples do it in examples/common/cli.cpp).
+// Every collective first compares what the ranks called: the collective, its op or root, the
+// shape, and whether the arguments are valid (one all-gather of a 64-bit hash). When they differ,
+// or when the arguments are invalid, every rank throws the same ValueError, instead of handing MPI
+// buffers of different sizes or leaving a rank waiting. What no check can see is a rank that
+// skips a call: its next call then pairs with the others' skipped one. An MPI failure is a
+// std::runtime_error with MPI's message. A rank that throws while the others wait in a collective
+// would leave them waiting: programs end every rank with abort() (the examples do it in
+// examples/common/cli.cpp). Before init(), in a process started by mpirun, every collective throws.
 //
 // ref: MPI Forum, MPI-3.1 standard, ch. 5 (collective communication); PyTorch docs, torch.distributed.
 #pragma once
@@ -40,14 +43,19 @@ enum class ReduceOp { Sum, Mean };
 // ---- the process group ------------------------------------------------------------------------
 // Starts MPI (MPI_Init_thread, MPI_THREAD_FUNNELED: only the main thread calls MPI) when the process
 // was started by mpirun; otherwise the world is this process alone. Idempotent. argc/argv may be null.
+// Throws std::runtime_error when MPI was already finalized in this process (it cannot restart), or
+// when xgrad was built without MPI but mpirun started this process among W > 1 ranks.
 void init(int* argc = nullptr, char*** argv = nullptr);
 // Ends MPI (MPI_Finalize) if init started it. Every rank must call it; idempotent.
 void finalize();
 // init() on construction, finalize() on destruction: the first line of a distributed main().
+// Leaving its scope by an exception ends every rank (abort(1)): MPI_Finalize would wait for ranks
+// that may be waiting in a collective. A catch block that handles a failure and returns should
+// call abort(1) itself, for the same reason.
 class InitGuard {
 public:
     InitGuard(int* argc = nullptr, char*** argv = nullptr) { init(argc, argv); }
-    ~InitGuard() { finalize(); }
+    ~InitGuard();
     InitGuard(const InitGuard&) = delete;
     InitGuard& operator=(const InitGuard&) = delete;
 };
@@ -64,28 +72,34 @@ std::string describe();
 [[noreturn]] void abort(int code);
 
 // ---- collectives on tensors: every rank calls each one, in the same order ---------------------
+// Each throws ValueError on every rank when the ranks' calls differ (collective, op, root, shape)
+// or when an argument is invalid on any rank, and before init() under mpirun.
 void barrier();
 // t's values (any shape, same on every rank) become root's. Bumps t's version. No autograd.
-// Throws ValueError for a root outside [0, W) or ranks whose shapes differ.
+// Throws ValueError for an undefined t or a root outside [0, W).
 void broadcast(Tensor& t, int root = 0);
 // Elementwise sum (or mean) of t over the ranks, written into t on every rank. No autograd.
-// Throws ValueError when the ranks' shapes differ.
+// Mean divides each rank's values by W before the sum, as PyTorch's DDP, so it overflows only
+// where the mean does.
 void all_reduce(Tensor& t, ReduceOp op = ReduceOp::Sum);
 // The ranks' tensors stacked along a new first axis: t (...) → (W, ...), row r from rank r.
-// Throws ValueError when the ranks' shapes differ.
+// Throws std::runtime_error above MPI's 2 GiB per call (W·t's bytes).
 Tensor all_gather(const Tensor& t);
 
 // A row-sparse gradient summed (or averaged) over the ranks without densifying it: every rank
 // contributes its k_r (indices, rows); the union of Σ k_r rows is coalesced, duplicates summed in
 // rank order, so every rank holds the same (k ≤ Σ k_r, d) result. Cost: Σ k_r·(8 + d·sizeof(real))
 // bytes received per rank, instead of V·d·sizeof(real) for the dense all-reduce.
-// Throws ValueError when the ranks' dense shapes (V, d) differ.
+// Throws ValueError for a g whose values do not match its indices or whose indices fall outside
+// [0, V); std::runtime_error above MPI's 2 GiB per call (the rows of all ranks together).
 SparseGrad all_reduce(const SparseGrad& g, ReduceOp op = ReduceOp::Sum);
 
 // ---- collectives on plain values --------------------------------------------------------------
-// values (n,) summed or averaged elementwise over the ranks (losses, counts). Throws ValueError
-// when the ranks' n differ.
+// values (n,) summed or averaged elementwise over the ranks (losses, counts).
 void all_reduce(std::vector<double>& values, ReduceOp op = ReduceOp::Sum);
+// Every rank's text, in rank order, when they differ; empty when every rank passes the same text.
+// One round of 64-bit hashes (FNV-1a), and a second with the texts only when the hashes differ.
+std::vector<std::string> gather_if_different(const std::string& text);
 // Throws the same ValueError on every rank, naming `what` and the ranks whose text differs from
 // rank 0's, unless every rank passes the same text (compared by a 64-bit FNV-1a hash, so the text
 // itself is never sent). For configurations: flags, data, model shapes.

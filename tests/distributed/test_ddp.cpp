@@ -53,6 +53,21 @@ TEST_CASE("ddp: the constructor copies rank 0's parameters into every rank", "[d
     require_values(fc.bias, rank0.bias, 0);
 }
 
+TEST_CASE("ddp: ranks whose models differ are refused on every rank, naming the difference", "[distributed][ddp]") {
+    const int r = dist::rank();
+    if (dist::world_size() == 1) return;
+    xgrad::testing::TinyNet frozen_on_1;  // the same shapes; rank 1 freezes fc.bias
+    if (r == 1) frozen_on_1.fc->bias.requires_grad_(false);
+    REQUIRE_THROWS_WITH(dist::DistributedDataParallel(frozen_on_1),
+                        Catch::Contains("rank 1 holds another model than rank 0") &&
+                            Catch::Contains("'parameter fc.bias (2) frozen' on rank 1"));
+    xgrad::testing::TinyNet net;  // a different bucket cap, or an invalid one, on rank 1 only
+    REQUIRE_THROWS_WITH(dist::DistributedDataParallel(net, dist::DDPOptions().set_bucket_bytes(r == 1 ? 8 : 100)),
+                        Catch::Contains("'bucket_bytes 8' on rank 1 and 'bucket_bytes 100' on rank 0"));
+    nn::Linear a(3, r == 1 ? 3 : 2);
+    REQUIRE_THROWS_WITH(dist::DistributedDataParallel(a), Catch::Contains("'parameter weight (3, 3)' on rank 1"));
+}
+
 TEST_CASE("ddp: dense gradients are packed into buckets of at most bucket_bytes", "[distributed][ddp]") {
     xgrad::testing::TinyNet net;  // emb.weight (5, 3) 15 values, fc.weight (2, 3) 6, fc.bias (2,) 2
     dist::DistributedDataParallel one(net);
