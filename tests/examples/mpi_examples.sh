@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # examples/gpt and examples/char_mlp under mpirun (2 ranks), against 1 process:
 #   a. 2 ranks × B/2, 1 rank × B and 1 rank --grad-accum 2 log the same losses and end on the same
-#      weights (the summation order differs, so within a tolerance, not bit for bit);
+#      weights (the summation order differs, so within a tolerance, not bit for bit); char_mlp's
+#      weights are those of its checkpoint (model.*);
 #   b. a checkpoint of 2 ranks resumed by 1 rank, and the reverse, continues the same run;
 #   c. a rank that throws ends every rank at once: non-zero exit, its message, no hang;
 #   d. ranks started with different flags refuse, with distributed::check_same_on_all_ranks's message;
@@ -94,10 +95,10 @@ EOF
 
 # agree WHAT RUN_A RUN_B WEIGHTS_FILE: both runs' loss.csv and final weights agree.
 agree() {
-    local what=$1 a=$2 b=$3 file=$4 msg
-    if ! msg=$(same_losses "$work/$a/loss.csv" "$work/$b/loss.csv" 2>&1); then fail "$what: loss.csv: $msg"; return; fi
-    if ! msg=$(same_weights "$work/$a/$file" "$work/$b/$file" 2>&1); then fail "$what: $file: $msg"; return; fi
-    echo "ok   $what: $msg"
+    local what=$1 a=$2 b=$3 file=$4 losses weights
+    if ! losses=$(same_losses "$work/$a/loss.csv" "$work/$b/loss.csv" 2>&1); then fail "$what: loss.csv: $losses"; return; fi
+    if ! weights=$(same_weights "$work/$a/$file" "$work/$b/$file" 2>&1); then fail "$what: $file: $weights"; return; fi
+    echo "ok   $what: $losses, $weights"
 }
 
 echo "---- a. 2 ranks × B/2 = 1 rank × B = 1 rank × 2 micro-steps of B/2"
@@ -110,7 +111,9 @@ grep -q "^world  2 ranks .*global batch 4 = 2 ranks × 2 windows × grad-accum 1
     || fail "gpt 2 ranks: no world line giving the split (head of its output: $(head -n 1 "$work/gpt2.log"))"
 train mlp1 "$char_mlp" "${mlp_flags[@]}" --out "$work/mlp1"
 train mlp2 "${mpirun[@]}" -np 2 "$char_mlp" "${mlp_flags[@]}" --out "$work/mlp2"
+train mlp1acc "$char_mlp" "${mlp_flags[@]}" --grad-accum 2 --out "$work/mlp1acc"
 agree "char_mlp 2 ranks against 1" mlp2 mlp1 checkpoint.safetensors
+agree "char_mlp --grad-accum 2 against 1" mlp1acc mlp1 checkpoint.safetensors
 
 echo "---- b. a checkpoint resumes at another number of ranks"
 train gpt21a "${mpirun[@]}" -np 2 "$gpt" "${gpt_flags[@]}" --stop-after 10 --out "$work/gpt21"
