@@ -3,7 +3,9 @@
 #   xgrad_examples_common  examples/common/: checkpoint (model + optimizer + sampler state in one
 #                          safetensors file), run_log (loss CSV, progress line, loss curve, clock),
 #                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs),
-#                          cli (strict numeric flags with CLI11, up-front checks, main's errors).
+#                          cli (strict numeric flags with CLI11, up-front checks, main's errors,
+#                          which end every rank under mpirun), data_parallel (the batch rule of
+#                          W ranks × --grad-accum, rank 0 alone on stdout, the ranks' agreement).
 #                          Included as "common/checkpoint.hpp"; its include path is examples/, so
 #                          "char_mlp/model.hpp" (header-only) is reachable the same way.
 #   word2vec_lib           examples/word2vec's data and similarity code (tests/examples/test_word2vec.cpp)
@@ -15,10 +17,11 @@ set(_xgrad_examples ${CMAKE_CURRENT_LIST_DIR})
 
 find_package(CLI11 REQUIRED)
 add_library(xgrad_examples_common STATIC ${_xgrad_examples}/common/checkpoint.cpp
-            ${_xgrad_examples}/common/cli.cpp ${_xgrad_examples}/common/gnuplot.cpp
+            ${_xgrad_examples}/common/cli.cpp ${_xgrad_examples}/common/data_parallel.cpp
+            ${_xgrad_examples}/common/gnuplot.cpp
             ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/text.cpp)
 target_include_directories(xgrad_examples_common PUBLIC ${_xgrad_examples})
-target_link_libraries(xgrad_examples_common PUBLIC xgrad CLI11::CLI11)
+target_link_libraries(xgrad_examples_common PUBLIC xgrad xgrad::distributed CLI11::CLI11)
 
 add_library(word2vec_lib STATIC ${_xgrad_examples}/word2vec/corpus.cpp ${_xgrad_examples}/word2vec/similarity.cpp)
 target_link_libraries(word2vec_lib PUBLIC xgrad_examples_common)

@@ -8,20 +8,26 @@
 //
 // Run:  build/examples/char_mlp                   (defaults: about 30k steps)
 //       build/examples/char_mlp --help            (every flag, with units and defaults)
+//       mpirun -np 2 build/examples/char_mlp      (2 processes, each on its half of every batch)
 // Writes to --out: loss.csv, loss.png (if gnuplot is installed), checkpoint.safetensors.
+// Under mpirun every rank trains the same model on its slice of each batch (common/data_parallel.hpp)
+// and rank 0 alone prints and writes.
 #include <climits>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/cli.hpp"         // strict numeric flags, up-front checks, parse_and_run
+#include "common/data_parallel.hpp"  // the batch rule of W ranks × --grad-accum, rank 0's stdout
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include <xgrad/core/threads.hpp>
+#include <xgrad/distributed/ddp.hpp>
 #include "data.hpp"
 #include "model.hpp"
 #include <xgrad/optim/optim.hpp>
@@ -33,7 +39,8 @@ using namespace examples;
 
 struct Config {
     int steps = 30000;          // optimizer steps in the whole run
-    int batch_size = 128;       // examples per step
+    int batch_size = 128;       // B, examples per step, over all ranks
+    int grad_accum = 1;         // N, micro-steps per step, each of B/(W·N) examples per rank
     double lr = 3e-3;           // peak learning rate (after warmup)
     double weight_decay = 0.0;  // AdamW's decoupled decay λ
     int warmup = 500;           // steps of linear warmup (capped at steps/10 unless given)
@@ -62,12 +69,25 @@ static RunFlags trajectory_flags(const Config& c) {
             {"--seed", std::to_string(c.seed)},            {"--data", c.data}};
 }
 
+// What every rank must agree on (common/data_parallel.hpp): the trajectory, and what sets how
+// many collectives a run calls. --grad-accum and the number of ranks change the rounding only.
+static RunFlags same_on_all_ranks(const Config& c) {
+    RunFlags flags = trajectory_flags(c);
+    flags["--grad-accum"] = std::to_string(c.grad_accum);
+    flags["--stop-after"] = std::to_string(c.stop_after);
+    return flags;
+}
+
 static int run(const Config& cfg) {
     const double t0 = now_seconds();
     manual_seed(cfg.seed);
     set_num_threads(cfg.threads);
+    const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
+    const BatchSplit batch_split = split_batch(cfg.batch_size, cfg.grad_accum);
+    if (batch_split.world > 1 || batch_split.accum > 1)
+        fmt::print("{}\n", world_line(batch_split, cfg.threads, "examples"));
     std::error_code ec;
-    std::filesystem::create_directories(cfg.out, ec);
+    if (rank0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
 
     // ---- data -----------------------------------------------------------------------------
@@ -93,6 +113,7 @@ static int run(const Config& cfg) {
 
     // ---- model and optimizer -----------------------------------------------------------------
     CharMLP model(kVocab, cfg.block_size, cfg.embed_dim, cfg.hidden);
+    check_same_run("char_mlp", same_on_all_ranks(cfg), data);  // ranks started alike, on the same list
     optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
     optim::CosineWithWarmup schedule(opt, cfg.warmup, cfg.steps, /*min_lr=*/cfg.lr / 20);
     std::mt19937_64 batch_rng(cfg.seed);
@@ -103,22 +124,36 @@ static int run(const Config& cfg) {
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
+    check_same_start("char_mlp", start, batch_rng);
+    distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
     fmt::print("model  Embedding({}, {}) → Linear({}, {}) → tanh → Linear({}, {}): {} parameters\n", kVocab,
                cfg.embed_dim, cfg.block_size * cfg.embed_dim, cfg.hidden, cfg.hidden, kVocab,
                model.num_parameters());
     std::cout << opt.memory_report() << "\n";
 
     // ---- the training loop ------------------------------------------------------------------------
-    LossLog log(cfg.out + "/loss.csv", /*append=*/start > 0);  // a resumed run continues the file
+    // One step: every rank draws the same B examples; micro-step k takes this rank's b of them
+    // (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
+    // sums, so every rank holds ∇ of the mean loss over the B examples and takes the same step.
+    // Every rank evaluates too: the same weights give the same value, so a divergence stops all.
+    std::optional<LossLog> log;  // rank 0's loss.csv; a resumed run continues the file
+    if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     for (int step = start; step < end; ++step) {
-        auto [x, y] = sample_batch(train, std::size_t(cfg.batch_size), batch_rng);  // x (B, block), y (B,)
-        Tensor logits = model.forward(x);                                              // (B, V)
-        Tensor loss = nn::functional::cross_entropy(logits, y);                        // () nats
-        check_finite_loss(step + 1, loss.item());
+        const Batch batch = sample_batch(train, std::size_t(cfg.batch_size), batch_rng);  // x (B, block), y (B,)
         opt.zero_grad();
-        loss.backward();
+        double loss_sum = 0;  // Σ_k CE_k / N: this rank's mean over its N·b examples
+        for (int k = 0; k < cfg.grad_accum; ++k) {
+            const Batch mb = micro_batch(batch, batch_split, k);          // x (b, block), y (b,)
+            Tensor logits = model.forward(mb.x);                          // (b, V)
+            Tensor loss = nn::functional::cross_entropy(logits, mb.y) / real(cfg.grad_accum);  // () nats
+            loss.backward();  // the gradients add up over the micro-steps
+            loss_sum += loss.item();
+        }
+        ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
+        const double train_loss = mean_over_ranks(loss_sum);  // the B examples' mean CE, nats
+        check_finite_loss(step + 1, train_loss);             // before the step: the weights stay finite
         const double lr = *opt.param_groups()[0].lr;
         opt.step();
         schedule.step();
@@ -127,10 +162,11 @@ static int run(const Config& cfg) {
         const bool eval = (step + 1) % cfg.eval_every == 0 || last;
         const double val_loss = eval ? evaluate(model, val) : nan();
         if (eval) check_finite_loss(step + 1, val_loss, "validation");
-        if ((step + 1) % 10 == 0 || !std::isnan(val_loss)) log.write(step + 1, loss.item(), val_loss, lr);
-        if ((step + 1) % 100 == 0 || !std::isnan(val_loss)) progress.update(step + 1, loss.item(), lr, val_loss);
+        if (log && ((step + 1) % 10 == 0 || eval)) log->write(step + 1, train_loss, val_loss, lr);
+        if ((step + 1) % 100 == 0 || eval) progress.update(step + 1, train_loss, lr, val_loss);
     }
     progress.finish();
+    if (!rank0) return 0;  // the rest is rank 0's: the checkpoint, the report, the samples
     save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, data);
     if (end < cfg.steps) {
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
@@ -161,27 +197,31 @@ static int run(const Config& cfg) {
 
 // Every check that needs no data. Throws std::invalid_argument naming the flags.
 static void check_flags(const Config& c) {
+    const BatchSplit split = split_batch(c.batch_size, c.grad_accum);  // W·N divides B
     examples::require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}", c.warmup, c.steps));
     // Lower bounds in bytes: the parameters (the embedding table, the two Linear layers), each
-    // with its gradient and AdamW's two moments; the (B, block·d) input of the hidden layer and
-    // its (B, hidden) output.
-    const double V = kVocab, d = c.embed_dim, T = c.block_size, H = c.hidden, B = c.batch_size;
+    // with its gradient and AdamW's two moments; the (b, block·d) input of the hidden layer and
+    // its (b, hidden) output, for one micro-batch of b = B/(W·N) examples.
+    const double V = kVocab, d = c.embed_dim, T = c.block_size, H = c.hidden, B = split.per_rank();
     const double bytes = sizeof(real);
     examples::check_memory({{"parameters V·d + T·d·H + H·V, with gradients and AdamW's two moments",
                              4 * (V * d + T * d * H + H * V) * bytes},
-                            {"the activations B·(T·d + H) of one step", B * (T * d + H) * bytes}},
-                           fmt::format("--batch-size {}, --block-size {}, --embed-dim {} or --hidden {}", c.batch_size,
-                                       c.block_size, c.embed_dim, c.hidden));
+                            {"the activations b·(T·d + H) of one micro-step (b = B/(ranks·N))", B * (T * d + H) * bytes}},
+                           fmt::format("--batch-size {} (or raise --grad-accum), --block-size {}, --embed-dim {} or --hidden {}",
+                                       c.batch_size, c.block_size, c.embed_dim, c.hidden));
 }
 
 int main(int argc, char** argv) {
+    xgrad::distributed::InitGuard mpi(&argc, &argv);  // under mpirun: MPI; otherwise a world of 1
+    examples::print_on_rank_0_only();
     using examples::int_flag;
     using examples::real_flag;
     const double inf = std::numeric_limits<double>::infinity();
     Config cfg;
     CLI::App app{"Train a character-level MLP language model (Bengio et al. 2003) on a word list."};
     int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps in the whole run");
-    int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "examples per step");
+    int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, examples per step, over all ranks (under mpirun -np W, a multiple of W × --grad-accum)");
+    int_flag(app, "--grad-accum", cfg.grad_accum, 1, INT_MAX, "N, micro-steps per step: each rank takes B/(W·N) examples N times and adds up the gradients (the same step, less memory)");
     real_flag(app, "--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW; cosine decay to lr/20 after the warmup");
     real_flag(app, "--weight-decay", cfg.weight_decay, {0, inf}, "AdamW decoupled weight decay λ");
     auto* warmup = int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear learning-rate warmup (default: 500, or steps/10 if that is smaller); at most --steps");
@@ -192,7 +232,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)")->capture_default_str();
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but --threads, --out, --sample, --eval-every and --stop-after must match the saved run");
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but --threads, --grad-accum, --out, --sample, --eval-every and --stop-after must match the saved run (at any number of ranks)");
     int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <xgrad/core/parse.hpp>
+#include <xgrad/distributed/distributed.hpp>
 
 namespace examples {
 
@@ -146,9 +147,13 @@ void check_memory(const std::vector<MemoryNeed>& needs, const std::string& flags
 }
 
 int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, const std::function<int()>& run) {
+    namespace dist = xgrad::distributed;
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        // Every rank parses the same command line (mpirun gives each the same arguments), so every
+        // rank returns the same status; rank 0 alone says why.
+        if (dist::rank() != 0) return e.get_exit_code() == 0 ? 0 : 1;
         if (e.get_exit_code() == 0) return app.exit(e);  // --help
         fmt::print(stderr, "{}: error: {}\n(--help lists every flag with its unit and range)\n", program, e.what());
         return 1;
@@ -157,8 +162,14 @@ int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, con
         return run();
     } catch (const std::exception& e) {
         std::fflush(stdout);  // what was printed so far comes before the error
-        fmt::print(stderr, "{}: error: {}\n", program, e.what());
-        return 1;
+        if (dist::world_size() == 1) {
+            fmt::print(stderr, "{}: error: {}\n", program, e.what());
+            return 1;
+        }
+        // The other ranks may be waiting for this one in a collective, and would wait forever:
+        // MPI_Abort ends every rank of the run, and mpirun exits non-zero.
+        fmt::print(stderr, "{}: error on rank {} of {}: {}\n", program, dist::rank(), dist::world_size(), e.what());
+        dist::abort(1);
     }
 }
 

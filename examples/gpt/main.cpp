@@ -10,25 +10,31 @@
 //
 // Run:  build/examples/gpt                 (the defaults; minutes on one core)
 //       build/examples/gpt --help          (every flag, with units and defaults)
+//       mpirun -np 2 build/examples/gpt    (2 processes, each on its half of every batch; README.md)
 // Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png, checkpoint.safetensors
 // (model, optimizer and the text's vocabulary, for --resume) and model.safetensors (the weights
 // under nanoGPT's names, for bench/gpt_to_torch.py, with the vocabulary sampling needs).
+// Under mpirun every rank trains the same model on its slice of each batch (common/data_parallel.hpp)
+// and rank 0 alone prints and writes.
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/cli.hpp"         // strict numeric flags, up-front checks, parse_and_run
+#include "common/data_parallel.hpp"  // the batch rule of W ranks × --grad-accum, rank 0's stdout
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include "common/text.hpp"        // read_text: the KJV through `bible`, or a file
 #include <xgrad/core/parse.hpp>    // quoted_text
 #include <xgrad/core/threads.hpp>
+#include <xgrad/distributed/ddp.hpp>
 #include <xgrad/nn/serialize.hpp>
 #include "data.hpp"
 #include "model.hpp"
@@ -43,7 +49,8 @@ using examples::RunFlags;
 struct Config {
     GPTConfig model;              // L 4, H 4, d 128, block 64, pos learned, tied, biases, dropout 0
     int steps = 2000;             // optimizer steps (iterations) in the whole run
-    int batch_size = 12;          // windows of block+1 characters per step
+    int batch_size = 12;          // B, windows of block+1 characters per step, over all ranks
+    int grad_accum = 1;           // N, micro-steps per step, each of B/(W·N) windows per rank
     double lr = 1e-3;             // peak learning rate, reached after the warmup
     double min_lr = 1e-4;         // the cosine decay's floor, reached at the last step
     int warmup = 100;             // steps of linear warmup from 0
@@ -86,11 +93,25 @@ static RunFlags trajectory_flags(const Config& c) {
             {"--dropout", fmt::format("{}", m.dropout)},    {"--eval-batches", std::to_string(c.eval_batches)}};
 }
 
+// What every rank must agree on (common/data_parallel.hpp): the trajectory, and what sets how
+// many collectives a run calls. --grad-accum and the number of ranks change the rounding only.
+static examples::RunFlags same_on_all_ranks(const Config& c) {
+    RunFlags flags = trajectory_flags(c);
+    flags["--grad-accum"] = std::to_string(c.grad_accum);
+    flags["--stop-after"] = std::to_string(c.stop_after);
+    flags["--eval-only"] = c.eval_only ? "true" : "false";
+    return flags;
+}
+
 static int run(Config cfg, bool prompt_given) {
     const double t0 = examples::now_seconds();
     set_num_threads(cfg.threads);
+    const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
+    const examples::BatchSplit batch_split = examples::split_batch(cfg.batch_size, cfg.grad_accum);
+    if (batch_split.world > 1 || batch_split.accum > 1)
+        fmt::print("{}\n", examples::world_line(batch_split, cfg.threads, "windows"));
     std::error_code ec;
-    std::filesystem::create_directories(cfg.out, ec);
+    if (rank0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
 
     // ---- data ------------------------------------------------------------------------------
@@ -113,6 +134,7 @@ static int run(Config cfg, bool prompt_given) {
     // ---- model, optimizer, schedule ----------------------------------------------------------
     manual_seed(cfg.seed);
     GPT model(cfg.model);
+    examples::check_same_run("gpt", same_on_all_ranks(cfg), data);  // ranks started alike, on the same text
     auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
     optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
     std::mt19937_64 batch_rng(cfg.seed);
@@ -123,6 +145,8 @@ static int run(Config cfg, bool prompt_given) {
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
+    examples::check_same_start("gpt", start, batch_rng);
+    distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
     const GPTConfig& m = model.config();
     fmt::print("model  GPT: L {}, H {}, d {}, block {}, pos {}, head {}: {} parameters{}\n", m.n_layer, m.n_head, m.d,
                m.block, m.pos, m.tie ? "tied to wte" : "untied", model.num_parameters(),
@@ -138,36 +162,55 @@ static int run(Config cfg, bool prompt_given) {
     if (cfg.eval_only) {  // bench/gpt_to_torch.py compares this line with PyTorch's figure
         fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
                    evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
-        fmt::print("{}\n", heatmap());
+        if (rank0) fmt::print("{}\n", heatmap());
         return 0;
     }
-    // ---- the graph's memory, once, on the first fixed validation batch (no rng drawn) ---------
-    {
-        const std::vector<std::size_t> first(fixed_offsets(split.val.size(), int(m.block), std::size_t(cfg.batch_size)));
+    // ---- the graph's memory, once, on the first fixed validation windows (no rng drawn) --------
+    // A rank's graph holds one micro-batch of b = B/(W·N) windows at a time.
+    if (rank0) {
+        const int b = batch_split.per_rank();
+        const std::vector<std::size_t> first(fixed_offsets(split.val.size(), int(m.block), std::size_t(b)));
         const Batch w = windows(split.val, first, int(m.block));
         const std::size_t before = malloc_in_use();
         Tensor loss = nn::functional::cross_entropy(model.forward(w.x), w.y);
-        fmt::print("{}", graph_memory_report(loss, model, cfg.batch_size, malloc_in_use() - before));
+        fmt::print("{}", graph_memory_report(loss, model, b, malloc_in_use() - before));
     }
 
     // ---- the training loop ------------------------------------------------------------------------
-    LossLog log(cfg.out + "/loss.csv", /*append=*/start > 0);
+    // One step: every rank draws the same B windows; micro-step k takes this rank's b of them
+    // (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
+    // sums, so every rank holds ∇ of the mean loss over the B windows and takes the same step.
+    // Every rank evaluates too: the same weights give the same value, so a divergence stops all.
+    std::optional<LossLog> log;  // rank 0's loss.csv
+    if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     for (int step = start; step < end; ++step) {
         const double lr = *opt->param_groups()[0].lr;
-        auto [x, y] = sample_batch(split.train, cfg.batch_size, int(m.block), batch_rng);  // (B, T), (B, T)
-        const StepResult r = train_step(model, *opt, x, y, cfg.grad_clip);
-        examples::check_finite_loss(step + 1, r.loss);
+        const Batch batch = sample_batch(split.train, cfg.batch_size, int(m.block), batch_rng);  // (B, T), (B, T)
+        opt->zero_grad();
+        double loss_sum = 0;  // Σ_k CE_k / N: this rank's mean over its N·b windows
+        for (int k = 0; k < cfg.grad_accum; ++k) {
+            const Batch mb = examples::micro_batch(batch, batch_split, k);                // (b, T), (b, T)
+            Tensor loss = nn::functional::cross_entropy(model.forward(mb.x), mb.y) / real(cfg.grad_accum);  // ()
+            loss.backward();  // the gradients add up over the micro-steps
+            loss_sum += loss.item();
+        }
+        ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
+        clip_gradients(model, cfg.grad_clip);
+        opt->step();
+        const double train_loss = examples::mean_over_ranks(loss_sum);  // the B windows' mean CE, nats
+        examples::check_finite_loss(step + 1, train_loss);
         schedule.step();
 
         const bool eval = (step + 1) % cfg.eval_every == 0 || step + 1 == cfg.steps;
         const double val_loss = eval ? evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches) : nan();
         if (eval) examples::check_finite_loss(step + 1, val_loss, "validation");
-        if ((step + 1) % 10 == 0 || eval) log.write(step + 1, r.loss, val_loss, lr);
-        if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, r.loss, lr, val_loss);
+        if (log && ((step + 1) % 10 == 0 || eval)) log->write(step + 1, train_loss, val_loss, lr);
+        if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, train_loss, lr, val_loss);
     }
     progress.finish();
+    if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
     examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags, data);
     nn::Metadata model_meta = examples::fingerprint_metadata(data);  // sampling needs the vocabulary
     model_meta["format"] = "pt";
@@ -222,6 +265,7 @@ static int run(Config cfg, bool prompt_given) {
 static void check_flags(const Config& c) {
     using examples::require;
     const GPTConfig& m = c.model;
+    const examples::BatchSplit split = examples::split_batch(c.batch_size, c.grad_accum);  // W·N divides B
     require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}", c.warmup, c.steps));
     require(c.min_lr <= c.lr, fmt::format("--min-lr {} is above --lr {}", c.min_lr, c.lr));
     require(m.d % m.n_head == 0, fmt::format("--n-head {} does not divide --d {}: each head gets d/H dimensions",
@@ -234,17 +278,19 @@ static void check_flags(const Config& c) {
                                                    c.heatmap_head, m.n_head, m.n_head));
     require(!c.eval_only || !c.resume.empty(), "--eval-only needs --resume CHECKPOINT");
     // Lower bounds in bytes (model.hpp's shapes): 12·L·d² weights (c_attn 3d², c_proj d², the MLP
-    // 8d²), each with its gradient and AdamW's two moments; and the MLP's (B, T, 4d) hidden
-    // activation, which each of the L blocks keeps for backward.
-    const double L = double(m.n_layer), d = double(m.d), B = double(c.batch_size), T = double(m.block);
+    // 8d²), each with its gradient and AdamW's two moments; and the MLP's (b, T, 4d) hidden
+    // activation of one micro-batch, b = B/(W·N), which each of the L blocks keeps for backward.
+    const double L = double(m.n_layer), d = double(m.d), B = double(split.per_rank()), T = double(m.block);
     const double bytes = sizeof(real);
     examples::check_memory({{"parameters 12·L·d², with gradients and AdamW's exp_avg and exp_avg_sq", 4 * 12 * L * d * d * bytes},
-                            {"the MLP activations L·B·T·4d kept for backward", L * B * T * 4 * d * bytes}},
-                           fmt::format("--batch-size {}, --block-size {}, --d {} or --n-layer {}", c.batch_size,
-                                       m.block, m.d, m.n_layer));
+                            {"the MLP activations L·b·T·4d kept for backward (b = B/(ranks·N))", L * B * T * 4 * d * bytes}},
+                           fmt::format("--batch-size {} (or raise --grad-accum), --block-size {}, --d {} or --n-layer {}",
+                                       c.batch_size, m.block, m.d, m.n_layer));
 }
 
 int main(int argc, char** argv) {
+    xgrad::distributed::InitGuard mpi(&argc, &argv);  // under mpirun: MPI; otherwise a world of 1
+    examples::print_on_rank_0_only();
     using examples::int_flag;
     using examples::real_flag;
     const double inf = std::numeric_limits<double>::infinity();
@@ -262,7 +308,8 @@ int main(int argc, char** argv) {
     app.add_flag("--no-bias", no_bias, "no biases in the Linear and LayerNorm layers (default: biases on)");
     real_flag(app, "--dropout", m.dropout, {0, 1, false, true}, "dropout probability after the embeddings, in attention and after each residual branch");
     int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps (iterations) in the whole run");
-    int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, windows of block-size + 1 characters per step");
+    int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, windows of block-size + 1 characters per step, over all ranks (under mpirun -np W, a multiple of W × --grad-accum)");
+    int_flag(app, "--grad-accum", cfg.grad_accum, 1, INT_MAX, "N, micro-steps per step: each rank takes B/(W·N) windows N times and adds up the gradients (the same step, less memory)");
     real_flag(app, "--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW, reached after the warmup");
     real_flag(app, "--min-lr", cfg.min_lr, {0, inf}, "learning rate at the end of the cosine decay (at most --lr)");
     int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear warmup from 0 to --lr (at most --steps)");
@@ -274,7 +321,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --out, --sample, --temperature, --top-k, --prompt, --heatmap-*, --eval-every and --stop-after must match the saved run");
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --out, --sample, --temperature, --top-k, --prompt, --heatmap-*, --eval-every and --stop-after must match the saved run (at any number of ranks)");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");

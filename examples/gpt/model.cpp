@@ -117,15 +117,18 @@ std::unique_ptr<optim::AdamW> make_adamw(const GPT& model, double lr, double bet
                                           optim::AdamWOptions(lr).betas({beta1, beta2}).eps(eps));
 }
 
+double clip_gradients(GPT& model, double max_norm) {
+    const NamedTensors params = model.named_parameters();
+    return optim::clip_grad_norm_(params, max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity());
+}
+
 StepResult train_step(GPT& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
                       double max_norm) {
     opt.zero_grad();
     Tensor logits = model.forward(x);            // (B, T, V)
     Tensor loss = F::cross_entropy(logits, y);   // () nats, mean over B·T positions
     loss.backward();
-    const NamedTensors params = model.named_parameters();
-    const double norm = max_norm > 0 ? optim::clip_grad_norm_(params, max_norm)
-                                     : optim::clip_grad_norm_(params, std::numeric_limits<double>::infinity());
+    const double norm = clip_gradients(model, max_norm);
     opt.step();
     return {loss.item(), norm};
 }

@@ -119,8 +119,12 @@ struct StepResult {
     double loss;       // the batch's mean cross-entropy before the update, nats
     double grad_norm;  // ‖∇‖₂ over all parameters before clipping
 };
-// One training step, exactly as examples/gpt runs it (and as tests/reference/
-// make_gpt_reference.py does in PyTorch):
+// ‖∇‖₂ over all of the model's parameters, and every gradient scaled by max_norm / ‖∇‖₂ when the
+// norm is above max_norm (optim::clip_grad_norm_); max_norm ≤ 0 only measures.
+double clip_gradients(GPT& model, double max_norm);
+
+// One training step on one process, as examples/gpt takes it with one rank and --grad-accum 1
+// (and as tests/reference/make_gpt_reference.py does in PyTorch):
 //     zero_grad; loss = CE(model(x), y); backward; clip_grad_norm_(max_norm); opt.step()
 // x, y (B, T) int64. max_norm ≤ 0 skips clipping. The learning rate is whatever the groups hold.
 StepResult train_step(GPT& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
