@@ -138,7 +138,7 @@ def steady_rate(stdout, steps):
     """Steps per second between the progress lines of step 10 and step `steps` - 10, so that
     neither the start (data, first allocations) nor the final evaluation is counted. Each line
     gives the mean rate since the start, r_k = k / t_k, so t_k = k / r_k."""
-    rates = {int(k): float(r) for k, r in STEP_LINE.findall(stdout)}
+    rates = {int(k): float(r) for k, r in STEP_LINE.findall(stdout.replace("\r", "\n"))}  # mpirun: a tty
     a, b = 10, steps - 10
     return (b - a) / (b / rates[b] - a / rates[a])
 
