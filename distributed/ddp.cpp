@@ -103,7 +103,7 @@ void DistributedDataParallel::sync_gradients() {
 
     // Dense: one flat buffer per bucket ← the gradients (zeros where this rank has none), divided
     // by W, summed over the ranks in one all-reduce, copied back.
-    std::vector<real> buffer;
+    std::vector<real>& buffer = buffer_;  // kept between steps: no allocation, no fresh pages
     for (const std::vector<std::size_t>& members : bucket_params_) {
         buffer.clear();
         for (std::size_t i : members) {
@@ -131,9 +131,14 @@ void DistributedDataParallel::sync_gradients() {
             if (path(i) != kDense) continue;
             Tensor& p = params_[i].second;
             const std::size_t n = std::size_t(p.numel());
-            Array mean(p.data().shape());
-            std::copy_n(buffer.data() + at, n, mean.data());
-            set_leaf_grad(*p.impl(), Grad(std::move(mean)));  // replaces a sparse or missing gradient too
+            if (p.has_grad() && p.sparse_grad() == nullptr) {  // a dense gradient: overwritten in place
+                Tensor g = p.grad();
+                std::copy_n(buffer.data() + at, n, g.mutable_data().data());
+            } else {  // none, or row-sparse here: replaced by a dense one
+                Array mean(p.data().shape());
+                std::copy_n(buffer.data() + at, n, mean.data());
+                set_leaf_grad(*p.impl(), Grad(std::move(mean)));
+            }
             at += n;
         }
     }

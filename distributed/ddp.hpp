@@ -85,6 +85,7 @@ private:
     NamedTensors params_;          // the trainable parameters, named_parameters() order
     std::vector<Bucket> buckets_;
     std::vector<std::vector<std::size_t>> bucket_params_;  // indices into params_, per bucket
+    std::vector<real> buffer_;     // one bucket's gradients, flat
     SyncStats stats_;
 };
 

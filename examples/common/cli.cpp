@@ -148,15 +148,38 @@ void check_memory(const std::vector<MemoryNeed>& needs, const std::string& flags
 
 int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, const std::function<int()>& run) {
     namespace dist = xgrad::distributed;
+    std::string parse_error;  // empty: parsed
+    int parse_status = 0;
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        // Every rank parses the same command line (mpirun gives each the same arguments), so every
-        // rank returns the same status; rank 0 alone says why.
-        if (dist::rank() != 0) return e.get_exit_code() == 0 ? 0 : 1;
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help
-        fmt::print(stderr, "{}: error: {}\n(--help lists every flag with its unit and range)\n", program, e.what());
-        return 1;
+        parse_status = e.get_exit_code() == 0 ? 0 : 1;
+        parse_error = e.get_exit_code() == 0 ? "--help" : e.what();
+        if (dist::world_size() == 1) {
+            if (e.get_exit_code() == 0) return app.exit(e);
+            fmt::print(stderr, "{}: error: {}\n(--help lists every flag with its unit and range)\n", program, e.what());
+            return 1;
+        }
+        if (dist::rank() == 0 && e.get_exit_code() == 0) app.exit(e);
+    }
+    if (dist::world_size() > 1) {
+        // mpirun usually gives every rank the same command line, so every rank returns the same
+        // status and rank 0 alone says why. Ranks whose command lines parse differently (mpirun's
+        // "-np 1 A : -np 1 B") would leave some waiting in the first collective: they all stop.
+        try {
+            dist::check_same_on_all_ranks(std::string(program) + ": command line",
+                                          parse_error.empty() ? "parsed" : "error: " + parse_error);
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "{}: error on rank {} of {}: {}{}\n", program, dist::rank(), dist::world_size(),
+                       parse_error.empty() ? "" : parse_error + "; ", e.what());
+            dist::abort(1);
+        }
+        if (!parse_error.empty()) {
+            if (dist::rank() == 0 && parse_status != 0)
+                fmt::print(stderr, "{}: error: {}\n(--help lists every flag with its unit and range)\n", program,
+                           parse_error);
+            return parse_status;
+        }
     }
     try {
         return run();

@@ -70,7 +70,8 @@ std::string human_size(double bytes);
 // refused value) or any std::exception thrown by run() is printed to stderr as
 // "<program>: error: <what>" and gives exit status 1 (--help prints the help and returns 0).
 // Under mpirun (distributed::world_size() > 1) rank 0 alone prints a parse error or the help, and
-// every rank returns the same status; an exception from run() on any rank is printed as
+// every rank returns the same status; ranks whose command lines parse differently (one fails,
+// another does not) print why and end every rank; an exception from run() on any rank is printed as
 // "<program>: error on rank r of W: <what>", then distributed::abort(1) ends every rank of the run.
 int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, const std::function<int()>& run);
 
