@@ -17,6 +17,7 @@
 #include "char_mlp/model.hpp"
 #include "common/checkpoint.hpp"
 #include "common/cli.hpp"
+#include "common/data_parallel.hpp"
 #include "common/gnuplot.hpp"
 #include "common/run_log.hpp"
 #include "common/text.hpp"
@@ -340,4 +341,31 @@ TEST_CASE("gnuplot bug: an --out holding ' \" $ ` and spaces still gets its pict
     }
     CHECK(examples::plot_losses(odd, "it's \"quoted\"") == "loss curve: " + odd + "/loss.png");
     CHECK(fs::file_size(odd + "/loss.png") > 1000);
+}
+
+TEST_CASE("data_parallel: rank r's rows of micro-step k, worked by hand", "[examples_common][data_parallel]") {
+    // B 12, W 2, N 2: b = 3; k 0 → rank 0 rows 0..2, rank 1 rows 3..5; k 1 → rank 0 rows 6..8, rank 1 rows 9..11.
+    using Rows = std::pair<std::int64_t, std::int64_t>;
+    const examples::BatchSplit r0{12, 2, 2, 0}, r1{12, 2, 2, 1};
+    REQUIRE(r0.per_rank() == 3);
+    REQUIRE(r0.rows(0) == Rows{0, 3});
+    REQUIRE(r1.rows(0) == Rows{3, 6});
+    REQUIRE(r0.rows(1) == Rows{6, 9});
+    REQUIRE(r1.rows(1) == Rows{9, 12});
+    const examples::BatchSplit alone{12, 1, 1, 0};  // one process, no accumulation: the whole batch
+    REQUIRE(alone.rows(0) == Rows{0, 12});
+
+    const xgrad::IndexTensor x{{0, 1}, {2, 3}, {4, 5}, {6, 7}};  // (4, 2)
+    const xgrad::IndexTensor mid = examples::take_rows(x, 1, 3);
+    REQUIRE(mid.shape() == xgrad::Shape{2, 2});
+    REQUIRE(mid.data()(0, 0) == 2);
+    REQUIRE(mid.data()(1, 1) == 5);
+    REQUIRE_THROWS_WITH(examples::take_rows(x, 3, 5), Catch::Contains("rows [3, 5) are outside [0, 4]"));
+}
+
+TEST_CASE("data_parallel: a batch that ranks × grad-accum does not divide is refused", "[examples_common][data_parallel]") {
+    // One process (this test binary runs without mpirun): W = 1, so only --grad-accum divides.
+    REQUIRE(examples::split_batch(12, 4).per_rank() == 3);
+    REQUIRE_THROWS_WITH(examples::split_batch(12, 5),
+                        Catch::Contains("--batch-size 12 is not divisible by 1 rank × --grad-accum 5 = 5"));
 }
