@@ -77,6 +77,14 @@ void require_init(const char* op) {
                                      op));
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t at = 0;
+    for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(text.substr(at, nl - at));
+    lines.push_back(text.substr(at));
+    return lines;
+}
+
 const char* name(ReduceOp op) { return op == ReduceOp::Sum ? "Sum" : "Mean"; }
 
 void scale(real* p, std::size_t n, real c) {
@@ -197,21 +205,26 @@ void all_reduce(std::vector<double>& values, ReduceOp op) {
 }
 
 void check_same_on_all_ranks(const std::string& what, const std::string& text) {
-    // Only the text's hash is compared, so that a configuration is never sent whole; a rank in
-    // another collective at this point is told so by the listing of the signatures.
+    // Round 1 compares the texts' hashes inside a signature, so that a rank in another collective
+    // at this point is told so; only when they differ are the texts themselves gathered, to name
+    // the first line where a rank departs from rank 0.
     const std::string signature = fmt::format("check_same_on_all_ranks({}) {:016x}", what, fnv1a64(text));
     const std::vector<std::string> all = gather_if_different(signature);
     if (all.empty()) return;
     const std::string prefix = fmt::format("check_same_on_all_ranks({}) ", what);
+    for (const std::string& s : all)
+        if (s.rfind(prefix, 0) != 0) throw_disagreement("check_same_on_all_ranks", all);  // another call
+    const std::vector<std::string> texts = gather_strings(text);
     std::vector<int> differ;
-    for (std::size_t r = 0; r < all.size(); ++r) {
-        if (all[r].rfind(prefix, 0) != 0) throw_disagreement("check_same_on_all_ranks", all);  // another call
+    for (std::size_t r = 1; r < all.size(); ++r)
         if (all[r] != all[0]) differ.push_back(int(r));
-    }
-    throw ValueError(fmt::format("{}: rank{} {} differ{} from rank 0; every rank must be started with the same "
-                                 "configuration",
-                                 what, differ.size() > 1 ? "s" : "", fmt::join(differ, ", "),
-                                 differ.size() > 1 ? "" : "s"));
+    const std::vector<std::string> ours = lines_of(texts[0]), theirs = lines_of(texts[std::size_t(differ[0])]);
+    std::size_t i = 0;
+    while (i < ours.size() && i < theirs.size() && ours[i] == theirs[i]) ++i;
+    auto line = [&](const std::vector<std::string>& v) { return i < v.size() ? "'" + v[i] + "'" : std::string("nothing"); };
+    throw ValueError(fmt::format("{}: rank{} {} differ{} from rank 0: line {} is {} on rank {} and {} on rank 0", what,
+                                 differ.size() > 1 ? "s" : "", fmt::join(differ, ", "), differ.size() > 1 ? "" : "s",
+                                 i + 1, line(theirs), differ[0], line(ours)));
 }
 
 }  // namespace xgrad::distributed

@@ -16,40 +16,14 @@ namespace xgrad::distributed {
 
 namespace {
 
-std::vector<std::string> split(const std::string& text) {
-    std::vector<std::string> lines;
-    std::size_t at = 0;
-    for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(text.substr(at, nl - at));
-    lines.push_back(text.substr(at));
-    return lines;
-}
-
 // One line per parameter (name, shape, trainable) and buffer, and the bucket cap: what every rank
 // must agree on for the buckets to hold the same gradients at the same offsets.
-std::vector<std::string> model_lines(const nn::Module& m, std::size_t bucket_bytes) {
-    std::vector<std::string> lines;
+std::string model_lines(const nn::Module& m, std::size_t bucket_bytes) {
+    std::string lines;
     for (const auto& [name, p] : m.named_parameters())
-        lines.push_back(fmt::format("parameter {} {}{}", name, shape_str(p.shape()), p.requires_grad() ? "" : " frozen"));
-    for (const auto& [name, b] : m.named_buffers()) lines.push_back(fmt::format("buffer {} {}", name, shape_str(b.shape())));
-    lines.push_back(fmt::format("bucket_bytes {}", bucket_bytes));
-    return lines;
-}
-
-// Throws the same ValueError on every rank, naming the first line where a rank differs from rank 0.
-void check_same_model(const std::vector<std::string>& lines) {
-    const std::vector<std::string> all = gather_if_different(fmt::format("{}", fmt::join(lines, "\n")));
-    if (all.empty()) return;
-    const std::vector<std::string> first = split(all[0]);
-    for (std::size_t r = 1; r < all.size(); ++r) {
-        const std::vector<std::string> theirs = split(all[r]);
-        for (std::size_t i = 0; i < std::max(first.size(), theirs.size()); ++i) {
-            const std::string a = i < first.size() ? first[i] : "(nothing)", b = i < theirs.size() ? theirs[i] : "(nothing)";
-            if (a != b)
-                throw ValueError(fmt::format("DistributedDataParallel: rank {} holds another model than rank 0: "
-                                             "line {} is '{}' on rank {} and '{}' on rank 0",
-                                             r, i + 1, b, r, a));
-        }
-    }
+        lines += fmt::format("parameter {} {}{}\n", name, shape_str(p.shape()), p.requires_grad() ? "" : " frozen");
+    for (const auto& [name, b] : m.named_buffers()) lines += fmt::format("buffer {} {}\n", name, shape_str(b.shape()));
+    return lines + fmt::format("bucket_bytes {}", bucket_bytes);
 }
 
 enum Kind : int { kNone = 0, kSparse = 1, kDense = 2 };
@@ -62,7 +36,9 @@ Kind kind_of(const Tensor& p) {
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
-    check_same_model(model_lines(module, options.bucket_bytes));  // first: a bad option on one rank is seen by all
+    // First: a bad option on one rank is then seen by all.
+    check_same_on_all_ranks("DistributedDataParallel: the model (parameters, buffers, bucket_bytes)",
+                            model_lines(module, options.bucket_bytes));
     check(options.bucket_bytes > 0, "DistributedDataParallel", "bucket_bytes must be positive, got 0");
     {
         NoGradGuard no_grad;  // θ_r ← θ_0 on every rank, parameters and buffers alike
@@ -90,6 +66,7 @@ void DistributedDataParallel::sync_gradients() {
     stats_ = SyncStats{};
     const std::size_t P = params_.size();
     const double W = world_size();
+    if (W == 1) return;  // alone, every gradient is already its own mean
 
     // Round 1: for each parameter, how many ranks hold a dense and how many a row-sparse gradient.
     std::vector<double> counts(2 * P, 0.0);  // [dense_0, sparse_0, dense_1, sparse_1, ...]

@@ -58,7 +58,7 @@ struct Bucket {
 
 // What the last sync_gradients() sent.
 struct SyncStats {
-    std::size_t all_reduces = 0;    // MPI all-reduce calls for the dense buckets
+    std::size_t all_reduces = 0;    // all-reduce calls for the dense buckets (0 with one rank)
     std::size_t dense_bytes = 0;    // bytes of dense gradient each rank contributed
     std::size_t sparse_rows = 0;    // rows of row-sparse gradient this rank contributed
     double seconds = 0;             // wall time of the call, s
@@ -66,14 +66,16 @@ struct SyncStats {
 
 class DistributedDataParallel {
 public:
-    // Checks that every rank holds the same parameter and buffer names and shapes, then copies rank
-    // 0's values into every rank's (broadcast). Collective: every rank constructs it together.
-    // Throws ValueError naming the ranks whose model differs, or for bucket_bytes 0.
+    // Checks that every rank holds the same parameter and buffer names and shapes, the same frozen
+    // parameters and the same bucket_bytes, then copies rank 0's values into every rank's
+    // (broadcast). Collective: every rank constructs it together. Throws ValueError naming the
+    // first line where a rank's model differs from rank 0's, or for bucket_bytes 0.
     explicit DistributedDataParallel(nn::Module& module, DDPOptions options = {});
 
     // Every parameter's gradient becomes its mean over the ranks (see above). A parameter no rank
     // has a gradient for keeps none; one that only some ranks have counts as zeros on the others.
-    // Collective. Call after the last backward of the step, before clipping and opt.step().
+    // Collective. Call after the last backward of the step, before clipping and opt.step(). With
+    // one rank it returns at once. Forgetting it is not detected: the ranks' weights drift apart.
     void sync_gradients();
 
     nn::Module& module() { return module_; }

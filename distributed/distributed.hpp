@@ -49,9 +49,11 @@ void init(int* argc = nullptr, char*** argv = nullptr);
 // Ends MPI (MPI_Finalize) if init started it. Every rank must call it; idempotent.
 void finalize();
 // init() on construction, finalize() on destruction: the first line of a distributed main().
-// Leaving its scope by an exception ends every rank (abort(1)): MPI_Finalize would wait for ranks
-// that may be waiting in a collective. A catch block that handles a failure and returns should
-// call abort(1) itself, for the same reason.
+// A failure must end every rank, not only its own: MPI_Finalize, and the other ranks' next
+// collective, would wait for it forever. So main() catches, prints and calls abort(1):
+//     try { ... } catch (const std::exception& e) { std::cerr << e.what() << "\n"; distributed::abort(1); }
+// (an exception that leaves main() uncaught ends the process without unwinding: mpirun then stops
+// the others). The guard's destructor also calls abort(1) when an exception unwinds through it.
 class InitGuard {
 public:
     InitGuard(int* argc = nullptr, char*** argv = nullptr) { init(argc, argv); }
@@ -100,9 +102,11 @@ void all_reduce(std::vector<double>& values, ReduceOp op = ReduceOp::Sum);
 // Every rank's text, in rank order, when they differ; empty when every rank passes the same text.
 // One round of 64-bit hashes (FNV-1a), and a second with the texts only when the hashes differ.
 std::vector<std::string> gather_if_different(const std::string& text);
-// Throws the same ValueError on every rank, naming `what` and the ranks whose text differs from
-// rank 0's, unless every rank passes the same text (compared by a 64-bit FNV-1a hash, so the text
-// itself is never sent). For configurations: flags, data, model shapes.
+// Throws the same ValueError on every rank unless every rank passes the same text, naming `what`,
+// the ranks whose text differs from rank 0's, and the first differing line ("flags: rank 1 differs
+// from rank 0: line 3 is '--lr=0.002' on rank 1 and '--lr=0.001' on rank 0"). The texts are
+// compared by a 64-bit FNV-1a hash and sent only when they differ. For configurations: flags, data,
+// model shapes.
 void check_same_on_all_ranks(const std::string& what, const std::string& text);
 
 }  // namespace xgrad::distributed

@@ -113,7 +113,7 @@ static int run(const Config& cfg) {
 
     // ---- model and optimizer -----------------------------------------------------------------
     CharMLP model(kVocab, cfg.block_size, cfg.embed_dim, cfg.hidden);
-    check_same_run("char_mlp", same_on_all_ranks(cfg), data);  // ranks started alike, on the same list
+    check_same_run(same_on_all_ranks(cfg), data);  // ranks started alike, on the same list
     optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
     optim::CosineWithWarmup schedule(opt, cfg.warmup, cfg.steps, /*min_lr=*/cfg.lr / 20);
     std::mt19937_64 batch_rng(cfg.seed);
@@ -124,7 +124,7 @@ static int run(const Config& cfg) {
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
-    check_same_start("char_mlp", start, batch_rng);
+    check_same_start(start, batch_rng);
     distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
     fmt::print("model  Embedding({}, {}) → Linear({}, {}) → tanh → Linear({}, {}): {} parameters\n", kVocab,
                cfg.embed_dim, cfg.block_size * cfg.embed_dim, cfg.hidden, cfg.hidden, kVocab,
@@ -140,7 +140,9 @@ static int run(const Config& cfg) {
     if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
+    SyncTimer sync_timer;  // the all-reduce's share of the steps
     for (int step = start; step < end; ++step) {
+        sync_timer.start_step();
         const Batch batch = sample_batch(train, std::size_t(cfg.batch_size), batch_rng);  // x (B, block), y (B,)
         opt.zero_grad();
         double loss_sum = 0;  // Σ_k CE_k / N: this rank's mean over its N·b examples
@@ -156,6 +158,7 @@ static int run(const Config& cfg) {
         check_finite_loss(step + 1, train_loss);             // before the step: the weights stay finite
         const double lr = *opt.param_groups()[0].lr;
         opt.step();
+        sync_timer.end_step(ddp.last_sync());
         schedule.step();
 
         const bool last = step + 1 == cfg.steps;
@@ -166,6 +169,7 @@ static int run(const Config& cfg) {
         if ((step + 1) % 100 == 0 || eval) progress.update(step + 1, train_loss, lr, val_loss);
     }
     progress.finish();
+    if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     if (!rank0) return 0;  // the rest is rank 0's: the checkpoint, the report, the samples
     save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, data);
     if (end < cfg.steps) {

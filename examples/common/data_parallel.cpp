@@ -16,6 +16,8 @@
 #include <xgrad/core/error.hpp>
 #include <xgrad/distributed/distributed.hpp>
 
+#include "common/run_log.hpp"  // now_seconds
+
 namespace examples {
 
 namespace dist = xgrad::distributed;
@@ -69,17 +71,33 @@ void print_on_rank_0_only() {
     ::close(null);
 }
 
-void check_same_run(const std::string& program, const RunFlags& flags, const TextFingerprint& data) {
+void check_same_run(const RunFlags& flags, const TextFingerprint& data) {
     std::string text;
-    for (const auto& [name, value] : flags) text += name + "=" + value + "\n";
+    for (const auto& [name, value] : flags) text += name + " " + value + "\n";
     text += fmt::format("data {} bytes, FNV-1a {:016x}, vocabulary {}\n", data.text_bytes, data.text_fnv1a, data.vocab);
-    dist::check_same_on_all_ranks(program + ": flags and data", text);
+    dist::check_same_on_all_ranks("flags and data", text);  // parse_and_run's error line names the program
 }
 
-void check_same_start(const std::string& program, int step, const std::mt19937_64& batch_rng) {
+void check_same_start(int step, const std::mt19937_64& batch_rng) {
     std::ostringstream state;
     state << "step " << step << "\nbatch_rng " << batch_rng;
-    dist::check_same_on_all_ranks(program + ": the step and batch sampler to start from (--resume)", state.str());
+    dist::check_same_on_all_ranks("the step and batch sampler to start from (--resume)", state.str());
+}
+
+void SyncTimer::start_step() { step_start_ = now_seconds(); }
+
+void SyncTimer::end_step(const xgrad::distributed::SyncStats& last_sync) {
+    step_seconds_ += now_seconds() - step_start_;
+    sync_seconds_ += last_sync.seconds;
+    bytes_ = last_sync.dense_bytes;
+    ++steps_;
+}
+
+std::string SyncTimer::line() const {
+    if (dist::world_size() == 1 || steps_ == 0) return "";
+    return fmt::format("data parallel    gradient all-reduce {:.2f} ms per step ({:.1f}% of a step), {} bytes from "
+                       "each rank per step",
+                       1e3 * sync_seconds_ / steps_, 100 * sync_seconds_ / step_seconds_, bytes_);
 }
 
 double mean_over_ranks(double value) {

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include <xgrad/core/tensor.hpp>
+#include <xgrad/distributed/ddp.hpp>
 
 #include "common/checkpoint.hpp"  // RunFlags, TextFingerprint
 
@@ -73,13 +74,30 @@ std::string world_line(const BatchSplit& split, int threads, const std::string& 
 void print_on_rank_0_only();
 
 // ---- the ranks agree -----------------------------------------------------------------------------
-// Throws the same ValueError on every rank ("<program>: flags and data: rank 1 differs from rank
-// 0; ...", distributed::check_same_on_all_ranks) unless every rank was started with the same
-// `flags` and read the same data. Collective. With W = 1 it returns at once.
-void check_same_run(const std::string& program, const RunFlags& flags, const TextFingerprint& data);
+// Throws the same ValueError on every rank ("flags and data: rank 1 differs from rank 0: line 12 is
+// '--lr 0.002' on rank 1 and '--lr 0.001' on rank 0", distributed::check_same_on_all_ranks) unless
+// every rank was started with the same `flags` (one line each, in name order) and read the same data (the last
+// line). Collective. With W = 1 it returns at once.
+void check_same_run(const RunFlags& flags, const TextFingerprint& data);
 // The same for the state a run starts from (the step, and batch_rng after a --resume): a rank
 // that resumed from another checkpoint than rank 0 would take another number of steps.
-void check_same_start(const std::string& program, int step, const std::mt19937_64& batch_rng);
+void check_same_start(int step, const std::mt19937_64& batch_rng);
+
+// ---- what the all-reduce costs --------------------------------------------------------------------
+// Times each training step and the gradient all-reduce inside it (DistributedDataParallel's
+// last_sync()), for the line printed after training on W > 1 ranks (bench/compare.py's T4 reads it):
+//   data parallel    gradient all-reduce 2.31 ms per step (9.5% of a step), 3243520 bytes from each rank per step
+class SyncTimer {
+public:
+    void start_step();                                               // before the step's first forward
+    void end_step(const xgrad::distributed::SyncStats& last_sync);  // after opt.step()
+    std::string line() const;  // "" with one rank or before any step
+
+private:
+    int steps_ = 0;
+    double step_start_ = 0, step_seconds_ = 0, sync_seconds_ = 0;  // s
+    std::size_t bytes_ = 0;
+};
 
 // The mean of `value` over the ranks (an all-reduce of one double; `value` itself when W = 1).
 // Collective: every rank calls it at the same step.

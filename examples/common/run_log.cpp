@@ -1,6 +1,8 @@
 // examples/common/run_log.cpp — the loss CSV, the progress line, the loss curve, the clock.
 #include "common/run_log.hpp"
 
+#include <xgrad/distributed/distributed.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,7 +104,11 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
     return run_gnuplot(dir + "/loss.gp", gp.str(), dir + "/loss.png", "loss curve");
 }
 
-Progress::Progress(int first, int total) : first_(first), total_(total), tty_(::isatty(STDOUT_FILENO)), start_(now_seconds()) {}
+// Under mpirun rank 0's stdout is a pseudo-terminal even when mpirun's own output goes to a file,
+// so there one line per update is written, as in a log.
+Progress::Progress(int first, int total)
+    : first_(first), total_(total), tty_(::isatty(STDOUT_FILENO) && xgrad::distributed::world_size() == 1),
+      start_(now_seconds()) {}
 
 void Progress::update(int step, double loss, double lr, double val_loss) {
     if (!std::isnan(val_loss)) last_val_ = val_loss;
@@ -115,8 +121,9 @@ void Progress::update(int step, double loss, double lr, double val_loss) {
     const std::string val = show_val ? fmt::format("  val {:.4f}", last_val_) : "";
     const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.{}f} steps/s  ETA {:>4.0f} s{}",
                                          step, total_, loss, lr, rate, rate < 100 ? 2 : 0, eta, val);  // slow runs: 2 decimals
-    if (tty_) fmt::print("\r{:<100}", line), std::fflush(stdout);
+    if (tty_) fmt::print("\r{:<100}", line);
     else fmt::print("{}\n", line);
+    std::fflush(stdout);  // a log file (nohup, > log, | tee) is block-buffered: each line now
 }
 
 void Progress::finish() {

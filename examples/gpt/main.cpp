@@ -134,7 +134,7 @@ static int run(Config cfg, bool prompt_given) {
     // ---- model, optimizer, schedule ----------------------------------------------------------
     manual_seed(cfg.seed);
     GPT model(cfg.model);
-    examples::check_same_run("gpt", same_on_all_ranks(cfg), data);  // ranks started alike, on the same text
+    examples::check_same_run(same_on_all_ranks(cfg), data);  // ranks started alike, on the same text
     auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
     optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
     std::mt19937_64 batch_rng(cfg.seed);
@@ -145,7 +145,7 @@ static int run(Config cfg, bool prompt_given) {
         schedule.set_step(start);
         fmt::print("resume {} at step {}\n", cfg.resume, start);
     }
-    examples::check_same_start("gpt", start, batch_rng);
+    examples::check_same_start(start, batch_rng);
     distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
     const GPTConfig& m = model.config();
     fmt::print("model  GPT: L {}, H {}, d {}, block {}, pos {}, head {}: {} parameters{}\n", m.n_layer, m.n_head, m.d,
@@ -185,9 +185,9 @@ static int run(Config cfg, bool prompt_given) {
     if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
-    double step_seconds = 0, sync_seconds = 0;  // training steps alone, and their all-reduces, s
+    examples::SyncTimer sync_timer;  // the all-reduce's share of the steps
     for (int step = start; step < end; ++step) {
-        const double step_start = examples::now_seconds();
+        sync_timer.start_step();
         const double lr = *opt->param_groups()[0].lr;
         const Batch batch = sample_batch(split.train, cfg.batch_size, int(m.block), batch_rng);  // (B, T), (B, T)
         opt->zero_grad();
@@ -201,8 +201,7 @@ static int run(Config cfg, bool prompt_given) {
         ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
         clip_gradients(model, cfg.grad_clip);
         opt->step();
-        step_seconds += examples::now_seconds() - step_start;
-        sync_seconds += ddp.last_sync().seconds;
+        sync_timer.end_step(ddp.last_sync());
         const double train_loss = examples::mean_over_ranks(loss_sum);  // the B windows' mean CE, nats
         examples::check_finite_loss(step + 1, train_loss);
         schedule.step();
@@ -214,10 +213,7 @@ static int run(Config cfg, bool prompt_given) {
         if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, train_loss, lr, val_loss);
     }
     progress.finish();
-    if (batch_split.world > 1 && end > start)  // bench/compare.py (T4) reads this line
-        fmt::print("data parallel    gradient all-reduce {:.2f} ms per step ({:.1f}% of a step), {} bytes from each "
-                   "rank per step\n",
-                   1e3 * sync_seconds / (end - start), 100 * sync_seconds / step_seconds, ddp.last_sync().dense_bytes);
+    if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
     examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags, data);
     nn::Metadata model_meta = examples::fingerprint_metadata(data);  // sampling needs the vocabulary

@@ -158,7 +158,8 @@ TEST_CASE("distributed: ranks that disagree get the same clear error, never a ha
     if (r == 0) REQUIRE_THROWS_WITH(dist::broadcast(same), Catch::Contains("disagree on the collective"));
     else REQUIRE_THROWS_WITH(dist::all_reduce(same), Catch::Contains("disagree on the collective"));
     REQUIRE_THROWS_WITH(dist::check_same_on_all_ranks("gpt: flags", fmt::format("--steps {}", r == 1 ? 21 : 20)),
-                        Catch::Contains("gpt: flags: rank 1 differs from rank 0"));
+                        Catch::Contains("gpt: flags: rank 1 differs from rank 0: line 1 is '--steps 21' on rank 1 and "
+                                        "'--steps 20' on rank 0"));
     dist::check_same_on_all_ranks("gpt: flags", "--steps 20");  // equal texts pass
     // Calls that differ only in their op, or where one rank's argument is invalid: every rank throws.
     Tensor u = ones({2});
