@@ -51,9 +51,7 @@ std::vector<std::string> gather_strings(const std::string& mine) {
     return out;
 }
 
-// Throws the same ValueError on every rank unless every rank passes the same signature (the
-// collective, its op or root, the shape, e.g. "all_reduce Sum of (4, 3)"), then throws on every
-// rank if `invalid` (the same on all, since it is part of the signature) names a bad argument.
+// The error every rank throws when the ranks' signatures `all` differ, listing each rank's.
 [[noreturn]] void throw_disagreement(const char* op, const std::vector<std::string>& all) {
     std::string listing;
     for (std::size_t r = 0; r < all.size(); ++r) listing += fmt::format("{}rank {}: {}", r ? ", " : "", r, all[r]);
@@ -62,6 +60,9 @@ std::vector<std::string> gather_strings(const std::string& mine) {
                                  op, listing));
 }
 
+// Throws the same ValueError on every rank unless every rank passes the same signature (the
+// collective, its op or root, the shape, e.g. "all_reduce Sum of (4, 3)"), then throws on every
+// rank if `invalid` (the same on all, since it is part of the signature) names a bad argument.
 void check_agree(const char* op, const std::string& signature, const std::string& invalid = "") {
     const std::string mine = invalid.empty() ? signature : fmt::format("{} (invalid: {})", op, invalid);
     const std::vector<std::string> all = gather_if_different(mine);
