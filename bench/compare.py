@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6 and T1–T4 and print one table.
+"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6, T1–T4 and T4gen and print one table.
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
@@ -67,10 +67,19 @@ def run(cmd, env_extra, rusage=False):
         return p.stdout, (int(rss.read().split()[-1]) * 1024 if rusage else None)  # %M is in KiB
 
 
-def xgrad_group(args, regex):
-    out, _ = run([os.path.join(args.build, "bench", "xgrad_bench"), "--threads", str(args.threads),
-                  f"--benchmark_filter={regex}", f"--benchmark_min_time={args.min_time}",
-                  "--benchmark_format=json"], {"OPENBLAS_NUM_THREADS": "1"})  # set_num_threads keeps it at 1
+def xgrad_group(args, regex, soft=False):
+    """Seconds per iteration of each xgrad_bench benchmark matching regex. soft: {} instead of
+    exiting when the binary is missing, fails, or has no benchmark matching regex."""
+    cmd = [os.path.join(args.build, "bench", "xgrad_bench"), "--threads", str(args.threads),
+           f"--benchmark_filter={regex}", f"--benchmark_min_time={args.min_time}", "--benchmark_format=json"]
+    env = {"OPENBLAS_NUM_THREADS": "1"}  # set_num_threads keeps it at 1
+    if not soft:
+        out, _ = run(cmd, env)
+    elif not os.access(cmd[0], os.X_OK):
+        return {}
+    else:
+        p = subprocess.run(cmd, capture_output=True, env=dict(os.environ, **env), text=True)
+        out = p.stdout if p.returncode == 0 and p.stdout.strip() else '{"benchmarks": []}'
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     res = {}
     for b in json.loads(out)["benchmarks"]:
@@ -181,6 +190,66 @@ def t4(args, rep):
         return {k: (v * tokens_per_step if k != "allreduce_share" else v) for k, v in r.items()}
 
 
+# T4gen: generating T4GEN_NEW tokens after a 64-token prompt, B 1, with the model of
+# torch_peer.py's t4gen() (nanoGPT's layout, L 4, H 4, d 128, block 512, V 65).
+T4GEN_NEW = 512
+
+
+def t4gen(args):
+    """xgrad_bench's T4gen_kv_cache and T4gen_recompute (one generation of T4GEN_NEW tokens per
+    iteration; None while the binary has no such benchmark), then torch_peer.py --workload T4gen:
+    nanoGPT's generate, the model's byte counts and the copy bandwidth, in one process.
+
+    The bandwidth bound of a cached token: it must read every weight once and the keys and values
+    of every cached position, bytes = weights + kv_per_position · mean cached length, so at most
+    bandwidth / bytes tokens per second come out of memory."""
+    xg = xgrad_group(args, r"^T4gen_", soft=True)
+    out, _ = run([PYTHON, os.path.join(HERE, "torch_peer.py"), "--workload", "T4gen", "--threads",
+                  str(args.threads), "--min-time", str(args.min_time)],
+                 {"OMP_NUM_THREADS": str(args.threads), "OPENBLAS_NUM_THREADS": str(args.threads)})
+    peer = {r["name"]: r for r in map(json.loads, out.splitlines())}
+    gen, copy = peer["T4gen_torch_recompute"], peer["T4gen_copy_bandwidth"]
+    kv_bytes = gen["kv_bytes_per_position"] * gen["mean_cached_positions"]
+    bytes_per_token = gen["weight_bytes"] + kv_bytes
+    r = {f"xgrad_{k}": (T4GEN_NEW / xg[f"T4gen_{k}"] if f"T4gen_{k}" in xg else None)
+         for k in ("kv_cache", "recompute")}
+    r.update(torch_recompute=T4GEN_NEW / gen["seconds_per_step"], bandwidth=copy["bytes_per_s"],
+             copy_bytes=copy["copy_bytes"], weight_bytes=gen["weight_bytes"], kv_bytes=kv_bytes,
+             kv_bytes_per_position=gen["kv_bytes_per_position"], mean_cached=gen["mean_cached_positions"],
+             bound=copy["bytes_per_s"] / bytes_per_token)
+    return r
+
+
+def t4gen_rows(runs):
+    """The T4gen rows of the table; xgrad's cells read "not built" while its benchmarks are missing."""
+    tok = lambda v: f"{v:,.1f}"
+    ratio = lambda v: f"{v:.2f}x"
+    built = lambda key: all(g[key] is not None for g in runs)
+    col = lambda key, f=tok: fmt_range([g[key] for g in runs], f) if built(key) else "not built"
+    div = lambda a, b, f=ratio, missing="": (fmt_range([g[a] / g[b] for g in runs], f) if built(a) and built(b)
+                                             else missing)
+    g0 = runs[0]
+    rows = [("T4gen generate 512 after 64 tokens (L4 H4 d128 block 512 V65): KV cache vs nanoGPT's generate",
+             "tokens/s", col("xgrad_kv_cache"), col("torch_recompute"),
+             div("xgrad_kv_cache", "torch_recompute"), "", ""),
+            ("T4gen   xgrad recompute vs PyTorch", "tokens/s", col("xgrad_recompute"), col("torch_recompute"),
+             div("xgrad_recompute", "torch_recompute"), "", ""),
+            ("T4gen   xgrad KV cache / xgrad recompute", "ratio",
+             div("xgrad_kv_cache", "xgrad_recompute", missing="not built"), "", "",
+             ">= 10x", met_at_least([g["xgrad_kv_cache"] / g["xgrad_recompute"] for g in runs], 10)
+             if built("xgrad_kv_cache") and built("xgrad_recompute") else ""),
+            (f"T4gen   copy bandwidth: {g0['copy_bytes'] // MB} MiB numpy copy, 1 thread, bytes read + written",
+             "GB/s", col("bandwidth", lambda v: f"{v / 1e9:.1f}"), "", "", "", ""),
+            (f"T4gen   bound: bandwidth / (weights {g0['weight_bytes'] / 1e6:.2f} MB + KV cache "
+             f"{g0['kv_bytes_per_position']:,} B x {g0['mean_cached']:.1f} mean cached positions)",
+             "tokens/s", col("bound"), "", "", "", ""),
+            ("T4gen   xgrad KV cache / bound", "ratio",
+             div("xgrad_kv_cache", "bound", lambda v: f"{100 * v:.0f}%", "not built"),
+             "", "", ">= 50%", met_at_least([g["xgrad_kv_cache"] / g["bound"] for g in runs], 0.5)
+             if built("xgrad_kv_cache") else "")]
+    return rows
+
+
 def met_at_least(values, target):
     """yes when every repeat reaches target, no when none does, mixed otherwise."""
     return "yes" if min(values) >= target else "no" if max(values) < target else "mixed"
@@ -214,7 +283,8 @@ def print_table(args, title, load, header, rows, date):
         "Written whole by `bench/compare.py --markdown` from the run described below; never edited by",
         "hand. The workloads are defined in `bench/xgrad_bench.cpp` and `bench/torch_peer.py` (W6: the",
         "default `examples/char_mlp` run; T3: the default `examples/gpt` run and `bench/torch_gpt.py`;",
-        "T4: examples/gpt's default step in several processes, `t4()` in `bench/compare.py`).",
+        "T4: examples/gpt's default step in several processes, `t4()` in `bench/compare.py`; T4gen:",
+        "generation with and without the KV cache, `t4gen()` in `bench/compare.py` and `bench/torch_peer.py`).",
         "",
         f"- Run: {title}",
         f"- Machine: {machine(load)}",
@@ -225,7 +295,8 @@ def print_table(args, title, load, header, rows, date):
         "",
         "Units: steps/s are the workload's steps per second, higher is better (W1-W4 and T1: a training",
         "step, forward, backward and update; T2: one op's forward and backward); tokens/s are T4's",
-        "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10); W5's",
+        "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10), T4gen's",
+        "new tokens generated per second (512 per generation); GB/s and MB are 10^9 bytes/s and 10^6 bytes; W5's",
         "GFLOP/s count 2·m·k·n per matmul; MiB are 2^20 bytes of peak resident memory (GNU time's %M);",
         "s are seconds of wall time. A ratio is xgrad's figure over PyTorch's (for time ratios, the",
         "lower the better). A cell gives the median over the repeats and [min – max]. \"met\" is yes",
@@ -248,7 +319,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4", help="comma-separated workloads (default all)")
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4,T4gen",
+                    help="comma-separated workloads (default all)")
     ap.add_argument("--t4-steps", type=int, default=200, help="T4: steps of each examples/gpt run (default 200)")
     ap.add_argument("--w6-steps", type=int, default=0,
                     help="W6: stop both char_mlp runs after this many steps (default 0: the whole default run)")
@@ -267,7 +339,7 @@ def main():
     date, load_start = datetime.datetime.now(datetime.timezone.utc), os.getloadavg()
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
     pt = [dict() for _ in range(args.repeats)]
-    mem, gpt_runs, dp_runs = [], [], []
+    mem, gpt_runs, dp_runs, gen_runs = [], [], [], []
     for rep in range(args.repeats):
         for w in only:
             print(f"[repeat {rep + 1}/{args.repeats}] {w} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
@@ -276,6 +348,9 @@ def main():
                 continue
             if w == "T4":
                 dp_runs.append(t4(args, rep))
+                continue
+            if w == "T4gen":
+                gen_runs.append(t4gen(args))
                 continue
             if w == "T3":
                 if os.path.exists(os.path.join(args.build, "examples", "gpt")):
@@ -383,6 +458,8 @@ def main():
                      ">= 90%", met_at_least(eff, 0.9)))
         rows.append(("T4   gradient all-reduce's share of a 2-rank step", "%",
                      fmt_range([100 * d["allreduce_share"] for d in dp_runs], lambda v: f"{v:.1f}%"), "", "", "", ""))
+    if gen_runs:
+        rows += t4gen_rows(gen_runs)
     print_table(args, f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
@@ -390,6 +467,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs, "t4": dp_runs,
+                       "t4gen": gen_runs,
                        "load": [load_start, load_end]}, f, indent=1)
 
 

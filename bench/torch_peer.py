@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/torch_peer.py — PyTorch's side of the comparison (issue 5).
+"""bench/torch_peer.py — PyTorch's side of the comparison.
 
 The same workloads as bench/xgrad_bench.cpp, with the same shapes and hyperparameters, timed the
 same way: build once, take a few untimed warm steps, then repeat whole training steps (forward,
@@ -9,6 +9,7 @@ does by default.
 
     /usr/bin/python3 bench/torch_peer.py --workload W1 --threads 1     # one JSON line per benchmark
     /usr/bin/python3 bench/torch_peer.py --char-mlp-run --steps 30000  # W6: the default char_mlp run
+    /usr/bin/python3 bench/torch_peer.py --workload T4gen              # generation, and the copy bandwidth
 
 Needs Debian's python3-torch (`bash .ci/install-deps --bench`); the tests never import it.
 Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
@@ -18,8 +19,10 @@ import argparse
 import json
 import math
 import random
+import statistics
 import time
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -156,6 +159,89 @@ def gpt_step():
     return step
 
 
+# ---- T4-gen: generation by nanoGPT's generate loop (the whole window recomputed per token) -----------
+# bench/nanogpt.py's model at block 512, L 4, H 4, d 128, V 65, learned positions, tied head, eval
+# mode (it has no dropout). Prompt: 64 random ids, B 1; then 512 new tokens, each sampled from
+# softmax(logits of the last position / temperature 1), no top-k. The context is cropped to its last
+# `block` tokens: after 448 new tokens it fills the block, and from the 450th on the window slides,
+# so every position's embedding changes from one token to the next.
+GEN_V, GEN_BLOCK, GEN_L, GEN_H, GEN_D, GEN_PROMPT, GEN_NEW = 65, 512, 4, 4, 128, 64, 512
+
+
+class LastPosition(nn.Module):
+    """nanoGPT's forward at inference (no targets) applies lm_head to the last position only:
+    (B, T, d) → (B, 1, V). Wrapping the head keeps its weight tied to wte."""
+
+    def __init__(self, head):
+        super().__init__()
+        self.head = head
+
+    def forward(self, x):
+        return self.head(x[:, [-1], :])
+
+
+@torch.no_grad()
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None):
+    """nanoGPT's GPT.generate: idx (B, t) int64 → (B, t + max_new_tokens)."""
+    for _ in range(max_new_tokens):
+        idx_cond = idx if idx.size(1) <= model.block else idx[:, -model.block:]   # (B, ≤ block)
+        logits = model(idx_cond)[:, -1, :] / temperature                          # (B, V)
+        if top_k is not None:
+            v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+            logits[logits < v[:, [-1]]] = -float("Inf")
+        probs = F.softmax(logits, dim=-1)
+        idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)    # (B, t + 1)
+    return idx
+
+
+def mean_cached_positions(prompt, new, block):
+    """New token k (k = 0..new-1) is sampled after attending over n_k = min(prompt + k, block)
+    positions; a KV cache reads the keys and values of all n_k. Returns the mean of n_k."""
+    return sum(min(prompt + k, block) for k in range(new)) / new
+
+
+def t4gen(min_time):
+    """T4-gen's PyTorch figure, nanoGPT's generate (median seconds per 512 new tokens over the timed
+    generations; one short generation first, untimed), with what the bandwidth bound needs:
+    the bytes of float32 weights a new token reads (every parameter, but of wpe only its one
+    row: the tied head reads all of wte), and the KV cache's bytes per cached position,
+    2 (K and V) · L · n_kv · hd · 4 B, n_kv = H here."""
+    import nanogpt  # bench/nanogpt.py, beside this file
+    torch.manual_seed(SEED)
+    model = nanogpt.GPT(GEN_V, GEN_BLOCK, GEN_L, GEN_H, GEN_D, pos="learned", tie=True).eval()
+    model.lm_head = LastPosition(model.lm_head)
+    prompt = torch.randint(0, GEN_V, (1, GEN_PROMPT))
+    generate(model, prompt, 8)
+    times = []
+    start = time.perf_counter()
+    while not times or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        out = generate(model, prompt, GEN_NEW)
+        times.append(time.perf_counter() - t0)
+    assert out.shape == (1, GEN_PROMPT + GEN_NEW)
+    seconds = statistics.median(times)
+    n_weights = sum(p.numel() for p in model.parameters()) - (GEN_BLOCK - 1) * GEN_D
+    return {"name": "T4gen_torch_recompute", "seconds_per_step": seconds, "iterations": len(times),
+            "tokens": GEN_NEW, "tokens_per_s": GEN_NEW / seconds, "threads": torch.get_num_threads(),
+            "weight_bytes": 4 * n_weights, "kv_bytes_per_position": 2 * GEN_L * GEN_D * 4,
+            "mean_cached_positions": mean_cached_positions(GEN_PROMPT, GEN_NEW, GEN_BLOCK)}
+
+
+def copy_bandwidth(mib=256, repeats=5):
+    """Memory bandwidth as one thread sees it: numpy's copy (one thread) of `mib` MiB of float32
+    into a buffer already written once, so no page is first touched while timed. Counts the
+    bytes read plus the bytes written; returns the best of `repeats` copies, as STREAM does."""
+    src = np.ones(mib * 2**20 // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    dst.fill(0.0)
+    best = 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = max(best, 2 * src.nbytes / (time.perf_counter() - t0))
+    return {"name": "T4gen_copy_bandwidth", "bytes_per_s": best, "copy_bytes": src.nbytes, "repeats": repeats}
+
+
 def time_steps(step, min_time):
     """Mean seconds per warm step over at least min_time seconds."""
     for _ in range(WARM_STEPS):
@@ -258,7 +344,7 @@ def char_mlp_run(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
+    ap.add_argument("--workload", choices=sorted(WORKLOADS) + ["T4gen"], action="append",
                     help="workload to time (repeatable); default: all")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark")
@@ -278,7 +364,11 @@ def main():
     if args.char_mlp_run:
         char_mlp_run(args)
         return
-    for w in args.workload or ["W1", "W2", "W3", "W4", "W5", "T1", "T2"]:
+    for w in args.workload or ["W1", "W2", "W3", "W4", "W5", "T1", "T2", "T4gen"]:
+        if w == "T4gen":
+            print(json.dumps(t4gen(args.min_time)), flush=True)
+            print(json.dumps(copy_bandwidth()), flush=True)
+            continue
         for name, make in WORKLOADS[w]:
             seconds, n = time_steps(make(), args.min_time)
             out = {"name": name, "seconds_per_step": seconds, "iterations": n, "threads": torch.get_num_threads()}
