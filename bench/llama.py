@@ -22,8 +22,8 @@ Attention, grouped-query (Ainslie et al. 2023):
 Feed-forward, SwiGLU (Shazeer 2020):  w2(silu(w1 x) ⊙ w3 x),  F = 64 · ⌈int(2 · 4d / 3) / 64⌉.
 Every Linear is bias-free and stores its weight (out, in), as torch.nn.Linear does.
 
-State dict: Meta's names, so a checkpoint written by examples/gpt --arch llama loads with
-load_state_dict:
+State dict: Meta's names, so a checkpoint written by examples/gpt --arch llama loads by name
+(Llama.load_checkpoint: load_state_dict, with the tied head stored once):
     tok_embeddings.weight (V, d)
     layers.{i}.attention_norm.weight (d,)              layers.{i}.ffn_norm.weight (d,)
     layers.{i}.attention.wq.weight (H·hd, d)           .wk.weight, .wv.weight (n_kv·hd, d)
@@ -178,6 +178,14 @@ class Llama(nn.Module):
                 nn.init.ones_(p)
             else:
                 nn.init.normal_(p, 0.0, 0.02)
+
+    def load_checkpoint(self, state):
+        """load_state_dict(strict=True) of a checkpoint that stores a tied head once, as
+        tok_embeddings.weight (examples/gpt's does; torch's own state_dict lists it under both names)."""
+        state = dict(state)
+        if self.cfg.tie:
+            state.setdefault("output.weight", state["tok_embeddings.weight"])
+        self.load_state_dict(state, strict=True)
 
     def forward(self, idx):                                                    # idx (B, T) int64
         T = idx.shape[1]

@@ -21,7 +21,8 @@ Before writing, it asserts that the model is the one its docstring says:
     arithmetic, angle by angle;
   * with n_kv = H the logits equal a forward written out head by head (plain multi-head
     attention, RMSNorm and SwiGLU from their formulas), and the grouped-query logits equal
-    multi-head attention whose K/V weights repeat each K/V head's rows H/n_kv times.
+    multi-head attention whose K/V weights repeat each K/V head's rows H/n_kv times;
+  * a checkpoint holding the tied table once (as examples/gpt writes it) loads by name.
 
 It writes ONE file beside itself, llama_reference.safetensors (F32, ids stored as F32, exact below
 2^24), in make_gpt_reference.py's layout (its write_safetensors):
@@ -120,7 +121,13 @@ def self_check(x):
     with torch.no_grad():
         err = (gqa(x) - mha(x)).abs().max().item()
     assert err < 1e-12, f"GQA differs from MHA with repeated K/V weights by {err}"
-    print("self-check: RoPE = pair rotation; model = forward by hand (n_kv 4, 2, 1); GQA = MHA with repeated K/V")
+
+    fresh = llama.Llama(llama.LlamaConfig(vocab=V, block=T, n_layer=L, n_head=H, n_kv_head=2, d=D)).double()
+    fresh.load_checkpoint({name: p for name, p in gqa.named_parameters()})   # the tied table once
+    with torch.no_grad():
+        assert torch.equal(fresh(x), gqa(x)), "load_checkpoint: a tied checkpoint did not load whole"
+    print("self-check: RoPE = pair rotation; model = forward by hand (n_kv 4, 2, 1); GQA = MHA with repeated K/V; "
+          "a tied checkpoint loads by name")
 
 
 # ---- the dump -------------------------------------------------------------------------------------
