@@ -67,7 +67,12 @@ def write_safetensors(path, tensors, metadata):
 
 def run_variant(prefix, cfg, x, y, out):
     torch.manual_seed(SEED)
-    model = nanogpt.GPT(V, T, L, H, D, **cfg)          # float32 init
+    dump_variant(prefix, nanogpt.GPT(V, T, L, H, D, **cfg), x, y, out)   # float32 init
+
+
+def dump_variant(prefix, model, x, y, out):
+    """Stores under prefix/ the float32 weights of model, then, in float64, its logits, loss and
+    gradients on (x, y) and the 10 train_steps; also used by make_llama_reference.py."""
     for name, p in model.named_parameters():           # the tied table is listed once
         out[f"{prefix}/weight/{name}"] = p.detach().clone()
     model = model.double()                             # compute in float64

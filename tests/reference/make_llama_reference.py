@@ -9,7 +9,7 @@ It builds the tiny llama of bench/llama.py (Meta's LLaMA layout and names: RMSNo
 RoPE on interleaved pairs, SwiGLU, grouped-query attention, no biases), V 17, L 2, H 4, d 16
 (hd 4, F 64), block T 8, batch B 2, with weights drawn once by bench/llama.py's init in float32,
 then computes in float64, exactly as make_gpt_reference.py does for GPT-2's block:
-logits, loss and gradients on a fixed batch, then 10 train_steps (zero_grad; loss; backward;
+logits, loss and gradients on a fixed batch, then 10 train_steps (its dump_variant) (zero_grad; loss; backward;
 clip_grad_norm_ 1.0; AdamW lr 1e-3, betas (0.9, 0.99), eps 1e-8, weight decay 0.1 on the ≥2-D
 weights only, so not on the RMSNorm weights).
 
@@ -43,8 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, HERE)
 import llama  # noqa: E402
-import nanogpt  # noqa: E402  (loss_fn, adamw: examples/gpt's train_step)
-from make_gpt_reference import write_safetensors  # noqa: E402
+from make_gpt_reference import dump_variant, write_safetensors  # noqa: E402
 
 V, L, H, D, T, B = 17, 2, 4, 16, 8, 2
 STEPS, LR, BETAS, WEIGHT_DECAY, EPS, CLIP = 10, 1e-3, (0.9, 0.99), 0.1, 1e-8, 1.0
@@ -130,38 +129,6 @@ def self_check(x):
           "a tied checkpoint loads by name")
 
 
-# ---- the dump -------------------------------------------------------------------------------------
-def run_variant(prefix, cfg, x, y, out):
-    model = make_model(**cfg)                               # float32 init
-    for name, p in model.named_parameters():               # the tied table is listed once
-        out[f"{prefix}/weight/{name}"] = p.detach().clone()
-    model = model.double()                                 # compute in float64
-
-    logits = model(x)
-    loss = nanogpt.loss_fn(logits, y)
-    loss.backward()
-    out[f"{prefix}/logits"] = logits.detach()
-    out[f"{prefix}/loss"] = loss.detach()
-    for name, p in model.named_parameters():
-        out[f"{prefix}/grad/{name}"] = p.grad.detach().clone()
-
-    model.zero_grad(set_to_none=True)
-    opt = nanogpt.adamw(model, LR, BETAS, WEIGHT_DECAY, EPS)
-    losses, norms = [], []
-    for _ in range(STEPS):
-        opt.zero_grad(set_to_none=True)
-        loss = nanogpt.loss_fn(model(x), y)
-        loss.backward()
-        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP).item())
-        opt.step()
-        losses.append(loss.item())
-    out[f"{prefix}/losses"] = torch.tensor(losses)
-    out[f"{prefix}/grad_norms"] = torch.tensor(norms)
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"{prefix:4s} {n_params:5d} parameters   loss {losses[0]:.6f} -> {losses[-1]:.6f}   "
-          f"grad norms {norms[0]:.3f} .. {norms[-1]:.3f}")
-
-
 def main():
     g = torch.Generator().manual_seed(SEED)
     x = torch.randint(0, V, (B, T), generator=g)
@@ -169,7 +136,7 @@ def main():
     self_check(x)
     out = {"inputs": x.float(), "targets": y.float()}
     for prefix, cfg in VARIANTS.items():
-        run_variant(prefix, cfg, x, y, out)
+        dump_variant(prefix, make_model(**cfg), x, y, out)   # make_gpt_reference.py's dump and train_steps
     meta = {"script": "tests/reference/make_llama_reference.py", "torch": torch.__version__,
             "vocab": str(V), "n_layer": str(L), "n_head": str(H), "d": str(D), "block": str(T),
             "batch": str(B), "ffn_hidden": str(llama.ffn_hidden(D)), "rms_eps": "1e-05", "rope_base": "10000",
