@@ -8,8 +8,8 @@ Run at development time with Debian's python3-torch (torch 1.13); the tests neve
 It builds the tiny llama of bench/llama.py (Meta's LLaMA layout and names: RMSNorm pre-norm,
 RoPE on interleaved pairs, SwiGLU, grouped-query attention, no biases), V 17, L 2, H 4, d 16
 (hd 4, F 64), block T 8, batch B 2, with weights drawn once by bench/llama.py's init in float32,
-then computes in float64, exactly as make_gpt_reference.py does for GPT-2's block:
-logits, loss and gradients on a fixed batch, then 10 train_steps (its dump_variant) (zero_grad; loss; backward;
+then computes in float64 with make_gpt_reference.py's dump_variant, as for GPT-2's block:
+logits, loss and gradients on a fixed batch, then 10 train_steps (zero_grad; loss; backward;
 clip_grad_norm_ 1.0; AdamW lr 1e-3, betas (0.9, 0.99), eps 1e-8, weight decay 0.1 on the ≥2-D
 weights only, so not on the RMSNorm weights).
 
@@ -44,10 +44,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, HERE)
 import llama  # noqa: E402
 from make_gpt_reference import dump_variant, write_safetensors  # noqa: E402
+from make_gpt_reference import BETAS, CLIP, EPS, LR, SEED, STEPS, WEIGHT_DECAY  # noqa: E402  (its train_steps)
 
 V, L, H, D, T, B = 17, 2, 4, 16, 8, 2
-STEPS, LR, BETAS, WEIGHT_DECAY, EPS, CLIP = 10, 1e-3, (0.9, 0.99), 0.1, 1e-8, 1.0
-SEED = 1337
 VARIANTS = {"gqa": dict(n_kv_head=2, tie=True),
             "mqa": dict(n_kv_head=1, tie=False),
             "mha": dict(n_kv_head=4, tie=True)}
