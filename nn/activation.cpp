@@ -1,10 +1,11 @@
-// nn/activation.cpp — GELU, forward and backward, computed with SIMD vectors.
+// nn/activation.cpp — GELU and SiLU, forward and backward, computed with SIMD vectors.
 // Legend: x any shape, n = x.numel(); a Batch is one SIMD register of W values of type real
 // (core/simd.hpp).
 //
 // W elements at once with xsimd: its exp and tanh, and for the exact form's Φ one fitted
 // polynomial (below). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid against
-// double std::erfc and PyTorch; tests/nn/gradcheck_activation.cpp gradchecks both forms.
+// double std::erfc and PyTorch, and silu at hand-computed points; tests/nn/gradcheck_activation.cpp
+// gradchecks both GELU forms and SiLU.
 #include <xgrad/nn/activation.hpp>
 
 #include <algorithm>
@@ -108,6 +109,33 @@ struct TanhForm {
     [[gnu::always_inline]] static Batch grad(const Batch& x) { return gelu_tanh_grad(x); }
 };
 
+// ---- SiLU: y = x·σ(x) ------------------------------------------------------------------------------
+// With e = e^(-|x|) in (0, 1] (never overflows), σ(|x|) = 1/(1 + e) and σ(-|x|) = e/(1 + e), so
+//   σ(x) = x ≥ 0 ? 1/(1 + e) : e/(1 + e),    1 - σ(x) = σ(-x) = the other one
+//   dy/dx = σ(x) · (1 + x · σ(-x))
+// At ±∞ the products ∞ · 0 would be nan: the limits (y = x or 0, dy/dx = 1 or 0) are used.
+struct Sigmoids {
+    Batch pos;  // σ(x)
+    Batch neg;  // σ(-x) = 1 - σ(x), without the cancellation of 1 - σ(x)
+};
+
+[[gnu::always_inline]] inline Sigmoids sigmoids(const Batch& x) {
+    const Batch e = xsimd::exp(-xsimd::abs(x));
+    const Batch big = kOne / (kOne + e), small = e / (kOne + e);  // σ(|x|), σ(-|x|)
+    const auto nonneg = x >= kZero;
+    return {xsimd::select(nonneg, big, small), xsimd::select(nonneg, small, big)};
+}
+
+struct SiluForm {
+    [[gnu::always_inline]] static Batch value(const Batch& x) {
+        return xsimd::select(xsimd::isinf(x), xsimd::max(x, kZero), x * sigmoids(x).pos);
+    }
+    [[gnu::always_inline]] static Batch grad(const Batch& x) {
+        const Sigmoids s = sigmoids(x);
+        return xsimd::select(xsimd::isinf(x), xsimd::select(x > kZero, kOne, kZero), s.pos * (kOne + x * s.neg));
+    }
+};
+
 // Registers of W values covering n values, the last one possibly partial.
 std::size_t registers(std::size_t n) { return (n + W - 1) / W; }
 // The least work, in registers, handed to a second thread of the pool.
@@ -160,6 +188,24 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
         const real* g = grad_out.data();
         if (exact) map_grads<ExactForm>(xd.data(), g, dx.data(), n);
         else       map_grads<TanhForm>(xd.data(), g, dx.data(), n);
+        return make_grads(std::move(dx));
+    });
+}
+
+// ---- silu ------------------------------------------------------------------------------------------
+// forward : y = x σ(x)                                  x, y, dL/dx: any shape
+// backward: dL/dx = grad_out · σ(x) (1 + x (1 - σ(x))), recomputed from the saved x
+// ref: Elfwing, Uchibe & Doya 2018, "Sigmoid-Weighted Linear Units"; PyTorch docs, torch.nn.SiLU
+Tensor silu(const Tensor& x) {
+    check(x.defined(), "silu", "the input is an undefined tensor");
+    const Array& xd = x.data();
+    Array y(xd.shape());
+    map_values<SiluForm>(xd.data(), y.data(), xd.size());
+    return make_result(std::move(y), "silu", {x}, [x](const Array& grad_out, const Array&) {
+        // in the forward pass this was: y = x σ(x); now dL/dx = grad_out · silu'(x)
+        const Array& xd = x.data();
+        Array dx(xd.shape());
+        map_grads<SiluForm>(xd.data(), grad_out.data(), dx.data(), xd.size());
         return make_grads(std::move(dx));
     });
 }

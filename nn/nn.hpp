@@ -1,6 +1,7 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
-// Dropout, Sequential, ModuleList, attention (composed and fused), the functional layers and
-// losses, initialisers (nn::init), safetensors checkpoints, weight tying and positional encodings.
+// RMSNorm, the SwiGLU feed-forward, Dropout, Sequential, ModuleList, attention (composed and
+// fused), the functional layers and losses, initialisers (nn::init), safetensors checkpoints,
+// weight tying and positional encodings.
 #pragma once
 
 #include <xgrad/core/ops.hpp>  // the core ops, for programs that include only this header
@@ -9,6 +10,7 @@
 #include <xgrad/nn/attention_fused.hpp>
 #include <xgrad/nn/dropout.hpp>
 #include <xgrad/nn/embedding.hpp>
+#include <xgrad/nn/feed_forward.hpp>
 #include <xgrad/nn/functional.hpp>
 #include <xgrad/nn/init.hpp>
 #include <xgrad/nn/linear.hpp>

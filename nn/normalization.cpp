@@ -1,20 +1,23 @@
-// nn/normalization.cpp — layer norm: fused forward and closed-form backward, the composed
-// oracle, and the LayerNorm module.
+// nn/normalization.cpp — layer norm and RMS norm: one fused forward and closed-form backward for
+// both, the composed oracles, and the LayerNorm and RMSNorm modules.
 //
-// Oracle: layer_norm_composed (below), whose backward autograd derives; tests/nn/test_normalization.cpp
-// ("layer_norm: fused equals composed") and tests/nn/gradcheck_normalization.cpp hold them equal.
-// Legend as in nn/normalization.hpp: x (N, D), weight w and bias b (D), mean and rstd (N).
+// Oracles: layer_norm_composed and rms_norm_composed (below), whose backward autograd derives;
+// tests/nn/test_normalization.cpp ("fused equals composed") and tests/nn/gradcheck_normalization.cpp
+// hold them equal. Legend as in nn/normalization.hpp: x (N, D), weight w and bias b (D), mean and rstd (N).
 #include <xgrad/nn/normalization.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/math_ops.hpp>
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/parallel.hpp>
@@ -44,8 +47,8 @@ struct Sum {
     real total() const { return xsimd::hadd(lanes) + tail; }
 };
 
-// Checks the arguments shared by layer_norm and layer_norm_composed; returns D.
-std::size_t check_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+// Checks the arguments of the four norm functions (bias undefined for RMS norm); returns D.
+std::size_t check_norm_args(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                              const Tensor& bias, double eps, const char* op) {
     check(x.defined(), op, "the input is an undefined tensor");
     const Shape xs = x.shape();
@@ -66,35 +69,45 @@ std::size_t check_layer_norm(const Tensor& x, const Shape& normalized_shape, con
     return D;
 }
 
-}  // namespace
+// x (..., *normalized_shape) viewed as (..., D), k = normalized_shape's length: the composed forms' rows.
+Tensor rows_of(const Tensor& x, std::size_t k, std::size_t D) {
+    const Shape xs = x.shape();
+    Dims rows(xs.begin(), xs.end() - k);  // the leading dims, then D
+    rows.push_back(std::int64_t(D));
+    return reshape(x, rows);
+}
 
-namespace functional {
-
-// ---- layer_norm (fused) --------------------------------------------------------------------------
-// forward, for each row r of x (N, D):
+// ---- the fused kernel of both norms ---------------------------------------------------------------
+// Layer norm (center = true), forward, for each row r of x (N, D):
 //   mean_r = Σ_j x_rj / D                      (accumulated in double: exact for a constant row)
 //   var_r  = Σ_j (x_rj - mean_r)² / D          (second pass: exact 0 for a constant row)
 //   rstd_r = 1 / √(var_r + eps)
 //   x̂_rj   = (x_rj - mean_r) · rstd_r,    y_rj = x̂_rj · w_j + b_j
 //   saved: mean (N), rstd (N); x̂ is recomputed from them in the backward.
-// backward, with g = dL/dy (N, D) and per row the averages over j
+// RMS norm (center = false) is the same rows with mean_r taken as 0 and no bias:
+//   rstd_r = 1 / √(Σ_j x_rj² / D + eps),    x̂_rj = x_rj · rstd_r,    y_rj = x̂_rj · w_j;  saved: rstd (N).
+// Layer norm's backward, with g = dL/dy (N, D) and per row the averages over j
 //   dn_j = g_j · w_j                            (the gradient reaching x̂)
 //   dL/dx_rj = rstd_r · (dn_j - mean_j(dn) - x̂_rj · mean_j(dn · x̂))
 //   dL/dw_j = Σ_r g_rj · x̂_rj,     dL/db_j = Σ_r g_rj
 // (x_j moves x̂ directly, through mean: the - mean(dn) term, and through rstd: the - x̂·mean(dn·x̂).)
 // ref: Karpathy, llm.c, layernorm_forward / layernorm_backward (train_gpt2.c); PyTorch's
 // native layer_norm_backward (aten/src/ATen/native/cpu/layer_norm_kernel.cpp).
+// RMS norm's backward, with r = rstd_r, x̂ = x·r and g' = g ⊙ w (the gradient reaching x̂):
+//   dL/dx_rj = r · (g'_j - x̂_rj · mean_j(g' ⊙ x̂)),     dL/dw_j = Σ_r g_rj · x̂_rj
+// (x_j moves x̂_j directly, r·g'_j, and through r: ∂r/∂x_k = -r³ x_k / D gives the - x̂·mean(g'⊙x̂);
+// with no mean there is no - mean(dn) term.) ref: Zhang & Sennrich 2019, section 3.
 // Sums other than the mean are accumulated in real over W lanes, as PyTorch's CPU kernel for float.
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
-                  double eps) {
-    const std::size_t D = check_layer_norm(x, normalized_shape, weight, bias, eps, "layer_norm");
+Tensor fused_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps, bool center, const char* op) {
+    const std::size_t D = check_norm_args(x, normalized_shape, weight, bias, eps, op);
     const ArrayShape xs = array_shape(x.data());
     std::size_t N = 1;  // Π of the leading dims (not numel / D, which fails for D = 0)
     for (std::size_t i = 0; i + normalized_shape.size() < xs.size(); ++i) N *= xs[i];
     const bool has_w = weight.defined(), has_b = bias.defined();
 
     Array y(xs);
-    Array mean(ArrayShape{N}), rstd(ArrayShape{N});
+    Array mean(ArrayShape{center ? N : 0}), rstd(ArrayShape{N});
     const real* px = x.data().data();
     const std::vector<real> ones(has_w ? 0 : D, real(1)), zeros(has_b ? 0 : D, real(0));
     const real* pw = has_w ? weight.data().data() : ones.data();
@@ -105,7 +118,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         for (std::size_t r = r0; r < r1; ++r) {
             const real* xr = px + r * D;
             real* yr = py + r * D;
-            const real m = real(sum_double(xr, D) / double(D));
+            const real m = center ? real(sum_double(xr, D) / double(D)) : real(0);
             Sum ss;
             for_row(0, D, [&](auto v, std::size_t j) {
                 using V = decltype(v);
@@ -113,7 +126,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                 ss.add(xc * xc);
             });
             const real rs = real(1 / std::sqrt(double(ss.total()) / double(D) + eps));
-            mean[r] = m;
+            if (center) mean[r] = m;
             rstd[r] = rs;
             for_row(0, D, [&](auto v, std::size_t j) {
                 using V = decltype(v);
@@ -127,8 +140,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     if (has_w) inputs.push_back(weight);
     if (has_b) inputs.push_back(bias);
     return make_result(
-        std::move(y), "layer_norm", inputs,
-        [x, weight, normalized_shape, mean = std::move(mean), rstd = std::move(rstd), N, D, has_w, has_b,
+        std::move(y), op, inputs,
+        [x, weight, normalized_shape, mean = std::move(mean), rstd = std::move(rstd), N, D, center, has_w, has_b,
          rx = x.requires_grad(), rw = has_w && weight.requires_grad(),
          rb = has_b && bias.requires_grad()](const Array& grad_out, const Array&) {
             const real* px = x.data().data();
@@ -141,7 +154,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                 for (std::size_t r = r0; r < r1; ++r) {
                     const real* xr = px + r * D;
                     const real* gr = pg + r * D;
-                    const real m = mean[r], rs = rstd[r];
+                    const real m = center ? mean[r] : real(0), rs = rstd[r];
                     // in the forward pass this was: x̂ = (x - mean)·rstd, y = x̂·w + b; so dL/dx̂ = g·w
                     Sum sum_dn, sum_dn_xhat;
                     for_row(0, D, [&](auto v, std::size_t j) {
@@ -151,8 +164,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                         sum_dn.add(dn);
                         sum_dn_xhat.add(dn * xhat);
                     });
-                    // in the forward pass this was: x̂ = (x - mean(x)) / √(var(x) + eps)
-                    const real mean_dn = sum_dn.total() / real(D), mean_dn_xhat = sum_dn_xhat.total() / real(D);
+                    // in the forward pass this was: x̂ = (x - mean(x)) / √(var(x) + eps), or x / √(mean(x²) + eps)
+                    const real mean_dn = center ? sum_dn.total() / real(D) : real(0);
+                    const real mean_dn_xhat = sum_dn_xhat.total() / real(D);
                     real* dxr = dx.data() + r * D;
                     for_row(0, D, [&](auto v, std::size_t j) {
                         using V = decltype(v);
@@ -168,7 +182,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                 for (std::size_t r = 0; r < N; ++r) {
                     const real* xr = px + r * D;
                     const real* gr = pg + r * D;
-                    const real m = mean[r], rs = rstd[r];
+                    const real m = center ? mean[r] : real(0), rs = rstd[r];
                     for_row(j0, j1, [&](auto v, std::size_t j) {
                         using V = decltype(v);
                         const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
@@ -186,26 +200,61 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         });
 }
 
-// ---- layer_norm_composed (the oracle) --------------------------------------------------------------
-// The same math from core ops on x viewed as (N, D); autograd derives the backward:
-//   mean = mean(x, -1),  xc = x - mean,  var = mean(xc², -1),  x̂ = xc · (var + eps)^(-1/2)
+}  // namespace
+
+namespace functional {
+
+// ---- layer_norm and rms_norm (fused): the kernel above --------------------------------------------
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+    return fused_norm(x, normalized_shape, weight, bias, eps, /*center=*/true, "layer_norm");
+}
+
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
+    return fused_norm(x, normalized_shape, weight, Tensor(), eps.value_or(std::numeric_limits<real>::epsilon()),
+                      /*center=*/false, "rms_norm");
+}
+
+// ---- layer_norm_composed and rms_norm_composed (the oracles) ---------------------------------------
+// The same math from core ops on x viewed as (..., D); autograd derives the backward:
+//   layer norm: xc = x - mean(x, -1),  var = mean(xc², -1),  x̂ = xc · (var + eps)^(-1/2)
+//   RMS norm:   ms = mean(x², -1),     x̂ = x · rsqrt(ms + eps)
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                            const Tensor& bias, double eps) {
-    const std::size_t D = check_layer_norm(x, normalized_shape, weight, bias, eps, "layer_norm_composed");
-    const ArrayShape xs = array_shape(x.data());
-    Dims rows(xs.begin(), xs.end() - normalized_shape.size());  // the leading dims, then D
-    rows.push_back(std::int64_t(D));
-    const Tensor xr = reshape(x, rows);                           // (..., D)
+    const std::size_t D = check_norm_args(x, normalized_shape, weight, bias, eps, "layer_norm_composed");
+    const Tensor xr = rows_of(x, normalized_shape.size(), D);     // (..., D)
     const Tensor xc = xr - mean(xr, -1, /*keepdim=*/true);        // (..., D)
     const Tensor var = mean(xc * xc, -1, /*keepdim=*/true);       // (..., 1), biased
-    const Tensor xhat = reshape(xc * pow(var + real(eps), real(-0.5)), Dims(xs.begin(), xs.end()));
-    Tensor y = xhat;
+    Tensor y = reshape(xc * pow(var + real(eps), real(-0.5)), x.shape());  // x̂
     if (weight.defined()) y = y * weight;  // broadcasts over the leading dims
     if (bias.defined()) y = y + bias;
     return y;
 }
 
+Tensor rms_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                         std::optional<double> eps) {
+    const double e = eps.value_or(std::numeric_limits<real>::epsilon());
+    const std::size_t D = check_norm_args(x, normalized_shape, weight, Tensor(), e, "rms_norm_composed");
+    const Tensor xr = rows_of(x, normalized_shape.size(), D);     // (..., D)
+    const Tensor ms = mean(xr * xr, -1, /*keepdim=*/true);        // (..., 1), the mean square
+    const Tensor y = reshape(xr * rsqrt(ms + real(e)), x.shape());  // x̂
+    return weight.defined() ? y * weight : y;
+}
+
 }  // namespace functional
+
+namespace {
+
+// As Linear: a reassigned member would be read while the optimizer trains the registered one.
+// registered: the parameter registered under `name`, or null when none is (then member must be undefined).
+void check_still_registered(const Tensor& member, const Tensor* registered, const char* op, const char* name) {
+    check(registered ? member.impl() == registered->impl() : !member.defined(), op,
+          "the member '{}' is no longer the registered parameter (was it reassigned?); the optimizer and "
+          "state_dict() hold the registered one, so it would never be trained; to set values, assign to "
+          "{}.mutable_data()", name, name);
+}
+
+}  // namespace
 
 // ---- LayerNorm -------------------------------------------------------------------------------------
 LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool with_bias)
@@ -219,16 +268,22 @@ LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool w
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
-    // As Linear: a reassigned member would be read while the optimizer trains the registered one.
-    check(affine_ ? weight.impl() == registered_parameter("weight").impl() : !weight.defined(), "LayerNorm",
-          "the member 'weight' is no longer the registered parameter (was it reassigned?); the optimizer "
-          "and state_dict() hold the registered one, so it would never be trained; to set values, assign "
-          "to weight.mutable_data()");
-    check(has_bias_ ? bias.impl() == registered_parameter("bias").impl() : !bias.defined(), "LayerNorm",
-          "the member 'bias' is no longer the registered parameter (was it reassigned?); the optimizer "
-          "and state_dict() hold the registered one, so it would never be trained; to set values, assign "
-          "to bias.mutable_data()");
+    check_still_registered(weight, affine_ ? &registered_parameter("weight") : nullptr, "LayerNorm", "weight");
+    check_still_registered(bias, has_bias_ ? &registered_parameter("bias") : nullptr, "LayerNorm", "bias");
     return functional::layer_norm(x, {d_}, weight, bias, eps_);  // fused; oracle: layer_norm_composed
+}
+
+// ---- RMSNorm ---------------------------------------------------------------------------------------
+RMSNorm::RMSNorm(std::int64_t d, std::optional<double> eps, bool elementwise_affine)
+    : d_(d), eps_(eps), affine_(elementwise_affine) {
+    check(d >= 1, "RMSNorm", "d must be positive; got {}", d);
+    check(!eps || *eps >= 0, "RMSNorm", "eps must be >= 0; got {}", eps.value_or(0));
+    if (elementwise_affine) weight = register_parameter("weight", ones({d}));
+}
+
+Tensor RMSNorm::forward(const Tensor& x) const {
+    check_still_registered(weight, affine_ ? &registered_parameter("weight") : nullptr, "RMSNorm", "weight");
+    return functional::rms_norm(x, {d_}, weight, eps_);  // fused; oracle: rms_norm_composed
 }
 
 }  // namespace xgrad::nn

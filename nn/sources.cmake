@@ -6,6 +6,7 @@ list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/loss.cpp
   ${CMAKE_CURRENT_LIST_DIR}/activation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/normalization.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/feed_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dropout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/linear.cpp

@@ -1,4 +1,4 @@
-// tests/nn/gradcheck_activation.cpp — gelu, both forms, against finite differences.
+// tests/nn/gradcheck_activation.cpp — gelu, both forms, and silu against finite differences.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
@@ -45,4 +45,17 @@ TEST_CASE("gradcheck gelu", "[gradcheck][nn][activation]") {
     REQUIRE_GRADCHECK([](const auto& v) { return F::gelu(v[0]); }, x);
     Tensor specific({-6, -2.5, -1, -0.3, 0, 0.3, 1, 2.5, 6}, true);
     REQUIRE_GRADCHECK([](const auto& v) { return F::gelu(v[0]); }, specific);
+}
+
+// ==== SiLU ===========================================================================================
+
+TEST_CASE("gradcheck silu", "[gradcheck][nn][activation][silu]") {
+    manual_seed(12);
+    Tensor x = from_array(Array(3 * randn({4, 5}).data()), true);
+    REQUIRE_GRADCHECK([](const auto& v) { return F::silu(v[0]); }, x);
+    // Both tails, the minimum near -1.28, and 0.
+    Tensor specific({-40, -8, -3, -1.28, -0.5, 0, 0.5, 1, 3, 8, 40}, true);
+    REQUIRE_GRADCHECK([](const auto& v) { return F::silu(v[0]); }, specific);
+    auto m = std::make_shared<nn::SiLU>();
+    REQUIRE_GRADCHECK([m](const auto& v) { return m->forward(v[0]); }, x);
 }

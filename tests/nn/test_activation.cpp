@@ -1,6 +1,7 @@
 // tests/nn/test_activation.cpp — nn/activation (float32): gelu in both forms ("none", the erf
 // form, and "tanh") against PyTorch and over a dense grid against double std::erfc, ±inf, NaN and a
-// bad `approximate`; the modules Tanh, ReLU, GELU. Gradchecks: gradcheck_activation.cpp.
+// bad `approximate`; silu at hand-computed points, ±100, ±inf and NaN; the modules Tanh, ReLU,
+// GELU, SiLU. Gradchecks: gradcheck_activation.cpp.
 //
 // Reference numbers were printed by tests/reference/make_layers_reference.py (torch 1.13, float64)
 // and pasted here; the inputs are the closed-form expressions repeated in that script.
@@ -184,4 +185,48 @@ TEST_CASE("hostile: gelu tanh with ±inf and NaN - bad approximate", "[nn][activ
                Contains("gelu") && Contains("\"none\" or \"tanh\"") && Contains("\"tanh \""));
     CHECK_THAT(message_of<ValueError>([] { nn::GELU("exact"); }), Contains("GELU") && Contains("\"exact\""));
     CHECK_THAT(message_of<ValueError>([] { F::gelu(Tensor()); }), Contains("undefined"));
+}
+
+// ==== SiLU ===========================================================================================
+
+// y = x σ(x), dy/dx = σ(x) (1 + x (1 - σ(x))), with σ(1) = 0.7310585786, σ(2) = 0.8807970780,
+// σ(-3) = 0.0474258732:
+//   x  = -3           -1             0     1             2
+//   y  = -0.1422776   -0.2689414    0     0.7310586     1.7615942
+//   y' = -0.0881041   0.0723295     0.5   0.9276705     1.0907842
+TEST_CASE("silu by hand - values and derivative", "[nn][activation][silu]") {
+    Tensor x({-3, -1, 0, 1, 2}, true);
+    Tensor y = F::silu(x);
+    require_values(y, Tensor({-0.14227761953, -0.26894142137, 0, 0.73105857863, 1.76159415596}), 1e-6);
+    y.backward(ones({5}));
+    require_values(x.grad(), Tensor({-0.08810410602, 0.07232948813, 0.5, 0.92767051187, 1.09078424878}), 1e-6);
+    REQUIRE(bits_equal(nn::SiLU().forward(x), y));
+    // Sizes that are not a multiple of the SIMD width, against x / (1 + e^-x) in double.
+    for (std::int64_t n : {0, 1, 7, 9, 17}) {
+        Tensor v = randn({n});
+        Tensor r = F::silu(v);
+        REQUIRE(r.shape() == Shape{n});
+        for (std::int64_t i = 0; i < n; ++i)
+            REQUIRE(r.data()[i] == Approx(v.data()[i] / (1 + std::exp(-double(v.data()[i])))).margin(1e-6));
+    }
+}
+
+TEST_CASE("hostile: silu at ±100 - ±inf and NaN", "[nn][activation][silu][hostile]") {
+    Tensor x({100, -100, kInf, -kInf, kNaN}, true);
+    Tensor y = F::silu(x);
+    REQUIRE(y.at({0}) == 100);
+    // -100 σ(-100) = -3.72e-42; in float e^-100 is below the least normal float (e^-87.3), where
+    // the vectorised exp gives 0, so y = -0 (as PyTorch's float silu); never NaN.
+    REQUIRE(y.at({1}) == Approx(-3.7200759760208363e-42).margin(4e-42));
+    REQUIRE(std::signbit(y.at({1})));
+    REQUIRE(y.at({2}) == kInf);
+    REQUIRE(y.at({3}) == 0);  // the limit x σ(x) → 0, not -inf · 0 = nan
+    REQUIRE(std::isnan(y.at({4})));
+    y.backward(ones({5}));
+    REQUIRE(x.grad().at({0}) == 1);
+    REQUIRE(x.grad().at({1}) == Approx(0).margin(1e-40));  // σ(-100)·(1 - 100) = -3.7e-42
+    REQUIRE(x.grad().at({2}) == 1);
+    REQUIRE(x.grad().at({3}) == 0);
+    REQUIRE(std::isnan(x.grad().at({4})));
+    CHECK_THAT(message_of<ValueError>([] { F::silu(Tensor()); }), Contains("silu") && Contains("undefined"));
 }

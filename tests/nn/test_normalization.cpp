@@ -1,7 +1,9 @@
 // tests/nn/test_normalization.cpp — nn/normalization (float32): layer_norm against PyTorch (a
 // zero-variance row, with and without affine, one and two normalized dims), the fused layer_norm
 // against the composed one (forward and gradients), the LayerNorm module, bad arguments, and a
-// weight or bias reassigned by hand. Gradchecks: gradcheck_normalization.cpp.
+// weight or bias reassigned by hand; rms_norm by hand (a 2×3 example, the default eps, a row of
+// zeros), fused against composed, the RMSNorm module and its bad arguments.
+// Gradchecks: gradcheck_normalization.cpp.
 //
 // Reference numbers were printed by tests/reference/make_layers_reference.py (torch 1.13, float64).
 // Legend: N rows, D values per normalized row.
@@ -193,4 +195,125 @@ TEST_CASE("hostile: LayerNorm refuses a reassigned weight or bias", "[hostile][r
     ln3.weight.mutable_data().fill(2);
     const Tensor y = ln3.forward(Tensor({{1, 2, 3}}));
     require_values(y, Tensor({{-2.4494714, 0, 2.4494714}}), 1e-5);
+}
+
+// ==== RMS norm =======================================================================================
+
+namespace {
+
+// Runs f (fused or composed rms_norm) on x, w, backward with g, and returns y, dx and dw (if w).
+std::vector<Tensor> rms_outputs(bool fused, Tensor x, Tensor w, const Shape& normalized, const Tensor& g) {
+    for (Tensor t : {x, w})
+        if (t.defined()) t.reset_grad();
+    Tensor y = fused ? F::rms_norm(x, normalized, w) : F::rms_norm_composed(x, normalized, w);
+    y.backward(g);
+    std::vector<Tensor> out{y, x.grad()};
+    if (w.defined()) out.push_back(w.grad());
+    return out;
+}
+
+}  // namespace
+
+// x = [[1, 2, 2], [2, -2, 4]], normalized_shape (3), weight w = [1, 2, -1], eps = 1 (round numbers):
+//   row 0: mean(x²) = (1 + 4 + 4)/3 = 3,   r = 1/√(3 + 1) = 1/2,  x̂ = [1/2, 1, 1]
+//   row 1: mean(x²) = (4 + 4 + 16)/3 = 8,  r = 1/√(8 + 1) = 1/3,  x̂ = [2/3, -2/3, 4/3]
+//   y = x̂ ⊙ w = [[1/2, 2, -1], [2/3, -4/3, -4/3]]
+// g = [[1, 0, 0], [0, 0, 1]]; g' = g ⊙ w; dx = r (g' - x̂ mean(g' ⊙ x̂)), dw = Σ_rows g ⊙ x̂:
+//   row 0: g' = [1, 0, 0],  mean(g' ⊙ x̂) = (1/2)/3 = 1/6,   dx = ½ ([1, 0, 0] - x̂/6) = [11/24, -1/12, -1/12]
+//   row 1: g' = [0, 0, -1], mean(g' ⊙ x̂) = (-4/3)/3 = -4/9, dx = ⅓ ([0, 0, -1] + 4x̂/9) = [8/81, -8/81, -11/81]
+//   dw = [1/2, 0, 0] + [0, 0, 4/3] = [1/2, 0, 4/3]
+TEST_CASE("rms_norm by hand - a 2x3 example with weight and eps 1", "[nn][rms_norm]") {
+    Tensor x({{1, 2, 2}, {2, -2, 4}}, true);
+    Tensor w({1, 2, -1}, true);
+    Tensor y = F::rms_norm(x, {3}, w, 1.0);
+    require_values(y, Tensor({{0.5, 2, -1}, {2.0 / 3, -4.0 / 3, -4.0 / 3}}), 1e-6);
+    y.backward(Tensor({{1, 0, 0}, {0, 0, 1}}));
+    require_values(x.grad(), Tensor({{11.0 / 24, -1.0 / 12, -1.0 / 12}, {8.0 / 81, -8.0 / 81, -11.0 / 81}}), 1e-6);
+    require_values(w.grad(), Tensor({0.5, 0, 4.0 / 3}), 1e-6);
+}
+
+TEST_CASE("rms_norm: eps nullopt is the dtype's machine epsilon", "[nn][rms_norm]") {
+    // x = [1e-4, -1e-4]: mean(x²) = 1e-8, so eps shows: 1e-4 / √(1e-8 + 1.1920929e-7) = 0.2781974
+    // (with PyTorch LayerNorm's 1e-5 it would be 0.0316).
+    Tensor x({1e-4, -1e-4});
+    require_values(F::rms_norm(x, {2}), Tensor({0.27819744, -0.27819744}), 1e-5);
+    require_values(F::rms_norm_composed(x, {2}), Tensor({0.27819744, -0.27819744}), 1e-5);
+    require_values(nn::RMSNorm(2).forward(x), Tensor({0.27819744, -0.27819744}), 1e-5);
+    // Far above eps the rows are x / rms(x): [1, 2, 2] / √3.
+    require_values(F::rms_norm(Tensor({1, 2, 2}), {3}), Tensor({0.57735027, 1.15470054, 1.15470054}), 1e-6);
+}
+
+TEST_CASE("rms_norm: a row of zeros gives 0 - not NaN", "[nn][rms_norm]") {
+    Tensor x({{0, 0, 0, 0}, {1, -1, 1, -1}}, true);
+    Tensor w({1, 2, 3, 4}, true);
+    for (bool fused : {true, false}) {
+        INFO("fused = " << fused);
+        x.reset_grad();
+        w.reset_grad();
+        Tensor y = fused ? F::rms_norm(x, {4}, w) : F::rms_norm_composed(x, {4}, w);
+        require_values(y, Tensor({{0, 0, 0, 0}, {1, -2, 3, -4}}), 1e-6);
+        y.backward(ones({2, 4}));
+        // Row 0: x̂ = 0, so dx = r·g' = w / √eps, finite; dw gets nothing from it.
+        REQUIRE(all_finite(x.grad()));
+        REQUIRE(x.grad().at({0, 3}) == Approx(4 / std::sqrt(1.1920929e-7)).epsilon(1e-5));
+        require_values(w.grad(), Tensor({1, -1, 1, -1}), 1e-6);
+    }
+}
+
+TEST_CASE("rms_norm: fused equals composed - forward and gradients", "[nn][rms_norm]") {
+    manual_seed(7);
+    struct Case {
+        Shape x, normalized;
+        bool weight;
+    };
+    for (const Case& c : {Case{{4, 5, 16}, {16}, true}, Case{{3, 4, 6}, {4, 6}, true}, Case{{7, 8}, {8}, false},
+                          Case{{3, 4, 6}, {4, 6}, false}, Case{{8}, {8}, true}}) {
+        INFO("x " << shape_str(c.x) << ", normalized_shape " << shape_str(c.normalized) << ", weight " << c.weight);
+        Tensor x = from_array(Array(randn(c.x).data() + real(0.5)), true);
+        Tensor w = c.weight ? randn(c.normalized, true) : Tensor();
+        Tensor g = randn(c.x);
+        const std::vector<Tensor> composed = rms_outputs(false, x, w, c.normalized, g);
+        const std::vector<Tensor> fused = rms_outputs(true, x, w, c.normalized, g);
+        REQUIRE(fused.size() == composed.size());
+        for (std::size_t i = 0; i < fused.size(); ++i) require_values(fused[i], composed[i], 1e-6);
+    }
+}
+
+TEST_CASE("RMSNorm module: parameters - initialisation - forward", "[nn][rms_norm][module]") {
+    nn::RMSNorm rms(3, 1.0);
+    const auto named = rms.named_parameters();
+    REQUIRE(named.size() == 1);
+    REQUIRE(named[0].first == "weight");
+    require_values(rms.weight, ones({3}), 0);
+    rms.weight.mutable_data() = Tensor({1, 2, -1}).data();
+    require_values(rms.forward(Tensor({{1, 2, 2}, {2, -2, 4}})), Tensor({{0.5, 2, -1}, {2.0 / 3, -4.0 / 3, -4.0 / 3}}), 1e-6);
+
+    nn::RMSNorm plain(3, std::nullopt, /*elementwise_affine=*/false);
+    REQUIRE(plain.num_parameters() == 0);
+    REQUIRE(!plain.weight.defined());
+    const Tensor x = randn({2, 5, 3});
+    REQUIRE(bits_equal(plain.forward(x), F::rms_norm(x, {3})));
+    // A reassigned weight is refused, as LayerNorm's.
+    rms.weight = Tensor({2, 2, 2}, true);
+    CHECK_THAT(message_of<ValueError>([&] { rms.forward(x); }), Contains("RMSNorm") && Contains("weight"));
+    plain.weight = Tensor({2, 2, 2}, true);
+    CHECK_THAT(message_of<ValueError>([&] { plain.forward(x); }), Contains("RMSNorm"));
+}
+
+TEST_CASE("hostile: rms_norm with mismatched shapes or a bad eps", "[nn][rms_norm][hostile]") {
+    Tensor x = randn({2, 3, 4});
+    CHECK_THAT(message_of<ValueError>([&] { F::rms_norm(x, {3}); }),
+               Contains("rms_norm") && Contains("normalized_shape (3)") && Contains("(2, 3, 4)"));
+    CHECK_THAT(message_of<ValueError>([&] { F::rms_norm(x, {}); }), Contains("at least one dim"));
+    CHECK_THAT(message_of<ValueError>([&] { F::rms_norm(x, {4}, ones({3})); }),
+               Contains("rms_norm") && Contains("weight of shape (3)") && Contains("(4)"));
+    CHECK_THAT(message_of<ValueError>([&] { F::rms_norm(x, {4}, Tensor(), -1e-5); }),
+               Contains("eps must be >= 0") && Contains("-1e-05"));
+    CHECK_THAT(message_of<ValueError>([&] { F::rms_norm(x, {4}, Tensor(), std::nan("")); }), Contains("eps must be >= 0"));
+    CHECK_THAT(message_of<ValueError>([&] { F::rms_norm_composed(x, {3}); }), Contains("rms_norm_composed"));
+    CHECK_THAT(message_of<ValueError>([&] { F::rms_norm(Tensor(), {4}); }), Contains("rms_norm") && Contains("undefined"));
+    CHECK_THAT(message_of<ValueError>([] { nn::RMSNorm(0); }), Contains("RMSNorm") && Contains("got 0"));
+    CHECK_THAT(message_of<ValueError>([] { nn::RMSNorm(4, -1.0); }), Contains("RMSNorm") && Contains("eps"));
+    CHECK_THAT(message_of<ValueError>([&] { nn::RMSNorm(5).forward(x); }), Contains("normalized_shape (5)"));
+    REQUIRE(F::rms_norm(zeros({0, 4}), {4}).shape() == Shape{0, 4});
 }
