@@ -49,7 +49,7 @@ struct Sum {
 
 // Checks the arguments of the four norm functions (bias undefined for RMS norm); returns D.
 std::size_t check_norm_args(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                             const Tensor& bias, double eps, const char* op) {
+                            const Tensor& bias, double eps, const char* op) {
     check(x.defined(), op, "the input is an undefined tensor");
     const Shape xs = x.shape();
     const std::size_t k = normalized_shape.size();
