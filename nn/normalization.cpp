@@ -49,7 +49,7 @@ struct Sum {
 
 // Checks the arguments of the four norm functions (bias undefined for RMS norm); returns D.
 std::size_t check_norm_args(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                             const Tensor& bias, double eps, const char* op) {
+                            const Tensor& bias, double eps, const char* op) {
     check(x.defined(), op, "the input is an undefined tensor");
     const Shape xs = x.shape();
     const std::size_t k = normalized_shape.size();
@@ -96,7 +96,7 @@ Tensor rows_of(const Tensor& x, std::size_t k, std::size_t D) {
 // RMS norm's backward, with r = rstd_r, x̂ = x·r and g' = g ⊙ w (the gradient reaching x̂):
 //   dL/dx_rj = r · (g'_j - x̂_rj · mean_j(g' ⊙ x̂)),     dL/dw_j = Σ_r g_rj · x̂_rj
 // (x_j moves x̂_j directly, r·g'_j, and through r: ∂r/∂x_k = -r³ x_k / D gives the - x̂·mean(g'⊙x̂);
-// with no mean there is no - mean(dn) term.) ref: Zhang & Sennrich 2019, section 3.
+// with no mean there is no - mean(dn) term.) ref: Zhang & Sennrich 2019, their gradient analysis.
 // Sums other than the mean are accumulated in real over W lanes, as PyTorch's CPU kernel for float.
 Tensor fused_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps, bool center, const char* op) {
