@@ -19,6 +19,9 @@
 //       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
 //       with weight and bias, softmax over the last dim of (B, H, T, T), causal
 //       scaled_dot_product_attention on q, k, v (B, H, T, hd)
+//   T4gen  generation: 512 new tokens after a 64-token prompt, L 4, H 4, d 128, block 512, V 65,
+//       gpt::generate with the KV cache (/kv_cache) and rerunning the context (/recompute);
+//       one iteration is the whole generation (tokens/s = 512 / its time)
 //
 // Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
 // Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
@@ -36,7 +39,8 @@
 #include <xgrad/core/parallel.hpp>
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
 #ifdef XGRAD_BENCH_GPT
-#include "gpt/model.hpp"  // examples/gpt: the GPT of T1
+#include "gpt/generate.hpp"  // examples/gpt: generation for T4gen
+#include "gpt/model.hpp"     // examples/gpt: the GPT of T1
 #endif
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
@@ -295,6 +299,35 @@ void T1_gpt_step(benchmark::State& state) {
     static std::unique_ptr<GptStep> w;
     run_steps(state, cached(w));
 }
+
+// ---- T4gen: generating 512 tokens after a 64-token prompt ------------------------------------------
+// A GPT of examples/gpt's shape at block 512 (learned positions, tied head, V 65, initialised
+// as examples/gpt does); each iteration generates from the same prompt and seed, so the two
+// variants draw the same ids. The window passes the block after 448 new tokens.
+const gpt::GPT& t4gen_model() {
+    static const gpt::GPT model = [] {
+        gpt::GPTConfig c;
+        c.vocab = 65, c.block = 512;
+        manual_seed(kSeed);
+        return gpt::GPT(c);
+    }();
+    return model;
+}
+
+void t4gen(benchmark::State& state, bool kv_cache) {
+    const gpt::GPT& model = t4gen_model();
+    gpt::Ids prompt(64);
+    for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int64_t(i % 65);
+    gpt::GenerateOptions o;
+    o.n = 512, o.kv_cache = kv_cache;
+    for (auto _ : state) {
+        std::mt19937_64 rng(kSeed);
+        benchmark::DoNotOptimize(gpt::generate(model, prompt, o, rng));
+    }
+    state.counters["tokens/s"] = benchmark::Counter(double(o.n) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+void T4gen_kv_cache(benchmark::State& state) { t4gen(state, true); }
+void T4gen_recompute(benchmark::State& state) { t4gen(state, false); }
 #endif
 
 }  // namespace
@@ -309,6 +342,8 @@ BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
 #ifdef XGRAD_BENCH_GPT
 BENCHMARK(T1_gpt_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T4gen_kv_cache)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T4gen_recompute)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 #endif
 BENCHMARK(T2_gelu_none)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);

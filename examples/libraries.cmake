@@ -27,5 +27,6 @@ add_library(word2vec_lib STATIC ${_xgrad_examples}/word2vec/corpus.cpp ${_xgrad_
 target_link_libraries(word2vec_lib PUBLIC xgrad_examples_common)
 
 add_library(gpt_lib STATIC ${_xgrad_examples}/gpt/data.cpp ${_xgrad_examples}/gpt/model.cpp
-            ${_xgrad_examples}/gpt/report.cpp)
+            ${_xgrad_examples}/gpt/report.cpp ${_xgrad_examples}/gpt/generate.cpp
+            ${_xgrad_examples}/gpt/llama.cpp)
 target_link_libraries(gpt_lib PUBLIC xgrad_examples_common)

@@ -171,34 +171,68 @@ Tensor causal_mask(std::int64_t Tq, std::int64_t Tk) {
 // ---- CausalSelfAttention --------------------------------------------------------------------
 
 CausalSelfAttention::CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options)
-    : d_(d), n_head_(n_head), options_(options) {
+    : d_(d), n_head_(n_head), n_kv_head_(options.n_kv_head == 0 ? n_head : options.n_kv_head), options_(options) {
     const char* op = "CausalSelfAttention";
     check(d > 0 && n_head > 0, op, "d and n_head must be positive; got d {}, n_head {}", d, n_head);
     check(d % n_head == 0, op, "d ({}) must be a multiple of n_head ({})", d, n_head);
+    check(n_kv_head_ > 0 && n_head % n_kv_head_ == 0, op,
+          "n_kv_head ({}) must divide n_head ({}): 1 is multi-query, n_head (or 0) multi-head", options.n_kv_head,
+          n_head);
     check(!options.rope || (d / n_head) % 2 == 0, op,
           "rope rotates pairs of features: the head width d / n_head = {} must be even", d / n_head);
     check(options.dropout >= 0 && options.dropout < 1, op, "dropout must be in [0, 1); got {}", options.dropout);
-    c_attn = register_module("c_attn", std::make_shared<Linear>(d, 3 * d, options.bias));
-    c_proj = register_module("c_proj", std::make_shared<Linear>(d, d, options.bias));
+    const std::int64_t e = n_kv_head_ * (d / n_head);  // the width of k and of v
+    if (options.separate) {
+        wq = register_module("wq", std::make_shared<Linear>(d, d, options.bias));
+        wk = register_module("wk", std::make_shared<Linear>(d, e, options.bias));
+        wv = register_module("wv", std::make_shared<Linear>(d, e, options.bias));
+        wo = register_module("wo", std::make_shared<Linear>(d, d, options.bias));
+    } else {
+        c_attn = register_module("c_attn", std::make_shared<Linear>(d, d + 2 * e, options.bias));
+        c_proj = register_module("c_proj", std::make_shared<Linear>(d, d, options.bias));
+    }
 }
 
-CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x) const {
+CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x, std::int64_t first_position) const {
     check(x.defined() && x.dim() == 3 && x.size(-1) == d_, "CausalSelfAttention",
           "x must be (B, T, d) with d = {}; got {}", d_, x.defined() ? shape_str(x.shape()) : "undefined");
-    const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), H = n_head_, hd = d_ / n_head_;
-    // qkv (B, T, 3d) = x (B, T, d) · c_attn.weightᵀ (d, 3d) + c_attn.bias: [q | k | v] on the last dim
-    const Tensor qkv = c_attn->forward(x);
-    const std::vector<Tensor> parts = split(qkv, d_, -1);  // q, k, v: (B, T, d) each
-    // (B, T, d) → (B, T, H, hd) → (B, H, T, hd): head h owns features h·hd .. (h+1)·hd - 1
-    auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, hd}).transpose(1, 2); };
-    Heads h{heads(parts[0]), heads(parts[1]), heads(parts[2])};
+    const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), hd = d_ / n_head_;
+    const std::int64_t e = n_kv_head_ * hd;
+    Tensor q, k, v;  // (B, T, d), (B, T, e), (B, T, e)
+    if (options_.separate) {
+        q = wq->forward(x), k = wk->forward(x), v = wv->forward(x);
+    } else {
+        // qkv (B, T, d + 2e) = x (B, T, d) · c_attn.weightᵀ + c_attn.bias: [q | k | v] on the last dim
+        const Tensor qkv = c_attn->forward(x);
+        q = narrow(qkv, -1, 0, d_), k = narrow(qkv, -1, d_, e), v = narrow(qkv, -1, d_ + e, e);
+    }
+    // (B, T, heads·hd) → (B, T, heads, hd) → (B, heads, T, hd): head h owns features h·hd .. (h+1)·hd - 1
+    auto heads = [&](const Tensor& t, std::int64_t n) { return t.reshape({B, T, n, hd}).transpose(1, 2); };
+    Heads h{heads(q, n_head_), heads(k, n_kv_head_), heads(v, n_kv_head_)};
     if (options_.rope) {
-        // q, k (B, H, T, hd) rotated by their positions, so q_t·k_s depends on t - s only
-        const IndexTensor positions = IndexTensor::arange(T);
+        // q, k rotated by their absolute positions, so q_t·k_s depends on t - s only
+        const IndexTensor positions = IndexTensor::arange(first_position, first_position + T);
         h.q = apply_rotary(h.q, positions);
         h.k = apply_rotary(h.k, positions);
     }
     return h;
+}
+
+// (B, Hkv, T, hd) → (B, Hkv, 1, T, hd) → g copies side by side (B, Hkv, g, T, hd) → (B, H, T, hd):
+// query head h = kv·g + r gets K/V head kv (Meta's repeat_kv). concat's backward sums the g copies'
+// gradients back into the one K/V head.
+Tensor CausalSelfAttention::repeat_kv(const Tensor& t) const {
+    const std::int64_t g = n_head_ / n_kv_head_;
+    if (g == 1) return t;
+    const auto B = std::int64_t(t.size(0)), T = std::int64_t(t.size(2)), hd = std::int64_t(t.size(3));
+    const Tensor one = t.reshape({B, n_kv_head_, 1, T, hd});
+    return concat(std::vector<Tensor>(std::size_t(g), one), 2).reshape({B, n_head_, T, hd});
+}
+
+Tensor CausalSelfAttention::merge_heads(const Tensor& y, std::int64_t B, std::int64_t T) const {
+    // (B, H, T, hd) → (B, T, H, hd) → (B, T, d): the heads side by side again, then the output projection
+    const Tensor heads = y.transpose(1, 2).reshape({B, T, d_});
+    return options_.separate ? wo->forward(heads) : c_proj->forward(heads);
 }
 
 // keep (B or 1, H or 1, T, T) = attn_mask · causal_mask(T, T): both must allow a pair.
@@ -207,8 +241,9 @@ Tensor CausalSelfAttention::combined_mask(std::size_t T, const Tensor& attn_mask
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) const {
-    const Heads h = split_heads(x);
+    Heads h = split_heads(x, 0);
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
+    h.k = repeat_kv(h.k), h.v = repeat_kv(h.v);  // (B, H, T, hd): one K/V head per query head
     const double p = is_training() ? options_.dropout : 0.0;
     // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, the fused
     // kernel runs where it is exactly the composed function (tests/nn/test_attention_fused.cpp).
@@ -224,15 +259,27 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     } else {
         y = functional::scaled_dot_product_attention(h.q, h.k, h.v, Tensor(), /*is_causal=*/true, p);
     }
-    // (B, H, T, hd) → (B, T, H, hd) → (B, T, d): the heads side by side again
-    y = y.transpose(1, 2).reshape({B, T, d_});
-    // out (B, T, d) = c_proj(y), then dropout on the output (nanoGPT's resid_dropout)
-    return functional::dropout(c_proj->forward(y), p, is_training());
+    // out (B, T, d), then dropout on the output (nanoGPT's resid_dropout)
+    return functional::dropout(merge_heads(y, B, T), p, is_training());
+}
+
+Tensor CausalSelfAttention::forward_cached(const Tensor& x, KVCache& cache) const {
+    check(!(is_training() && options_.dropout > 0), "CausalSelfAttention",
+          "forward_cached does not apply dropout ({}): call eval() before generating", options_.dropout);
+    NoGradGuard no_grad;
+    const Heads h = split_heads(x, cache.length());  // positions P .. P + t - 1
+    const auto B = std::int64_t(x.size(0)), t = std::int64_t(x.size(1));
+    cache.append(h.k.data(), h.v.data());           // the cache now holds positions 0 .. P + t - 1
+    // y (B, H, t, hd): each new query over the cached keys up to its own position, the g query heads
+    // of a group reading their one K/V head in place (nn/kv_cache.cpp)
+    const Tensor y = functional::cached_causal_attention(h.q, cache);
+    return merge_heads(y, B, t);
 }
 
 Tensor CausalSelfAttention::attention_weights(const Tensor& x, const Tensor& attn_mask) const {
     NoGradGuard no_grad;
-    const Heads h = split_heads(x);
+    Heads h = split_heads(x, 0);
+    h.k = repeat_kv(h.k);
     const std::size_t B = x.size(0), T = x.size(1);
     if (!attn_mask.defined()) return functional::attention_weights(h.q, h.k, Tensor(), /*is_causal=*/true);
     functional::check_mask(attn_mask, {B, std::size_t(n_head_), T, T}, "CausalSelfAttention");

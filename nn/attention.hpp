@@ -2,10 +2,11 @@
 //
 //   functional::scaled_dot_product_attention   composed from core ops: the lesson and the oracle
 //   functional::attention_weights              the softmax weights alone, for inspection
-//   CausalSelfAttention                        nanoGPT's module; its forward picks
-//                                              fused_causal_attention where that is exact
+//   CausalSelfAttention                        nanoGPT's module (with LLaMA's grouped-query
+//                                              attention); forward picks fused_causal_attention
+//                                              where that is exact, forward_cached generates
 // Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
-// d model width (d = H·hd).
+// d model width (d = H·hd), Hkv key/value heads (dividing H), g = H / Hkv.
 //
 // Masks (no bool dtype): attn_mask holds 1 = may attend (PyTorch's True) or 0 = may not, and
 // broadcasts to (..., Tq, Tk); other values throw ValueError. A fully masked query gets weights 0,
@@ -34,6 +35,7 @@
 #include <optional>
 
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/nn/kv_cache.hpp>
 #include <xgrad/nn/linear.hpp>
 #include <xgrad/nn/module.hpp>
 
@@ -81,53 +83,77 @@ Tensor causal_mask(std::int64_t Tq, std::int64_t Tk);
 }  // namespace functional
 
 struct CausalSelfAttentionOptions {
-    double dropout = 0.0;  // nanoGPT's attn_dropout and resid_dropout, training mode only; [0, 1)
-    bool bias = true;      // c_attn and c_proj have biases
-    bool rope = false;     // rotate q and k by their positions (apply_rotary, Su et al. 2021)
-    bool fused = true;     // nanoGPT's self.flash: fused_causal_attention where it is exact
+    double dropout = 0.0;        // nanoGPT's attn_dropout and resid_dropout, training mode only; [0, 1)
+    bool bias = true;            // the projections have biases
+    bool rope = false;           // rotate q and k by their positions (apply_rotary, Su et al. 2021)
+    bool fused = true;           // nanoGPT's self.flash: fused_causal_attention where it is exact
+    std::int64_t n_kv_head = 0;  // K/V heads, dividing n_head (grouped-query attention); 0 = n_head
+    bool separate = false;       // wq, wk, wv, wo (Meta's LLaMA) instead of c_attn, c_proj (nanoGPT)
 
     CausalSelfAttentionOptions& set_dropout(double p) { dropout = p; return *this; }
     CausalSelfAttentionOptions& set_bias(bool b) { bias = b; return *this; }
     CausalSelfAttentionOptions& set_rope(bool r) { rope = r; return *this; }
     CausalSelfAttentionOptions& set_fused(bool f) { fused = f; return *this; }
+    CausalSelfAttentionOptions& set_n_kv_head(std::int64_t n) { n_kv_head = n; return *this; }
+    CausalSelfAttentionOptions& set_separate(bool s) { separate = s; return *this; }
 };
 
-// Multi-head causal self-attention, as nanoGPT's:
-//     q | k | v (B, T, d each) = c_attn(x (B, T, d))            one Linear(d, 3d), split on the last dim
-//     q, k, v (B, H, T, hd)    = reshape (B, T, H, hd), transpose(1, 2)
+// Multi-head causal self-attention, as nanoGPT's, with grouped-query attention as LLaMA's:
+//     q (B, T, d), k, v (B, T, Hkv·hd) = the projections of x (B, T, d)
+//     q (B, H, T, hd), k, v (B, Hkv, T, hd) = reshape (B, T, heads, hd), transpose(1, 2)
 //     q, k                     = apply_rotary(q, k, positions 0..T-1)   if options.rope
+//     k, v (B, H, T, hd)       = each K/V head repeated for its g = H / Hkv query heads (Hkv < H)
 //     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: fused_causal_attention
 //                                if options.fused, no attn_mask and no dropout, else composed
-//     out (B, T, d)            = c_proj(y transposed back to (B, T, H, hd), reshaped (B, T, d))
-// Parameters (nanoGPT's names and layouts, so its checkpoints load by name):
-//     c_attn.weight (3d, d), c_attn.bias (3d), c_proj.weight (d, d), c_proj.bias (d).
+//     out (B, T, d)            = the output projection of y transposed back to (B, T, H, hd), (B, T, d)
+// Hkv = H is multi-head attention, Hkv = 1 multi-query (Shazeer 2019), between grouped-query
+// (Ainslie et al. 2023): the K/V projections and the KV cache shrink by g.
+// Parameters, with e = Hkv·hd (e = d when Hkv = H):
+//   nanoGPT's names and layouts (the default), so its checkpoints load by name:
+//     c_attn.weight (d + 2e, d) = [q | k | v] rows, c_attn.bias (d + 2e), c_proj.weight (d, d), c_proj.bias (d)
+//   options.separate, Meta's LLaMA names (facebookresearch/llama model.py, Attention):
+//     wq.weight (d, d), wk.weight (e, d), wv.weight (e, d), wo.weight (d, d) [and .bias if options.bias]
 class CausalSelfAttention : public Module {
 public:
-    // Throws ValueError if d or n_head is not positive, d is not a multiple of n_head, the head
-    // width is odd while rope is on, or options.dropout is outside [0, 1).
+    // Throws ValueError if d or n_head is not positive, d is not a multiple of n_head, n_kv_head is
+    // negative or does not divide n_head, the head width is odd while rope is on, or
+    // options.dropout is outside [0, 1).
     CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
 
     // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T), ANDed
     // with causality. Throws ValueError if x is not (B, T, d) or the mask does not fit.
     Tensor forward(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 
+    // Generation: x (B, t, d) holds the positions P .. P + t − 1 that follow the P = cache.length()
+    // already in the cache. Appends their k and v (rotated by their absolute positions with rope)
+    // and attends over all P + t: out (B, t, d) equals the last t rows of forward() on the whole
+    // sequence. Records no graph (runs under NoGradGuard). The cache holds Hkv heads only.
+    // Throws ValueError for x not (B, t, d), P + t above cache.max_len(), a cache of other sizes,
+    // or dropout > 0 in training mode (call eval() first).
+    Tensor forward_cached(const Tensor& x, KVCache& cache) const;
+
     // The softmax weights of every head, (B, H, T, T), with no graph and no dropout (heatmaps).
     Tensor attention_weights(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 
     std::int64_t d() const { return d_; }
     std::int64_t n_head() const { return n_head_; }
+    std::int64_t n_kv_head() const { return n_kv_head_; }
 
-    std::shared_ptr<Linear> c_attn;  // (d → 3d): [q | k | v] along the last dim
-    std::shared_ptr<Linear> c_proj;  // (d → d)
+    std::shared_ptr<Linear> c_attn;  // (d → d + 2e): [q | k | v] along the last dim; null if separate
+    std::shared_ptr<Linear> c_proj;  // (d → d); null if separate
+    std::shared_ptr<Linear> wq, wk, wv, wo;  // (d → d), (d → e), (d → e), (d → d); null unless separate
 
 private:
     struct Heads {
-        Tensor q, k, v;  // (B, H, T, hd) each
+        Tensor q;     // (B, H, T, hd)
+        Tensor k, v;  // (B, Hkv, T, hd)
     };
-    Heads split_heads(const Tensor& x) const;
+    Heads split_heads(const Tensor& x, std::int64_t first_position) const;
+    Tensor merge_heads(const Tensor& y, std::int64_t B, std::int64_t T) const;  // (B, H, T, hd) → out (B, T, d)
+    Tensor repeat_kv(const Tensor& t) const;  // (B, Hkv, T, hd) → (B, H, T, hd)
     Tensor combined_mask(std::size_t T, const Tensor& attn_mask) const;
 
-    std::int64_t d_, n_head_;
+    std::int64_t d_, n_head_, n_kv_head_;
     CausalSelfAttentionOptions options_;
 };
 

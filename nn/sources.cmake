@@ -14,4 +14,5 @@ list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/positional.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention_fused.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/kv_cache.cpp
 )

@@ -37,6 +37,7 @@
 #include <xgrad/distributed/ddp.hpp>
 #include <xgrad/nn/serialize.hpp>
 #include "data.hpp"
+#include "generate.hpp"
 #include "model.hpp"
 #include "report.hpp"
 
@@ -69,6 +70,7 @@ struct Config {
     int sample = 500;             // characters to sample at the end
     double temperature = 0.8;
     int top_k = 0;
+    bool kv_cache = true;         // sample through the KV cache (generate.hpp)
     std::string prompt = "And God said";
     std::string heatmap_text = "Ge1:1 In the beginning God created the heaven and the earth.";
     int heatmap_layer = -1;       // -1: the last block
@@ -90,7 +92,9 @@ static RunFlags trajectory_flags(const Config& c) {
             {"--n-head", std::to_string(m.n_head)},         {"--d", std::to_string(m.d)},
             {"--block-size", std::to_string(m.block)},      {"--pos", m.pos},
             {"--no-tie", m.tie ? "false" : "true"},         {"--no-bias", m.bias ? "false" : "true"},
-            {"--dropout", fmt::format("{}", m.dropout)},    {"--eval-batches", std::to_string(c.eval_batches)}};
+            {"--dropout", fmt::format("{}", m.dropout)},    {"--eval-batches", std::to_string(c.eval_batches)},
+            {"--arch", m.arch},                             {"--n-kv-head", std::to_string(m.n_kv_head)},
+            {"--ffn-hidden", std::to_string(m.ffn_hidden)}};
 }
 
 // What every rank must agree on (common/data_parallel.hpp): the trajectory, and what sets how
@@ -133,7 +137,8 @@ static int run(Config cfg, bool prompt_given) {
 
     // ---- model, optimizer, schedule ----------------------------------------------------------
     manual_seed(cfg.seed);
-    GPT model(cfg.model);
+    const std::unique_ptr<LanguageModel> model_ptr = make_model(cfg.model);  // GPT or Llama (--arch)
+    LanguageModel& model = *model_ptr;
     examples::check_same_run(same_on_all_ranks(cfg), data);  // ranks started alike, on the same text
     auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
     optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
@@ -148,8 +153,10 @@ static int run(Config cfg, bool prompt_given) {
     examples::check_same_start(start, batch_rng);
     distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
     const GPTConfig& m = model.config();
-    fmt::print("model  GPT: L {}, H {}, d {}, block {}, pos {}, head {}: {} parameters{}\n", m.n_layer, m.n_head, m.d,
-               m.block, m.pos, m.tie ? "tied to wte" : "untied", model.num_parameters(),
+    const std::string kv_heads = m.n_kv_head == 0 ? "" : fmt::format(" (K/V heads {})", m.n_kv_head);
+    fmt::print("model  {}: L {}, H {}{}, d {}, block {}, pos {}, head {}: {} parameters{}\n",
+               m.arch == "llama" ? "LLaMA" : "GPT", m.n_layer, m.n_head, kv_heads, m.d, m.block, m.pos,
+               m.tie ? (m.arch == "llama" ? "tied to tok_embeddings" : "tied to wte") : "untied", model.num_parameters(),
                m.tie ? " (the tied table counted once)" : "");
     // The heatmap's line: Genesis 1:1, or (another text without those characters) the start of val.
     auto heatmap = [&] {
@@ -253,9 +260,24 @@ static int run(Config cfg, bool prompt_given) {
     }
     if (cfg.sample > 0) {
         std::mt19937_64 sample_rng(cfg.seed);
+        const GenerateOptions gen{cfg.sample, cfg.temperature, cfg.top_k, cfg.kv_cache};
+        GenerateStats stats;
+        const double t_sample = examples::now_seconds();
+        const std::string text_out = sample_text(model, vocab, cfg.prompt, gen, sample_rng, &stats);
+        const double seconds = examples::now_seconds() - t_sample;
         fmt::print("\n{} sampled characters (temperature {}, top-k {}) after the prompt:\n{}{}\n", cfg.sample,
                    cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k), cfg.prompt,
-                   sample_text(model, vocab, cfg.prompt, cfg.sample, cfg.temperature, cfg.top_k, sample_rng));
+                   text_out);
+        fmt::print("\nsampling  {:.1f} characters/s, KV cache {}: {} positions run through the model for {} characters",
+                   cfg.sample / seconds, cfg.kv_cache ? "on" : "off", stats.positions_run, cfg.sample);
+        if (cfg.kv_cache) {
+            const std::size_t layer = stats.cache_bytes.empty() ? 0 : stats.cache_bytes.front();
+            fmt::print(" ({} rebuilt past the block)\nKV cache  {} layers × {} = {}: {} bytes per position "
+                       "(2 · L · K/V heads · hd · 4 B) × block {}",
+                       stats.rebuilds, stats.cache_bytes.size(), optim::human_bytes(layer),
+                       optim::human_bytes(layer * stats.cache_bytes.size()), model.kv_cache_bytes_per_token(), m.block);
+        }
+        fmt::print("\n");
     }
     fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
     // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
@@ -274,6 +296,12 @@ static void check_flags(const Config& c) {
     require(c.min_lr <= c.lr, fmt::format("--min-lr {} is above --lr {}", c.min_lr, c.lr));
     require(m.d % m.n_head == 0, fmt::format("--n-head {} does not divide --d {}: each head gets d/H dimensions",
                                              m.n_head, m.d));
+    require(m.n_kv_head == 0 || m.n_head % m.n_kv_head == 0,
+            fmt::format("--n-kv-head {} does not divide --n-head {}: each K/V head serves n_head / n_kv_head query heads",
+                        m.n_kv_head, m.n_head));
+    require(m.arch == "llama" || m.ffn_hidden == 0, "--ffn-hidden sets the SwiGLU width of --arch llama only");
+    require(m.arch != "llama" || (m.pos == "rope" && !m.bias),
+            "--arch llama uses rope positions and no biases: leave out --pos and --no-bias");
     require(m.pos != "rope" || (m.d / m.n_head) % 2 == 0,
             fmt::format("--pos rope needs an even head width, but --d {} / --n-head {} = {}", m.d, m.n_head, m.d / m.n_head));
     require(c.heatmap_layer < m.n_layer, fmt::format("--heatmap-layer {} is outside [-1, {}): the model has --n-layer {} "
@@ -306,7 +334,11 @@ int main(int argc, char** argv) {
     int_flag(app, "--n-head", m.n_head, 1, 256, "H, attention heads per block (must divide --d)");
     int_flag(app, "--d", m.d, 1, 65536, "d, the model width (n_embd)");
     int_flag(app, "--block-size", m.block, 1, 65536, "T, characters of context");
-    app.add_option("--pos", m.pos, "positions: learned (table wpe), sinusoidal (fixed), rope (rotary, in attention), none")
+    app.add_option("--arch", m.arch, "the block: gpt2 (LayerNorm, GELU MLP, biases; nanoGPT's names) or llama (RMSNorm, SwiGLU, rope, no biases; Meta's names)")
+        ->capture_default_str()->check(CLI::IsMember({"gpt2", "llama"}));
+    int_flag(app, "--n-kv-head", m.n_kv_head, 0, 256, "K/V heads, dividing --n-head (grouped-query attention; 1: multi-query; 0: --n-head)");
+    int_flag(app, "--ffn-hidden", m.ffn_hidden, 0, INT_MAX, "--arch llama: SwiGLU's hidden width (0: 8d/3 rounded up to a multiple of 64)");
+    auto* pos = app.add_option("--pos", m.pos, "positions: learned (table wpe), sinusoidal (fixed), rope (rotary, in attention), none; --arch llama: rope")
         ->capture_default_str()->check(CLI::IsMember({"learned", "sinusoidal", "rope", "none"}));
     app.add_flag("--no-tie", no_tie, "give the head its own (V, d) weight instead of the token table (default: tied)");
     app.add_flag("--no-bias", no_bias, "no biases in the Linear and LayerNorm layers (default: biases on)");
@@ -333,6 +365,9 @@ int main(int argc, char** argv) {
     int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "characters to sample after training (0: none)");
     real_flag(app, "--temperature", cfg.temperature, {0, inf, true}, "sampling temperature: logits are divided by it");
     int_flag(app, "--top-k", cfg.top_k, 0, INT_MAX, "sample only among the k likeliest characters (0: all)");
+    std::string kv_cache = "on";
+    app.add_option("--kv-cache", kv_cache, "sample through a KV cache (on) or rerun the whole context per character (off); the same characters")
+        ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
     int_flag(app, "--heatmap-layer", cfg.heatmap_layer, -1, 255, "block whose attention attention.png shows (-1: the last; below --n-layer)");
     int_flag(app, "--heatmap-head", cfg.heatmap_head, 0, 255, "head whose attention attention.png shows (below --n-head)");
     app.add_flag("--verbose", cfg.verbose,
@@ -341,6 +376,9 @@ int main(int argc, char** argv) {
     return examples::parse_and_run(app, "gpt", argc, argv, [&] {
         m.tie = !no_tie;
         m.bias = !no_bias;
+        cfg.kv_cache = kv_cache == "on";
+        if (m.arch == "llama" && pos->count() == 0) m.pos = "rope";  // LLaMA's positions
+        if (m.arch == "llama" && !no_bias) m.bias = false;          // and no biases
         check_flags(cfg);
         return run(cfg, prompt->count() > 0);
     });

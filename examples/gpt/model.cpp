@@ -2,6 +2,8 @@
 // The shapes and the math are in model.hpp; each forward below names the shapes it makes.
 #include "model.hpp"
 
+#include "llama.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -25,6 +27,7 @@ Block::Block(const GPTConfig& c) {
     opts.bias = c.bias;
     opts.rope = c.pos == "rope";
     opts.fused = c.fused_attention;
+    opts.n_kv_head = c.n_kv_head;
     ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
     attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(c.d, c.n_head, opts));
     ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
@@ -34,6 +37,12 @@ Block::Block(const GPTConfig& c) {
 Tensor Block::forward(Tensor x) const {
     x = x + attn->forward(ln_1->forward(x));  // (B, T, d)  tokens look at earlier tokens
     x = x + mlp->forward(ln_2->forward(x));   // (B, T, d)  each token alone: d → 4d → d
+    return x;
+}
+
+Tensor Block::forward_cached(Tensor x, nn::KVCache& cache) const {
+    x = x + attn->forward_cached(ln_1->forward(x), cache);  // (B, t, d)  the new tokens read the cache
+    x = x + mlp->forward(ln_2->forward(x));                 // (B, t, d)
     return x;
 }
 
@@ -56,13 +65,15 @@ static GPTConfig checked(const GPTConfig& c) {
           c.d, c.n_head, c.d / c.n_head);
     check(c.pos != "sinusoidal" || c.d % 2 == 0, "GPT", "sinusoidal positions need an even d, got {}", c.d);
     check(c.dropout >= 0 && c.dropout < 1, "GPT", "dropout {} is outside [0, 1)", c.dropout);
+    check(c.arch == "gpt2", "GPT", "arch '{}' is not gpt2: make_model builds the others", c.arch);
     return c;
 }
 
-GPT::GPT(const GPTConfig& config) : config_(checked(config)) {
+GPT::GPT(const GPTConfig& config) : LanguageModel(checked(config)) {
     transformer = register_module("transformer", std::make_shared<Transformer>(config_));
     lm_head = register_module("lm_head", std::make_shared<nn::Linear>(config_.d, config_.vocab, /*bias=*/false));
     if (config_.tie) nn::tie_weights(*lm_head, *transformer->wte);  // one (V, d) parameter
+    if (config_.pos == "sinusoidal") sinusoidal_ = nn::sinusoidal_positions(config_.block, config_.d);
 
     // GPT-2's initialisation (nanoGPT _init_weights): N(0, 0.02) for every weight, 0 for biases,
     // and N(0, 0.02/√(2L)) for the two projections that write into the residual stream in each
@@ -79,34 +90,60 @@ GPT::GPT(const GPTConfig& config) : config_(checked(config)) {
     }
 }
 
-Tensor GPT::embed(const IndexTensor& idx) const {
-    check(idx.dim() == 2, "GPT", "idx must be (B, T), got {} dims", idx.dim());
+Tensor GPT::embed(const IndexTensor& idx, std::int64_t P) const {
+    check_window(config_, idx, P, "GPT");
     const std::int64_t T = std::int64_t(idx.shape()[1]);
-    check(T <= config_.block, "GPT", "sequence length T = {} exceeds the block size {}", T, config_.block);
     Tensor x = transformer->wte->forward(idx);                         // (B, T, d)
-    if (config_.pos == "learned")
-        x = x + transformer->wpe->forward(T);                          // + (T, d) rows 0..T-1, broadcast over B
+    if (config_.pos == "learned")                                      // + (T, d) rows P..P+T-1, broadcast over B
+        x = x + transformer->wpe->Embedding::forward(IndexTensor::arange(P, P + T));
     else if (config_.pos == "sinusoidal")
-        x = x + nn::sinusoidal_positions(T, config_.d);                // + (T, d), fixed
+        x = x + narrow(sinusoidal_, 0, P, T);                          // + (T, d), fixed
     return F::dropout(x, config_.dropout, is_training());              // rope / none: positions elsewhere
 }
 
 Tensor GPT::forward(const IndexTensor& idx) const {
-    Tensor x = embed(idx);                           // (B, T, d)
+    Tensor x = embed(idx, 0);                        // (B, T, d)
     for (const auto& block : *transformer->h) x = block->forward(x);
     return lm_head->forward(transformer->ln_f->forward(x));  // (B, T, V)
+}
+
+Tensor GPT::forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const {
+    check(caches.size() == std::size_t(config_.n_layer), "GPT", "{} caches for {} layers", caches.size(),
+          config_.n_layer);
+    NoGradGuard no_grad;
+    Tensor x = embed(idx, caches[0].length());       // (B, t, d): the new tokens at positions P..P+t-1
+    for (std::size_t i = 0; i < caches.size(); ++i) x = (*transformer->h)[i]->forward_cached(x, caches[i]);
+    return lm_head->forward(transformer->ln_f->forward(x));  // (B, t, V)
 }
 
 Tensor GPT::attention_weights(const IndexTensor& idx, std::int64_t layer) const {
     check(layer >= 0 && layer < config_.n_layer, "GPT", "layer {} is outside [0, {})", layer, config_.n_layer);
     NoGradGuard no_grad;
-    Tensor x = embed(idx);
+    Tensor x = embed(idx, 0);
     for (std::int64_t i = 0; i < layer; ++i) x = (*transformer->h)[std::size_t(i)]->forward(x);
     const Block& b = *(*transformer->h)[std::size_t(layer)];
     return b.attn->attention_weights(b.ln_1->forward(x));  // (B, H, T, T)
 }
 
-std::unique_ptr<optim::AdamW> make_adamw(const GPT& model, double lr, double beta1, double beta2,
+// ---- what every model shares -----------------------------------------------------------------------
+
+void LanguageModel::check_window(const GPTConfig& c, const IndexTensor& idx, std::int64_t P, const char* op) {
+    check(idx.dim() == 2, op, "idx must be (B, T), got {} dims", idx.dim());
+    const std::int64_t T = std::int64_t(idx.shape()[1]);
+    check(P + T <= c.block, op, "sequence length T = {} after {} cached positions exceeds the block size {}", T, P,
+          c.block);
+}
+
+std::vector<nn::KVCache> LanguageModel::make_kv_caches() const {
+    return std::vector<nn::KVCache>(std::size_t(config_.n_layer), nn::KVCache(config_.block));
+}
+
+std::size_t LanguageModel::kv_cache_bytes_per_token() const {
+    const std::int64_t kv = config_.n_kv_head == 0 ? config_.n_head : config_.n_kv_head;
+    return std::size_t(2 * config_.n_layer * kv * (config_.d / config_.n_head)) * sizeof(real);
+}
+
+std::unique_ptr<optim::AdamW> make_adamw(const LanguageModel& model, double lr, double beta1, double beta2,
                                          double weight_decay, double eps) {
     optim::ParamGroup decay, no_decay;
     decay.weight_decay = weight_decay;
@@ -117,12 +154,12 @@ std::unique_ptr<optim::AdamW> make_adamw(const GPT& model, double lr, double bet
                                           optim::AdamWOptions(lr).betas({beta1, beta2}).eps(eps));
 }
 
-double clip_gradients(GPT& model, double max_norm) {
+double clip_gradients(LanguageModel& model, double max_norm) {
     const NamedTensors params = model.named_parameters();
     return optim::clip_grad_norm_(params, max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity());
 }
 
-StepResult train_step(GPT& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
+StepResult train_step(LanguageModel& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
                       double max_norm) {
     opt.zero_grad();
     Tensor logits = model.forward(x);            // (B, T, V)
@@ -131,6 +168,13 @@ StepResult train_step(GPT& model, optim::Optimizer& opt, const IndexTensor& x, c
     const double norm = clip_gradients(model, max_norm);
     opt.step();
     return {loss.item(), norm};
+}
+
+std::unique_ptr<LanguageModel> make_model(const GPTConfig& config) {
+    check(config.arch == "gpt2" || config.arch == "llama", "make_model", "arch '{}' is not one of gpt2, llama",
+          config.arch);
+    if (config.arch == "llama") return std::make_unique<Llama>(config);
+    return std::make_unique<GPT>(config);
 }
 
 }  // namespace gpt

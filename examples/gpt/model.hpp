@@ -47,6 +47,39 @@ struct GPTConfig {
     bool bias = true;              // biases in every Linear and LayerNorm (not the head)
     double dropout = 0.0;          // after the embeddings, in attention, after each residual branch
     bool fused_attention = true;   // CausalSelfAttentionOptions::fused: the fused kernel where exact
+    std::string arch = "gpt2";     // gpt2 (this file) | llama (llama.hpp)
+    std::int64_t n_kv_head = 0;    // K/V heads, dividing n_head (grouped-query attention); 0 = n_head
+    std::int64_t ffn_hidden = 0;   // llama: SwiGLU's hidden width; 0 = nn::swiglu_hidden_width(d)
+};
+
+// What training, generation and the reports need of a model, GPT-2's or LLaMA's block.
+class LanguageModel : public nn::Module {
+public:
+    // idx (B, T) int64 with T ≤ block and ids in [0, V) → logits (B, T, V).
+    // Throws ValueError for T > block, IndexError for an id outside [0, V).
+    virtual Tensor forward(const IndexTensor& idx) const = 0;
+
+    // Generation: idx (B, t) holds positions P .. P + t − 1 after the P = caches[0].length() already
+    // cached (caches: one per layer, from make_kv_caches). Appends their keys and values and
+    // returns their logits (B, t, V), equal to the last t rows of forward() on all P + t tokens.
+    // No graph. Throws ValueError for P + t > block or caches of another model, IndexError for ids.
+    virtual Tensor forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const = 0;
+
+    // The attention weights of one layer (B, H, T, T) for idx, without building a graph.
+    virtual Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const = 0;
+
+    // One empty KVCache per layer, each holding up to block positions.
+    std::vector<nn::KVCache> make_kv_caches() const;
+    // Bytes a cache of every layer holds per position of one sequence: 2 (k, v) · L · Hkv · hd · 4.
+    std::size_t kv_cache_bytes_per_token() const;
+
+    const GPTConfig& config() const { return config_; }
+
+protected:
+    explicit LanguageModel(const GPTConfig& config) : config_(config) {}
+    // Checks idx (B, T) and that P + T ≤ block; op names the model.
+    static void check_window(const GPTConfig& c, const IndexTensor& idx, std::int64_t P, const char* op);
+    GPTConfig config_;
 };
 
 // The feed-forward half of a block: d → 4d → GELU (exact erf form) → d.
@@ -66,6 +99,8 @@ class Block : public nn::Module {
 public:
     Block(const GPTConfig& c);
     Tensor forward(Tensor x) const;  // (B, T, d) → (B, T, d)
+    // The same for the new positions x (B, t, d), attention reading and extending `cache`.
+    Tensor forward_cached(Tensor x, nn::KVCache& cache) const;
 
     std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
     std::shared_ptr<nn::CausalSelfAttention> attn;
@@ -83,7 +118,7 @@ public:
     std::shared_ptr<nn::LayerNorm> ln_f;
 };
 
-class GPT : public nn::Module {
+class GPT : public LanguageModel {
 public:
     // Builds and initialises the model from the global generator (manual_seed): weights
     // N(0, 0.02), biases 0, LayerNorm weight 1, and the residual output projections
@@ -91,28 +126,28 @@ public:
     // a non-positive size, d not divisible by H, an odd head width with rope, or an unknown pos.
     explicit GPT(const GPTConfig& config);
 
-    // idx (B, T) int64 with T ≤ block and ids in [0, V) → logits (B, T, V).
-    // Throws ValueError for T > block, IndexError for an id outside [0, V).
-    Tensor forward(const IndexTensor& idx) const;
-
-    // The attention weights of one layer (B, H, T, T) for idx, without building a graph.
-    Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const;
-
-    const GPTConfig& config() const { return config_; }
+    Tensor forward(const IndexTensor& idx) const override;
+    Tensor forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const override;
+    Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const override;
 
     std::shared_ptr<Transformer> transformer;
     std::shared_ptr<nn::Linear> lm_head;  // (V, d), no bias; its weight IS wte.weight when tied
 
 private:
-    Tensor embed(const IndexTensor& idx) const;  // (B, T) → (B, T, d): tokens + positions
-    GPTConfig config_;
+    // (B, T) → (B, T, d): tokens + the positions P .. P + T − 1
+    Tensor embed(const IndexTensor& idx, std::int64_t P) const;
+    Tensor sinusoidal_;  // (block, d) with pos = sinusoidal: the fixed table, not a parameter
 };
+
+// The model that config.arch names: GPT (gpt2) or Llama (llama.hpp). Throws ValueError for
+// another arch, and what the model's constructor throws.
+std::unique_ptr<LanguageModel> make_model(const GPTConfig& config);
 
 // ---- training -------------------------------------------------------------------------------------
 // AdamW with nanoGPT's two parameter groups: group 0 every parameter with 2 or more dims (the
 // embedding tables and Linear weights) with weight decay λ, group 1 the rest (biases,
 // LayerNorm weights) with none. The tied table is one parameter, in group 0.
-std::unique_ptr<optim::AdamW> make_adamw(const GPT& model, double lr, double beta1, double beta2,
+std::unique_ptr<optim::AdamW> make_adamw(const LanguageModel& model, double lr, double beta1, double beta2,
                                          double weight_decay, double eps = 1e-8);
 
 struct StepResult {
@@ -121,13 +156,13 @@ struct StepResult {
 };
 // ‖∇‖₂ over all of the model's parameters, and every gradient scaled by max_norm / ‖∇‖₂ when the
 // norm is above max_norm (optim::clip_grad_norm_); max_norm ≤ 0 only measures.
-double clip_gradients(GPT& model, double max_norm);
+double clip_gradients(LanguageModel& model, double max_norm);
 
 // One training step on one process, as examples/gpt takes it with one rank and --grad-accum 1
 // (and as tests/reference/make_gpt_reference.py does in PyTorch):
 //     zero_grad; loss = CE(model(x), y); backward; clip_grad_norm_(max_norm); opt.step()
 // x, y (B, T) int64. max_norm ≤ 0 skips clipping. The learning rate is whatever the groups hold.
-StepResult train_step(GPT& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
+StepResult train_step(LanguageModel& model, optim::Optimizer& opt, const IndexTensor& x, const IndexTensor& y,
                       double max_norm);
 
 }  // namespace gpt

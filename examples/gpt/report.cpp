@@ -19,7 +19,7 @@ namespace gpt {
 
 namespace F = nn::functional;
 
-double evaluate_fixed(const GPT& model, const Ids& data, int batch, int n_batches) {
+double evaluate_fixed(const LanguageModel& model, const Ids& data, int batch, int n_batches) {
     NoGradGuard no_grad;
     const int T = int(model.config().block);
     const std::vector<std::size_t> offsets = fixed_offsets(data.size(), T, std::size_t(batch) * std::size_t(n_batches));
@@ -32,7 +32,7 @@ double evaluate_fixed(const GPT& model, const Ids& data, int batch, int n_batche
     return total / n_batches;
 }
 
-double evaluate_random(const GPT& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng) {
+double evaluate_random(const LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng) {
     NoGradGuard no_grad;
     double total = 0;
     for (int b = 0; b < n_batches; ++b) {
@@ -44,7 +44,7 @@ double evaluate_random(const GPT& model, const Ids& data, int batch, int n_batch
 
 std::size_t malloc_in_use() { return mallinfo2().uordblks; }
 
-std::string graph_memory_report(const Tensor& loss, const GPT& model, int batch, std::size_t malloc_delta) {
+std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, int batch, std::size_t malloc_delta) {
     struct Kind {
         std::size_t tensors = 0, bytes = 0;
     };
@@ -93,38 +93,6 @@ std::string graph_memory_report(const Tensor& loss, const GPT& model, int batch,
                              double(std::max(malloc_delta, total)) / double(params));
 }
 
-std::string sample_text(const GPT& model, const Vocab& vocab, const std::string& prompt, int n, double temperature,
-                        int top_k, std::mt19937_64& rng) {
-    NoGradGuard no_grad;
-    Ids ids = vocab.encode(prompt);
-    if (ids.empty()) ids.push_back(0);
-    const std::size_t T = std::size_t(model.config().block), V = std::size_t(vocab.size());
-    std::string out;
-    for (int i = 0; i < n; ++i) {
-        const std::size_t len = std::min(T, ids.size());
-        IndexArray ctx(ArrayShape{1, len});
-        std::copy(ids.end() - std::ptrdiff_t(len), ids.end(), ctx.data());
-        const Tensor logits = model.forward(IndexTensor(std::move(ctx)));  // (1, len, V)
-        const real* last = logits.data().data() + (len - 1) * V;           // the last position's row
-        std::vector<double> z(last, last + V);
-        for (double& v : z) v /= temperature;
-        if (top_k > 0 && std::size_t(top_k) < V) {  // keep the k largest logits
-            std::vector<double> sorted = z;
-            std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<double>());
-            const double kth = sorted[std::size_t(top_k - 1)];
-            for (double& v : z)
-                if (v < kth) v = -INFINITY;
-        }
-        const double zmax = *std::max_element(z.begin(), z.end());
-        for (double& v : z) v = std::exp(v - zmax);  // softmax (unnormalised; the distribution divides)
-        std::discrete_distribution<std::int64_t> next(z.begin(), z.end());
-        const std::int64_t id = next(rng);
-        ids.push_back(id);
-        out.push_back(vocab.chars[std::size_t(id)]);
-    }
-    return out;
-}
-
 // A character as a gnuplot tic label in a double-quoted string.
 static std::string tic_label(char c) {
     if (c == ' ') return "·";
@@ -133,7 +101,7 @@ static std::string tic_label(char c) {
     return std::string(1, c);
 }
 
-std::string plot_attention(const GPT& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
+std::string plot_attention(const LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& dir) {
     check(head >= 0 && head < model.config().n_head, "plot_attention", "head {} is outside [0, {})", head,
           model.config().n_head);

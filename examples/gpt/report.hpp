@@ -1,4 +1,5 @@
-// examples/gpt/report.hpp — what a GPT run shows: losses, the graph's memory, samples, heatmaps.
+// examples/gpt/report.hpp — what a GPT run shows: losses, the graph's memory, heatmaps
+// (samples: generate.hpp).
 //
 // Legend: B batch, T time, V vocabulary, d width, H heads, L blocks.
 // (The loss log, the progress line and the loss-curve plot are examples/common/run_log.hpp.)
@@ -17,9 +18,9 @@ namespace gpt {
 // Mean over batches of the batch-mean cross-entropy (nats), no graph. The fixed set: n_batches
 // batches of `batch` windows at fixed_offsets(N, T, n_batches·batch), in order. The same set
 // at every evaluation, and the one bench/gpt_to_torch.py evaluates in PyTorch.
-double evaluate_fixed(const GPT& model, const Ids& data, int batch, int n_batches);
+double evaluate_fixed(const LanguageModel& model, const Ids& data, int batch, int n_batches);
 // The same mean over n_batches random batches (sample_batch with `rng`): nanoGPT's estimate_loss.
-double evaluate_random(const GPT& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng);
+double evaluate_random(const LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng);
 
 // The memory a training step's graph holds between forward and backward. Walks the graph
 // below `loss` (xgrad::visit_graph) and sums the bytes of every tensor it keeps alive, by the
@@ -29,21 +30,15 @@ double evaluate_random(const GPT& model, const Ids& data, int batch, int n_batch
 // mallinfo2 before and after the forward) counts everything the forward left allocated; the
 // part the walk cannot see (arrays saved inside backward closures, the nodes themselves) is
 // shown as the difference.
-std::string graph_memory_report(const Tensor& loss, const GPT& model, int batch, std::size_t malloc_delta);
+std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, int batch, std::size_t malloc_delta);
 
 // Bytes currently allocated by malloc in this process (glibc mallinfo2().uordblks).
 std::size_t malloc_in_use();
 
-// Continues `prompt` by n characters: feed the last ≤ block ids, take the last position's
-// logits / temperature, keep the top_k largest (0: all), softmax, draw one id with `rng`.
-// Throws std::runtime_error if the prompt has a character outside the vocabulary.
-std::string sample_text(const GPT& model, const Vocab& vocab, const std::string& prompt, int n, double temperature,
-                        int top_k, std::mt19937_64& rng);
-
 // Writes attention.csv (T × T weights of one head of one layer on `text`) and draws
 // attention.png with gnuplot (rows: the query position, columns: the key position it reads,
 // labelled with the characters). Returns the note to print.
-std::string plot_attention(const GPT& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
+std::string plot_attention(const LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& out_dir);
 
 }  // namespace gpt

@@ -1,14 +1,9 @@
 // tests/examples/test_gpt.cpp — examples/gpt: its data pipeline by hand, and its model against PyTorch.
 //
 // The reference cases load tests/reference/gpt_reference.safetensors, written by
-// tests/reference/make_gpt_reference.py with Debian's torch 1.13 in float64 from float32
-// weights: a tiny GPT (V 17, L 2, H 2, d 16, block T 8, batch B 2) in three variants (learned
-// positions with the head tied to wte, rope, an untied head). xgrad (float32) must give
-//   the logits (B, T, V) and the loss          to 1e-5 relative
-//   every parameter's gradient                 to 1e-4 relative
-//   the losses of 10 train_step()s             to 1e-5 relative   (AdamW, two groups, clip 1.0)
-// where a tensor's relative error is max|xgrad − torch| / max|torch| (llm.c's test_gpt2
-// accepts 1e-2). The loaded weights use nanoGPT's names, so the same names load into PyTorch.
+// tests/reference/make_gpt_reference.py: a tiny GPT (V 17, L 2, H 2, d 16, block T 8, batch B 2)
+// in three variants (learned positions with the head tied to wte, rope, an untied head), checked
+// as gpt_reference.hpp says. The weights use nanoGPT's names, so the same names load into PyTorch.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,9 +15,11 @@
 #include "examples/gpt/data.hpp"
 #include "examples/gpt/model.hpp"
 #include "examples/gpt/report.hpp"
+#include "examples/gpt_reference.hpp"
 #include <xgrad/nn/serialize.hpp>
 
 using namespace gpt;
+using gpt::testing::check_model_against;
 
 // ==== data =================================================================================================
 
@@ -67,71 +64,13 @@ TEST_CASE("gpt data: the bigram baseline by hand", "[gpt][data]") {
 
 namespace {
 
-const xgrad::nn::SafetensorsFile& reference() {
-    static const xgrad::nn::SafetensorsFile file =  // written by Python: no xgrad checksum
-        xgrad::nn::load_safetensors(std::string(XGRAD_REFERENCE_DIR) + "/gpt_reference.safetensors",
-                                    xgrad::nn::LoadOptions().require_checksum(false));
-    return file;
-}
-
-const Tensor& expected(const std::string& name) {
-    for (const auto& [n, t] : reference().tensors)
-        if (n == name) return t;
-    FAIL("gpt_reference.safetensors has no tensor '" << name << "'");
-    throw std::logic_error("unreachable");
-}
-
-IndexTensor ids_of(const Tensor& t) {  // ids stored as F32 (exact below 2^24)
-    IndexArray a(t.data().shape());
-    std::transform(t.data().begin(), t.data().end(), a.begin(), [](real v) { return std::int64_t(v); });
-    return IndexTensor(std::move(a));
-}
-
-// max|a − b| / max|b|
-double rel_err(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double diff = 0, scale = 0;
-    for (std::int64_t i = 0; i < a.numel(); ++i) {
-        diff = std::max(diff, std::abs(double(a.data().data()[i]) - double(b.data().data()[i])));
-        scale = std::max(scale, std::abs(double(b.data().data()[i])));
-    }
-    return diff / scale;
-}
-
 void check_against_pytorch(const std::string& variant, const std::string& pos, bool tie, bool fused = true) {
     GPTConfig c;
     c.vocab = 17, c.block = 8, c.n_layer = 2, c.n_head = 2, c.d = 16, c.pos = pos, c.tie = tie;
     c.fused_attention = fused;
     xgrad::manual_seed(0);
     GPT model(c);
-    NamedTensors weights;
-    const std::string prefix = variant + "/weight/";
-    for (const auto& [n, t] : reference().tensors)
-        if (n.compare(0, prefix.size(), prefix) == 0) weights.emplace_back(n.substr(prefix.size()), t);
-    model.load_state_dict(weights);  // strict: every nanoGPT name present, no other
-    const IndexTensor x = ids_of(expected("inputs")), y = ids_of(expected("targets"));
-
-    // ---- forward and backward --------------------------------------------------------------
-    Tensor logits = model.forward(x);                                   // (B, T, V)
-    Tensor loss = nn::functional::cross_entropy(logits, y);             // ()
-    CHECK(rel_err(logits, expected(variant + "/logits")) < 1e-5);
-    CHECK(std::abs(loss.item() - expected(variant + "/loss").item()) / expected(variant + "/loss").item() < 1e-5);
-    loss.backward();
-    for (const auto& [name, p] : model.named_parameters()) {
-        INFO(variant << " gradient of " << name);
-        CHECK(rel_err(p.grad(), expected(variant + "/grad/" + name)) < 1e-4);
-    }
-
-    // ---- 10 training steps, as the example takes them ---------------------------------------
-    auto opt = make_adamw(model, 1e-3, 0.9, 0.99, 0.1);
-    const Tensor& losses = expected(variant + "/losses");
-    const Tensor& norms = expected(variant + "/grad_norms");
-    for (std::size_t k = 0; k < 10; ++k) {
-        const StepResult r = train_step(model, *opt, x, y, /*max_norm=*/1.0);
-        INFO(variant << " step " << k);
-        CHECK(std::abs(r.loss - losses.data()(k)) / losses.data()(k) < 1e-5);
-        CHECK(std::abs(r.grad_norm - norms.data()(k)) / norms.data()(k) < 1e-4);
-    }
+    check_model_against("gpt_reference.safetensors", variant, model);
 }
 
 }  // namespace

@@ -95,11 +95,11 @@ TEST_CASE("attention_weights: gradcheck causal") {
 
 namespace {
 
-// Gradcheck of a CausalSelfAttention with respect to x and all four parameters.
+// Gradcheck of a CausalSelfAttention with respect to x and every parameter (4 or 8).
 void gradcheck_module(const nn::CausalSelfAttention& m, const Tensor& x, const Tensor& mask) {
     std::vector<Tensor> inputs{x};
     for (const auto& [name, p] : m.named_parameters()) inputs.push_back(p);
-    REQUIRE(inputs.size() == 5);
+    REQUIRE(inputs.size() >= 5);
     const GradcheckResult r =
         gradcheck([&m, mask](const std::vector<Tensor>& in) { return m.forward(in[0], mask); }, inputs);
     INFO(r.message);
@@ -153,6 +153,20 @@ TEST_CASE("CausalSelfAttention: gradcheck with rope") {
     manual_seed(9);
     nn::CausalSelfAttention m(/*d=*/8, /*n_head=*/2, {/*dropout=*/0.0, /*bias=*/true, /*rope=*/true});
     gradcheck_module(m, leaf({1, 3, 8}), Tensor());
+}
+
+// Grouped-query attention: each K/V head's gradient sums its g query heads' (concat's backward),
+// in both projection layouts, with rope as LLaMA's block uses it.
+TEST_CASE("CausalSelfAttention: gradcheck with grouped-query and multi-query attention") {
+    manual_seed(10);
+    for (std::int64_t kv : {1, 2}) {
+        INFO("n_kv_head " << kv);
+        nn::CausalSelfAttention fused_names(8, 4, nn::CausalSelfAttentionOptions().set_n_kv_head(kv));
+        gradcheck_module(fused_names, leaf({2, 3, 8}), Tensor());
+        nn::CausalSelfAttention llama(
+            8, 4, nn::CausalSelfAttentionOptions().set_n_kv_head(kv).set_rope(true).set_bias(false).set_separate(true));
+        gradcheck_module(llama, leaf({1, 4, 8}), Tensor());
+    }
 }
 
 // ---- the README's "multi-head causal attention in about 20 lines" -----------------------------
