@@ -19,9 +19,10 @@
 //       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
 //       with weight and bias, softmax over the last dim of (B, H, T, T), causal
 //       scaled_dot_product_attention on q, k, v (B, H, T, hd)
-//   T4gen  generation: 512 new tokens after a 64-token prompt, L 4, H 4, d 128, block 512, V 65,
-//       gpt::generate with the KV cache (/kv_cache) and rerunning the context (/recompute);
-//       one iteration is the whole generation (tokens/s = 512 / its time)
+//   T4gen  generation: n new tokens after a 64-token prompt, L 4, H 4, d 128, block 512, V 65,
+//       gpt::generate with the KV cache (_kv_cache) and rerunning the context (_recompute); one
+//       iteration is the whole generation (tokens/s = n / its time). n = 512 passes the block
+//       after 448 tokens (the cache is then rebuilt every token); n = 448 ends at the block
 //
 // Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
 // Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
@@ -319,7 +320,7 @@ void t4gen(benchmark::State& state, bool kv_cache) {
     gpt::Ids prompt(64);
     for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int64_t(i % 65);
     gpt::GenerateOptions o;
-    o.n = 512, o.kv_cache = kv_cache;
+    o.n = int(state.range(0)), o.kv_cache = kv_cache;
     for (auto _ : state) {
         std::mt19937_64 rng(kSeed);
         benchmark::DoNotOptimize(gpt::generate(model, prompt, o, rng));
@@ -342,8 +343,8 @@ BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
 #ifdef XGRAD_BENCH_GPT
 BENCHMARK(T1_gpt_step)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(T4gen_kv_cache)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(T4gen_recompute)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(T4gen_kv_cache)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T4gen_recompute)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 #endif
 BENCHMARK(T2_gelu_none)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -26,6 +26,20 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
     const auto ta = trans_a ? CblasTrans : CblasNoTrans;
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
     const auto i = [](std::size_t v) { return static_cast<int>(v); };
+    if (M == 1) {
+        // One row (a generated token): C (1, N) = alpha · a (K) · op(B) is a matrix-vector product.
+        // gemm would first pack all of B into panels, a copy as large as B for one use of it;
+        // gemv streams B once. a is row 0 of op(A): contiguous, or down a column of the stored A.
+        // y = op(B)ᵀ·a: with B stored (K, N), Bᵀ·a; with B stored (N, K) (trans_b), B·a.
+        const auto t_gemv = trans_b ? CblasNoTrans : CblasTrans;
+        const int rows = trans_b ? i(N) : i(K), cols = trans_b ? i(K) : i(N), inc_a = trans_a ? i(lda) : 1;
+#ifdef XGRAD_DOUBLE
+        cblas_dgemv(CblasRowMajor, t_gemv, rows, cols, alpha, B, i(ldb), A, inc_a, beta, C, 1);
+#else
+        cblas_sgemv(CblasRowMajor, t_gemv, rows, cols, alpha, B, i(ldb), A, inc_a, beta, C, 1);
+#endif
+        return;
+    }
 #ifndef XGRAD_DOUBLE
     // A·Bᵀ with a short K (Linear's x·Wᵀ on a narrow input): OpenBLAS 0.3.21's small kernels
     // refuse it (sgemm_small_kernel_permit) and pack both operands; writing Bᵀ out

@@ -3,7 +3,9 @@
 //   C (M, N) = alpha · op(A) · op(B) + beta · C,   op(X) = X or Xᵀ
 //
 // Row-major; lda/ldb/ldc are row lengths. beta = 1 adds into C (dW += Xᵀ·dY). On OpenBLAS's
-// cblas_sgemm / cblas_dgemm; <cblas.h> stays in the .cpp (it clashes with xtensor-blas).
+// cblas_sgemm / cblas_dgemm, and its gemv when M = 1 (one row, as in generation, where gemm's
+// packing of B would cost more than the product); <cblas.h> stays in the .cpp (it clashes with
+// xtensor-blas).
 #pragma once
 
 #include <xgrad/core/tensor.hpp>

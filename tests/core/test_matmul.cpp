@@ -24,11 +24,13 @@ using Catch::Matchers::Contains;
 
 // ==== matmul ==============================================================================================
 
-// core/blas.cpp routes some shapes differently (A·Bᵀ with K < 32 copies Bᵀ first): every
-// route must give the plain triple loop's C = alpha·op(A)·op(B) + beta·C.
+// core/blas.cpp routes some shapes differently (A·Bᵀ with K < 32 copies Bᵀ first, one row is a
+// gemv): every route must give the plain triple loop's C = alpha·op(A)·op(B) + beta·C, and with
+// beta = 0 ignore what C held (NaN here).
 TEST_CASE("gemm: all four transpose cases and beta 0 or 1 equal the triple loop", "[ops][matmul][gemm]") {
     struct Case { std::size_t M, N, K; };
-    for (const Case c : {Case{32, 200, 30}, Case{3, 5, 2}, Case{4, 7, 40}, Case{1, 1, 1}, Case{200, 64, 31}}) {
+    for (const Case c : {Case{32, 200, 30}, Case{3, 5, 2}, Case{4, 7, 40}, Case{1, 1, 1}, Case{200, 64, 31},
+                          Case{1, 200, 30}, Case{1, 7, 40}}) {
         for (int ta = 0; ta < 2; ++ta) {
             for (int tb = 0; tb < 2; ++tb) {
                 for (real beta : {real(0), real(1)}) {
@@ -36,7 +38,7 @@ TEST_CASE("gemm: all four transpose cases and beta 0 or 1 equal the triple loop"
                     std::vector<real> A(c.M * c.K), B(c.K * c.N), C(c.M * c.N);
                     for (std::size_t i = 0; i < A.size(); ++i) A[i] = real(std::sin(0.7 * double(i) + 0.1));
                     for (std::size_t i = 0; i < B.size(); ++i) B[i] = real(std::cos(0.3 * double(i)));
-                    for (std::size_t i = 0; i < C.size(); ++i) C[i] = real(0.5) - real(i % 3);
+                    for (std::size_t i = 0; i < C.size(); ++i) C[i] = beta == 0 ? kNaN : real(0.5) - real(i % 3);
                     const auto a = [&](std::size_t m, std::size_t k) { return ta ? A[k * c.M + m] : A[m * c.K + k]; };
                     const auto b = [&](std::size_t k, std::size_t n) { return tb ? B[n * c.K + k] : B[k * c.N + n]; };
                     std::vector<double> want(c.M * c.N);
@@ -44,7 +46,7 @@ TEST_CASE("gemm: all four transpose cases and beta 0 or 1 equal the triple loop"
                         for (std::size_t n = 0; n < c.N; ++n) {
                             double acc = 0;
                             for (std::size_t k = 0; k < c.K; ++k) acc += double(a(m, k)) * double(b(k, n));
-                            want[m * c.N + n] = 2 * acc + double(beta) * double(C[m * c.N + n]);
+                            want[m * c.N + n] = 2 * acc + (beta == 0 ? 0.0 : double(C[m * c.N + n]));
                         }
                     gemm(ta, tb, c.M, c.N, c.K, 2, A.data(), ta ? c.M : c.K, B.data(), tb ? c.K : c.N, beta,
                          C.data(), c.N);
