@@ -1,19 +1,22 @@
 #!/usr/bin/python3
-"""bench/gpt_to_torch.py — take an xgrad GPT to PyTorch, and prove it is the same model there.
+"""bench/gpt_to_torch.py — take an xgrad GPT or LLaMA to PyTorch, and prove it is the same model there.
 
-examples/gpt writes out/gpt/model.safetensors (the weights under nanoGPT's names, Linear weights
-(out, in), the tied table once) and out/gpt/checkpoint.safetensors (the same under "model.", plus
-AdamW's state and the run's flags in the metadata). This script reads either, with a few lines of
-struct/json (no safetensors package needed), builds bench/nanogpt.py's GPT of the same shape,
-load_state_dict()s the weights, evaluates the SAME validation windows examples/gpt evaluates (its
-fixed set: --eval-batches batches of --batch-size windows at o_j = ⌊j·(N_val − T − 1)/n⌋, from the
-same text, vocabulary and 90/10 split), and prints PyTorch's loss beside xgrad's. They must agree
-to 1e-4 nats (float32 in both; the exit status is 1 otherwise).
+examples/gpt writes out/gpt/model.safetensors (the weights alone, Linear weights (out, in), a tied
+table once) and out/gpt/checkpoint.safetensors (the same under "model.", plus AdamW's state and the
+run's flags in the metadata). This script reads the checkpoint with a few lines of struct/json (no
+safetensors package needed) and builds the PyTorch model of its --arch, of the same shape:
+    gpt2  (the default; checkpoints older than --arch are gpt2): bench/nanogpt.py's GPT, nanoGPT's names;
+    llama: bench/llama.py's Llama, Meta's names (facebookresearch/llama), with the checkpoint's
+           --n-kv-head (0: --n-head) and --ffn-hidden (0: LLaMA's rule, 8d/3 rounded up to 64).
+It load_state_dict()s the weights by name (strict), evaluates the SAME validation windows
+examples/gpt evaluates (its fixed set: --eval-batches batches of --batch-size windows at
+o_j = ⌊j·(N_val − T − 1)/n⌋, from the same text, vocabulary and 90/10 split), and prints PyTorch's
+loss beside xgrad's. They must agree to 1e-4 nats (float32 in both; the exit status is 1 otherwise).
 
     build/examples/gpt                                   # train in xgrad (writes out/gpt/)
     /usr/bin/python3 bench/gpt_to_torch.py out/gpt/checkpoint.safetensors
     /usr/bin/python3 bench/gpt_to_torch.py out/gpt/checkpoint.safetensors --save out/gpt/model.pt
-        # then, in PyTorch: model = nanogpt.GPT(...); model.load_state_dict(torch.load("out/gpt/model.pt"))
+        # then, in PyTorch: build the model the script prints, model.load_state_dict(torch.load(...))
 
 xgrad's figure comes from the example itself: the script runs `build/examples/gpt --resume
 CHECKPOINT --eval-only` with the checkpoint's flags (--xgrad-bin to point elsewhere), or takes
@@ -30,6 +33,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama  # noqa: E402
 import nanogpt  # noqa: E402
 
 
@@ -49,6 +53,27 @@ def read_safetensors(path):
     return tensors, meta
 
 
+def torch_model(flag, state, vocab):
+    """(the checkpoint's model in PyTorch, its weights loaded by name with strict=True, in eval mode;
+    the constructor call that rebuilds it). flag(name) is the run's --name as a string. A tied head is
+    stored once, under the token table's name: Llama.load_checkpoint points output.weight at it, and
+    lm_head.weight is pointed at transformer.wte.weight here (torch's state_dict lists both names)."""
+    T, L, H, d = (int(flag(k)) for k in ("block-size", "n-layer", "n-head", "d"))
+    tie = flag("no-tie") == "false"
+    if flag("arch") == "llama":
+        cfg = llama.LlamaConfig(vocab=vocab, block=T, n_layer=L, n_head=H, n_kv_head=int(flag("n-kv-head")) or H,
+                                d=d, tie=tie, ffn_hidden=int(flag("ffn-hidden")))
+        model = llama.Llama(cfg)
+        model.load_checkpoint(state)
+        return model.eval(), f"llama.Llama(llama.{cfg})"
+    model = nanogpt.GPT(vocab, T, L, H, d, pos=flag("pos"), tie=tie)
+    if tie:
+        state = dict(state, **{"lm_head.weight": state["transformer.wte.weight"]})
+    model.load_state_dict(state, strict=True)
+    return model.eval(), (f"nanogpt.GPT(vocab={vocab}, block={T}, n_layer={L}, n_head={H}, d={d}, "
+                          f"pos={flag('pos')!r}, tie={tie})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("checkpoint", help="examples/gpt's checkpoint.safetensors (flags read from it)")
@@ -58,31 +83,36 @@ def main():
     a = ap.parse_args()
 
     tensors, meta = read_safetensors(a.checkpoint)
-    flag = lambda k: meta[f"flag.--{k}"]  # noqa: E731
+    if "flag.--block-size" not in meta:
+        sys.exit(f"{a.checkpoint} records no run flags: pass examples/gpt's checkpoint.safetensors, "
+                 f"not model.safetensors")
+
+    def flag(name):
+        return meta.get(f"flag.--{name}", "gpt2" if name == "arch" else None)
+
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     T, B, n_batches = int(flag("block-size")), int(flag("batch-size")), int(flag("eval-batches"))
-    pos, tie = flag("pos"), flag("no-tie") == "false"
-
     ids, chars = nanogpt.encode(nanogpt.read_text(flag("data") or None))
     _, val = nanogpt.split(ids)
-    model = nanogpt.GPT(len(chars), T, int(flag("n-layer")), int(flag("n-head")), int(flag("d")), pos=pos, tie=tie)
-    if tie:  # xgrad stores the tied table once, under transformer.wte.weight (nanoGPT's own
-        state["lm_head.weight"] = state["transformer.wte.weight"]  # state_dict lists it twice)
-    model.load_state_dict(state, strict=True)
-    model.eval()
-    torch_loss = nanogpt.fixed_val_loss(model, val, T, B, n_batches)
+    model, built = torch_model(flag, state, len(chars))
+    print(f"PyTorch: {built}, loaded by name (strict)")
+    with torch.no_grad():
+        torch_loss = nanogpt.fixed_val_loss(model, val, T, B, n_batches)
 
     if a.xgrad_loss is None:
-        out = subprocess.run([a.xgrad_bin, "--resume", a.checkpoint, "--eval-only"] + xgrad_flags(meta),
-                             check=True, stdout=subprocess.PIPE, text=True).stdout
-        a.xgrad_loss = float(re.search(r"val \(fixed set\) ([0-9.]+)", out).group(1))
+        run = subprocess.run([a.xgrad_bin, "--resume", a.checkpoint, "--eval-only"] + xgrad_flags(meta),
+                             stdout=subprocess.PIPE, text=True)
+        if run.returncode != 0:  # its own message is on stderr, above
+            sys.exit(f"{a.xgrad_bin} --eval-only failed (exit status {run.returncode}); "
+                     f"pass --xgrad-loss if you have its figure")
+        a.xgrad_loss = float(re.search(r"val \(fixed set\) ([0-9.]+)", run.stdout).group(1))
     diff = abs(torch_loss - a.xgrad_loss)
     print(f"validation loss on examples/gpt's fixed set ({n_batches} batches of {B} windows of {T}+1 characters)")
     print(f"  xgrad   {a.xgrad_loss:.6f} nats")
     print(f"  PyTorch {torch_loss:.6f} nats   (|difference| {diff:.2e}, must be < 1e-4)")
     if a.save:
         torch.save(model.state_dict(), a.save)
-        print(f"wrote {a.save}: a PyTorch state_dict of bench/nanogpt.py's GPT")
+        print(f"wrote {a.save}: the state_dict of {built}")
     sys.exit(0 if diff < 1e-4 else 1)
 
 

@@ -19,7 +19,8 @@ Attention, grouped-query (Ainslie et al. 2023):
     q, k ← RoPE: pairs (2i, 2i+1) rotated by the angle t · 10000^(−2i/hd) (Su et al. 2021)
     query head h reads K/V head h // (H / n_kv)     (Meta's repeat_kv)
     y = softmax(q kᵀ / √hd, -inf above the diagonal) v  (B, H, T, hd) → (B, T, H·hd) → wo
-Feed-forward, SwiGLU (Shazeer 2020):  w2(silu(w1 x) ⊙ w3 x),  F = 64 · ⌈int(2 · 4d / 3) / 64⌉.
+Feed-forward, SwiGLU (Shazeer 2020):  w2(silu(w1 x) ⊙ w3 x),  F = 64 · ⌈int(2 · 4d / 3) / 64⌉
+(or LlamaConfig.ffn_hidden when set).
 Every Linear is bias-free and stores its weight (out, in), as torch.nn.Linear does.
 
 State dict: Meta's names, so a checkpoint written by examples/gpt --arch llama loads by name
@@ -54,6 +55,7 @@ class LlamaConfig:
     n_kv_head: int        # n_kv K/V heads, dividing H
     d: int                # width, divisible by H
     tie: bool = True      # output.weight is tok_embeddings.weight
+    ffn_hidden: int = 0   # F; 0: LLaMA's rule, ffn_hidden(d, multiple_of) (examples/gpt's --ffn-hidden)
     multiple_of: int = 64  # F is rounded up to a multiple of this (Meta's ModelArgs.multiple_of)
     eps: float = 1e-5     # RMSNorm's eps, inside the root (Meta's ModelArgs.norm_eps)
 
@@ -61,6 +63,8 @@ class LlamaConfig:
         if self.d % self.n_head or self.n_head % self.n_kv_head or (self.d // self.n_head) % 2:
             raise ValueError(f"LlamaConfig: need d % n_head == 0, n_head % n_kv_head == 0 and an even head "
                              f"width; got d {self.d}, n_head {self.n_head}, n_kv_head {self.n_kv_head}")
+        if self.ffn_hidden < 0:
+            raise ValueError(f"LlamaConfig: ffn_hidden must be >= 0 (0: LLaMA's rule); got {self.ffn_hidden}")
 
 
 def ffn_hidden(d, multiple_of=64):
@@ -147,7 +151,7 @@ class TransformerBlock(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.attention = Attention(cfg)
-        self.feed_forward = FeedForward(cfg.d, ffn_hidden(cfg.d, cfg.multiple_of))
+        self.feed_forward = FeedForward(cfg.d, cfg.ffn_hidden or ffn_hidden(cfg.d, cfg.multiple_of))
         self.attention_norm = RMSNorm(cfg.d, cfg.eps)
         self.ffn_norm = RMSNorm(cfg.d, cfg.eps)
 
