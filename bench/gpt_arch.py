@@ -63,7 +63,7 @@ def main():
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--rows", default=",".join(ROWS))
     args = ap.parse_args()
-    rows = []
+    rows, load_start = [], os.getloadavg()[0]
     for name in args.rows.split(","):
         flags, what = ROWS[name]
         print(f"gpt_arch.py: {name}: examples/gpt {' '.join(flags)}", file=sys.stderr, flush=True)
@@ -72,8 +72,9 @@ def main():
                      f"{r['steps_s']:.2f}", f"{r['rss_mib']:.0f}", f"{kv_bytes(flags):,} B"])
     header = ["run", "block", "parameters", "val", "train", "steps/s", "peak RSS, MiB", "KV cache per token"]
     print("\n".join(table_lines(header, rows)))
-    print(f"\nMeasured on {cpu_name()}, {os.cpu_count()} cores, "
-          f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC: `python3 bench/gpt_arch.py --steps {args.steps}`.")
+    print(f"\nMeasured on {cpu_name()}, {os.cpu_count()} cores (load average {load_start:.2f} at start, "
+          f"{os.getloadavg()[0]:.2f} at end), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC: "
+          f"`python3 bench/gpt_arch.py --steps {args.steps}`.")
 
 
 if __name__ == "__main__":

@@ -133,6 +133,10 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
         return it->second;
     };
     for (const auto& [flag, value] : flags) {
+        if (!file.metadata.count(kFlag + flag) && file.metadata.count("train.step"))
+            throw std::runtime_error(fmt::format("{}: records no {} (a checkpoint written before the flag existed); "
+                                                 "train anew to use it",
+                                                 path, flag));
         const std::string saved = meta(kFlag + flag);
         if (saved != value)
             throw std::runtime_error(fmt::format("{}: saved with {} {}, but this run has {} {}; resume with the "

@@ -58,9 +58,10 @@ void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, co
 
 // Restores model, optimizer and rng; returns the step to continue from. Throws
 // std::runtime_error (leaving the model and optimizer untouched) if the file is unreadable,
-// is not a training checkpoint, was saved with other flags (naming the flag and both values),
-// or, with `data`, lacks a fingerprint or was trained on another vocabulary or text (naming the
-// first id whose byte differs, or both lengths and hashes).
+// is not a training checkpoint, records no value of one of `flags` (written before that flag
+// existed), was saved with other flags (naming the flag and both values), or, with `data`,
+// lacks a fingerprint or was trained on another vocabulary or text (naming the first id whose
+// byte differs, or both lengths and hashes).
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
                     std::mt19937_64& rng, const RunFlags& flags,
                     const std::optional<TextFingerprint>& data = std::nullopt);

@@ -20,6 +20,10 @@
 // model.py; Linear weights are (out, in) as in PyTorch. With the tied head the table is one
 // parameter, listed, stepped and stored once, as transformer.wte.weight.
 //
+// LanguageModel is what training, sampling (generate.hpp) and the reports use; GPT is one,
+// Llama (llama.hpp, --arch llama) the other. Both have forward_cached, which runs new tokens
+// against a KV cache per layer (nn/kv_cache.hpp) and equals the last rows of forward().
+//
 // ref: Radford et al. 2019 (GPT-2); Karpathy, nanoGPT model.py.
 #pragma once
 

@@ -290,6 +290,17 @@ TEST_CASE("ckpt bug F9: a resume on another vocabulary or text is refused, and e
     CHECK_THAT(msg, Contains("records no vocabulary"));
 }
 
+TEST_CASE("ckpt: a checkpoint written before a flag existed names the flag", "[examples_common][ckpt]") {
+    SmallRun run;
+    auto& [dir, path, seed, model, opt, rng, flags] = run;
+    examples::save_checkpoint(path, model, opt, 5, rng, flags);
+    examples::RunFlags newer = flags;
+    newer["--arch"] = "gpt2";
+    const std::string msg =
+        message_of<std::runtime_error>([&] { examples::load_checkpoint(path, model, opt, rng, newer); });
+    CHECK_THAT(msg, Contains("records no --arch (a checkpoint written before the flag existed)"));
+}
+
 TEST_CASE("ckpt bug F12: save_checkpoint refuses a NaN or an infinity and leaves the file as it was",
           "[examples_common][ckpt][regression]") {
     SmallRun run;
