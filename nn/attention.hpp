@@ -127,7 +127,8 @@ public:
     // Generation: x (B, t, d) holds the positions P .. P + t − 1 that follow the P = cache.length()
     // already in the cache. Appends their k and v (rotated by their absolute positions with rope)
     // and attends over all P + t: out (B, t, d) equals the last t rows of forward() on the whole
-    // sequence. Records no graph (runs under NoGradGuard). The cache holds Hkv heads only.
+    // sequence. Opens its own NoGradGuard, so records no graph; run the rest of a generation step
+    // under one too. The cache holds Hkv heads only.
     // Throws ValueError for x not (B, t, d), P + t above cache.max_len(), a cache of other sizes,
     // or dropout > 0 in training mode (call eval() first).
     Tensor forward_cached(const Tensor& x, KVCache& cache) const;

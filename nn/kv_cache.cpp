@@ -41,7 +41,10 @@ void KVCache::append(const Array& k_new, const Array& v_new) {
     check(c[0] == B && c[1] == Hkv && c[3] == hd, op,
           "the cache holds (B, Hkv, ·, hd) = ({}, {}, ·, {}); got k {}: clear() keeps the sizes, use a new KVCache",
           c[0], c[1], c[3], shape_str(s));
-    check(length_ + t <= max_len_, op, "{} positions + {} new would pass max_len {}", length_, t, max_len_);
+    check(length_ + t <= max_len_, op,
+          "{} positions + {} new would pass max_len {}: crop the context to the last max_len tokens, clear() "
+          "the cache and refill it from them",
+          length_, t, max_len_);
     // k_[b, kv, length_ + i, :] = k_new[b, kv, i, :]: one contiguous run of t·hd values per (b, kv)
     for (std::size_t bk = 0; bk < B * Hkv; ++bk) {
         const std::size_t dst = (bk * max_len_ + length_) * hd, src = bk * t * hd;

@@ -11,6 +11,15 @@
 // positions, hd head width.
 // Memory: 2 (k and v) · B · Hkv · hd · sizeof(real) bytes per cached position and layer, so Hkv < H
 // divides it by g.
+//
+// A generation loop, one cache per layer (examples/gpt/generate.cpp is the whole of it):
+//     caches[l] = KVCache(block)                      for every layer l
+//     logits = model.forward_cached(prompt, caches)   (B, P, V): the prompt fills the caches
+//     repeat: draw id from logits[:, -1]; logits = model.forward_cached(id (B, 1), caches)
+// Past the block the context must be cropped to the last `block` tokens, and then no cached key
+// is valid any more (each token's position, and what the oldest token saw, changed): clear()
+// every cache and refill it from the cropped window. A larger cache that is never cropped runs
+// without error but computes another model than the one trained at `block`.
 // ref: Pope et al. 2022, "Efficiently Scaling Transformer Inference", §2; Ainslie et al. 2023, "GQA".
 #pragma once
 
@@ -30,7 +39,7 @@ public:
 
     // Appends k_new, v_new (B, Hkv, t, hd), t ≥ 1. The first append fixes B, Hkv and hd and allocates
     // bytes(). Throws ValueError if they differ from k_new's, the shapes of k_new and v_new differ, or
-    // length() + t would pass max_len().
+    // length() + t would pass max_len() (crop the context, clear() and refill: see the top).
     void append(const Array& k_new, const Array& v_new);
     // Forgets the positions (length 0) and keeps the allocation for the next sequence.
     void clear() { length_ = 0; }

@@ -74,7 +74,8 @@ private:
 
 // RMSNorm over the last dim, of width d: y = rms_norm(x, {d}, weight, eps).
 //   x (..., d) → y (..., d). Parameter "weight" (d) = 1, as PyTorch; elementwise_affine = false
-//   registers none (weight then undefined). eps = nullopt: the dtype's machine epsilon.
+//   registers none (weight then undefined). eps = nullopt: the dtype's machine epsilon, as
+//   PyTorch; LLaMA uses 1e-5 (Meta's norm_eps), which examples/gpt/llama.cpp passes.
 // Throws ValueError for d < 1 or an eps that is negative or NaN.
 class RMSNorm : public Module {
 public:

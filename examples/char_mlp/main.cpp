@@ -202,7 +202,7 @@ static int run(const Config& cfg) {
 // Every check that needs no data. Throws std::invalid_argument naming the flags.
 static void check_flags(const Config& c) {
     const BatchSplit split = split_batch(c.batch_size, c.grad_accum);  // W·N divides B
-    examples::require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}", c.warmup, c.steps));
+    examples::require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}: pass --warmup {} or less", c.warmup, c.steps, c.steps));
     // Lower bounds in bytes: the parameters (the embedding table, the two Linear layers), each
     // with its gradient and AdamW's two moments; the (b, block·d) input of the hidden layer and
     // its (b, hidden) output, for one micro-batch of b = B/(W·N) examples.

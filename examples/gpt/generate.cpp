@@ -35,13 +35,14 @@ std::int64_t draw(const real* z_row, std::size_t V, const GenerateOptions& o, st
 
 }  // namespace
 
-Ids generate(const LanguageModel& model, const Ids& prompt, const GenerateOptions& o, std::mt19937_64& rng,
+Ids generate(LanguageModel& model, const Ids& prompt, const GenerateOptions& o, std::mt19937_64& rng,
              std::vector<std::vector<real>>* logits, GenerateStats* stats) {
     check(!prompt.empty(), "generate", "the prompt must hold at least one id");
     check(o.n >= 0, "generate", "n must be >= 0; got {}", o.n);
     check(std::isfinite(o.temperature) && o.temperature > 0, "generate", "temperature must be finite and > 0; got {}",
           o.temperature);
     NoGradGuard no_grad;
+    EvalMode eval_mode(model);  // no dropout while sampling
     const std::size_t block = std::size_t(model.config().block), V = std::size_t(model.config().vocab);
     Ids ids = prompt;
     std::vector<nn::KVCache> caches = model.make_kv_caches();
@@ -72,7 +73,7 @@ Ids generate(const LanguageModel& model, const Ids& prompt, const GenerateOption
     return Ids(ids.begin() + std::ptrdiff_t(prompt.size()), ids.end());
 }
 
-std::string sample_text(const LanguageModel& model, const Vocab& vocab, const std::string& prompt,
+std::string sample_text(LanguageModel& model, const Vocab& vocab, const std::string& prompt,
                         const GenerateOptions& options, std::mt19937_64& rng, GenerateStats* stats) {
     Ids ids = vocab.encode(prompt);
     if (ids.empty()) ids.push_back(0);

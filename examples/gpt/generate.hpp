@@ -39,16 +39,17 @@ struct GenerateStats {
     std::vector<std::size_t> cache_bytes;  // bytes each layer's KV cache allocated (empty: no cache)
 };
 
-// Continues `prompt` (ids in [0, V), at least one) by options.n ids drawn with `rng`. When
-// `logits` is given, it receives each step's last-position logits (V values, before the
-// temperature); `stats`, what the run did. Throws ValueError for an empty prompt, n < 0 or a
+// Continues `prompt` (ids in [0, V), at least one) by options.n ids drawn with `rng`, in eval
+// mode (no dropout; the mode is restored after) and without a graph. When `logits` is given, it
+// receives each step's last-position logits (V values, before the temperature); `stats`, what
+// the run did. Throws ValueError for an empty prompt, n < 0 or a
 // temperature ≤ 0 or not finite; IndexError for an id outside [0, V).
-Ids generate(const LanguageModel& model, const Ids& prompt, const GenerateOptions& options, std::mt19937_64& rng,
+Ids generate(LanguageModel& model, const Ids& prompt, const GenerateOptions& options, std::mt19937_64& rng,
              std::vector<std::vector<real>>* logits = nullptr, GenerateStats* stats = nullptr);
 
 // generate() on text: the prompt encoded with `vocab` (an empty prompt starts from id 0), the new
 // ids decoded. Throws std::runtime_error if the prompt has a character outside the vocabulary.
-std::string sample_text(const LanguageModel& model, const Vocab& vocab, const std::string& prompt,
+std::string sample_text(LanguageModel& model, const Vocab& vocab, const std::string& prompt,
                         const GenerateOptions& options, std::mt19937_64& rng, GenerateStats* stats = nullptr);
 
 }  // namespace gpt

@@ -292,7 +292,7 @@ static void check_flags(const Config& c) {
     using examples::require;
     const GPTConfig& m = c.model;
     const examples::BatchSplit split = examples::split_batch(c.batch_size, c.grad_accum);  // W·N divides B
-    require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}", c.warmup, c.steps));
+    require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}: pass --warmup {} or less", c.warmup, c.steps, c.steps));
     require(c.min_lr <= c.lr, fmt::format("--min-lr {} is above --lr {}", c.min_lr, c.lr));
     require(m.d % m.n_head == 0, fmt::format("--n-head {} does not divide --d {}: each head gets d/H dimensions",
                                              m.n_head, m.d));
@@ -300,8 +300,8 @@ static void check_flags(const Config& c) {
             fmt::format("--n-kv-head {} does not divide --n-head {}: each K/V head serves n_head / n_kv_head query heads",
                         m.n_kv_head, m.n_head));
     require(m.arch == "llama" || m.ffn_hidden == 0, "--ffn-hidden sets the SwiGLU width of --arch llama only");
-    require(m.arch != "llama" || (m.pos == "rope" && !m.bias),
-            "--arch llama uses rope positions and no biases: leave out --pos and --no-bias");
+    require(m.arch != "llama" || m.pos == "rope",
+            fmt::format("--pos {}: --arch llama always uses rope positions", m.pos));
     require(m.pos != "rope" || (m.d / m.n_head) % 2 == 0,
             fmt::format("--pos rope needs an even head width, but --d {} / --n-head {} = {}", m.d, m.n_head, m.d / m.n_head));
     require(c.heatmap_layer < m.n_layer, fmt::format("--heatmap-layer {} is outside [-1, {}): the model has --n-layer {} "
@@ -341,7 +341,7 @@ int main(int argc, char** argv) {
     auto* pos = app.add_option("--pos", m.pos, "positions: learned (table wpe), sinusoidal (fixed), rope (rotary, in attention), none; --arch llama: rope")
         ->capture_default_str()->check(CLI::IsMember({"learned", "sinusoidal", "rope", "none"}));
     app.add_flag("--no-tie", no_tie, "give the head its own (V, d) weight instead of the token table (default: tied)");
-    app.add_flag("--no-bias", no_bias, "no biases in the Linear and LayerNorm layers (default: biases on)");
+    app.add_flag("--no-bias", no_bias, "no biases in the Linear and LayerNorm layers (default: biases on; --arch llama has none)");
     real_flag(app, "--dropout", m.dropout, {0, 1, false, true}, "dropout probability after the embeddings, in attention and after each residual branch");
     int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps (iterations) in the whole run");
     int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, windows of block-size + 1 characters per step, over all ranks (under mpirun -np W, a multiple of W × --grad-accum)");
@@ -357,7 +357,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --out, --sample, --temperature, --top-k, --prompt, --heatmap-*, --eval-every and --stop-after must match the saved run (at any number of ranks)");
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --eval-every and --stop-after must match the saved run (at any number of ranks)");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");

@@ -143,6 +143,20 @@ private:
     Tensor sinusoidal_;  // (block, d) with pos = sinusoidal: the fixed table, not a parameter
 };
 
+// Puts a model in evaluation mode (dropout off) for the guard's lifetime, then back in the mode it
+// was in: nanoGPT's model.eval() ... model.train() around estimate_loss and generation.
+class EvalMode {
+public:
+    explicit EvalMode(nn::Module& m) : m_(m), was_training_(m.is_training()) { m_.eval(); }
+    ~EvalMode() { m_.train(was_training_); }
+    EvalMode(const EvalMode&) = delete;
+    EvalMode& operator=(const EvalMode&) = delete;
+
+private:
+    nn::Module& m_;
+    bool was_training_;
+};
+
 // The model that config.arch names: GPT (gpt2) or Llama (llama.hpp). Throws ValueError for
 // another arch, and what the model's constructor throws.
 std::unique_ptr<LanguageModel> make_model(const GPTConfig& config);

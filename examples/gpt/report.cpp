@@ -19,8 +19,9 @@ namespace gpt {
 
 namespace F = nn::functional;
 
-double evaluate_fixed(const LanguageModel& model, const Ids& data, int batch, int n_batches) {
+double evaluate_fixed(LanguageModel& model, const Ids& data, int batch, int n_batches) {
     NoGradGuard no_grad;
+    EvalMode eval_mode(model);  // no dropout
     const int T = int(model.config().block);
     const std::vector<std::size_t> offsets = fixed_offsets(data.size(), T, std::size_t(batch) * std::size_t(n_batches));
     double total = 0;
@@ -32,8 +33,9 @@ double evaluate_fixed(const LanguageModel& model, const Ids& data, int batch, in
     return total / n_batches;
 }
 
-double evaluate_random(const LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng) {
+double evaluate_random(LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng) {
     NoGradGuard no_grad;
+    EvalMode eval_mode(model);  // no dropout
     double total = 0;
     for (int b = 0; b < n_batches; ++b) {
         Batch w = sample_batch(data, batch, int(model.config().block), rng);
@@ -101,7 +103,7 @@ static std::string tic_label(char c) {
     return std::string(1, c);
 }
 
-std::string plot_attention(const LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
+std::string plot_attention(LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& dir) {
     check(head >= 0 && head < model.config().n_head, "plot_attention", "head {} is outside [0, {})", head,
           model.config().n_head);
@@ -109,6 +111,7 @@ std::string plot_attention(const LanguageModel& model, const Vocab& vocab, const
     const Ids ids = vocab.encode(line);
     IndexArray x(ArrayShape{1, ids.size()});
     std::copy(ids.begin(), ids.end(), x.data());
+    EvalMode eval_mode(model);  // the weights without the embeddings' dropout
     const Tensor w = model.attention_weights(IndexTensor(std::move(x)), layer);  // (1, H, T, T)
     const std::size_t T = ids.size();
     const real* a = w.data().data() + std::size_t(head) * T * T;                 // head `head`, (T, T)

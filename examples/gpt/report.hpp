@@ -15,12 +15,13 @@
 
 namespace gpt {
 
-// Mean over batches of the batch-mean cross-entropy (nats), no graph. The fixed set: n_batches
+// Mean over batches of the batch-mean cross-entropy (nats), no graph, in eval mode (no dropout;
+// the mode is restored after). The fixed set: n_batches
 // batches of `batch` windows at fixed_offsets(N, T, n_batches·batch), in order. The same set
 // at every evaluation, and the one bench/gpt_to_torch.py evaluates in PyTorch.
-double evaluate_fixed(const LanguageModel& model, const Ids& data, int batch, int n_batches);
+double evaluate_fixed(LanguageModel& model, const Ids& data, int batch, int n_batches);
 // The same mean over n_batches random batches (sample_batch with `rng`): nanoGPT's estimate_loss.
-double evaluate_random(const LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng);
+double evaluate_random(LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng);
 
 // The memory a training step's graph holds between forward and backward. Walks the graph
 // below `loss` (xgrad::visit_graph) and sums the bytes of every tensor it keeps alive, by the
@@ -38,7 +39,7 @@ std::size_t malloc_in_use();
 // Writes attention.csv (T × T weights of one head of one layer on `text`) and draws
 // attention.png with gnuplot (rows: the query position, columns: the key position it reads,
 // labelled with the characters). Returns the note to print.
-std::string plot_attention(const LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
+std::string plot_attention(LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& out_dir);
 
 }  // namespace gpt

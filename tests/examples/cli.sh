@@ -66,6 +66,11 @@ refused "gpt --heatmap-head 7" "--heatmap-head|7|--n-head 2" -- "$gpt" "${tiny_g
 refused "gpt --heatmap-layer 5" "--heatmap-layer|5|--n-layer 1" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --heatmap-layer 5
 refused "gpt --prompt ☃" "--prompt|vocabulary" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --prompt "☃"
 refused "gpt --n-head 3 --d 16" "--n-head 3|--d 16" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --n-head 3 --d 16
+refused "gpt --arch llama --pos learned" "--pos learned|--arch llama|rope" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --arch llama --pos learned
+refused "gpt --n-kv-head 3" "--n-kv-head 3|--n-head 2" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --n-kv-head 3
+refused "gpt --ffn-hidden 64 (gpt2)" "--ffn-hidden|--arch llama" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --ffn-hidden 64
+refused "gpt --kv-cache maybe" "--kv-cache|maybe" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --kv-cache maybe
+refused "gpt --warmup 5 --steps 3" "--warmup 5|--steps 3|--warmup 3 or less" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 5
 refused "gpt --data DIR" "is a directory" -- "$gpt" --data "$work" --steps 3 --warmup 0
 refused "word2vec --corpus DIR" "is a directory" -- "$word2vec" --corpus "$work"
 refused "gpt --batch-size 2147483647" "--batch-size|memory" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --batch-size 2147483647

@@ -15,6 +15,7 @@
 
 #include "examples/gpt/generate.hpp"
 #include "examples/gpt/model.hpp"
+#include "examples/gpt/report.hpp"
 
 using namespace gpt;
 
@@ -109,4 +110,30 @@ TEST_CASE("generate: refusals", "[gpt][generate]") {
     REQUIRE_THROWS_AS(generate(*model, {11}, o, rng), xgrad::IndexError);
     GPTConfig bad = tiny("gpt3", "learned");
     REQUIRE_THROWS_WITH(make_model(bad), Catch::Contains("arch 'gpt3' is not one of gpt2, llama"));
+}
+
+// nanoGPT's model.eval() around estimate_loss and generate: with dropout on, evaluation and
+// sampling must give what the same weights give with dropout 0, and leave the mode as it was.
+TEST_CASE("evaluation and sampling run in eval mode: dropout off, the mode restored", "[gpt][generate][regression]") {
+    for (const char* arch : {"gpt2", "llama"}) {
+        INFO(arch);
+        GPTConfig c = tiny(arch, arch == std::string("gpt2") ? "learned" : "rope");
+        c.dropout = 0.5;
+        xgrad::manual_seed(1);
+        const std::unique_ptr<LanguageModel> dropped = make_model(c);
+        c.dropout = 0;
+        const std::unique_ptr<LanguageModel> plain = make_model(c);
+        plain->load_state_dict(dropped->state_dict());
+        Ids data(100);
+        for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::int64_t((i * 7) % 11);
+        const double want = evaluate_fixed(*plain, data, 2, 2);
+        REQUIRE(dropped->is_training());
+        REQUIRE(evaluate_fixed(*dropped, data, 2, 2) == want);
+        REQUIRE(dropped->is_training());
+        GenerateOptions o;
+        o.n = 10;
+        std::mt19937_64 rng_a(5), rng_b(5);
+        REQUIRE(generate(*dropped, {1, 2}, o, rng_a) == generate(*plain, {1, 2}, o, rng_b));
+        REQUIRE(dropped->is_training());
+    }
 }
