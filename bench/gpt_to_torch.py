@@ -66,6 +66,10 @@ def torch_model(flag, state, vocab):
         model = llama.Llama(cfg)
         model.load_checkpoint(state)
         return model.eval(), f"llama.Llama(llama.{cfg})"
+    kv = int(flag("n-kv-head") or 0)
+    if kv not in (0, H):
+        sys.exit(f"--arch gpt2 --n-kv-head {kv}: nanoGPT's attention has no grouped-query form, so this "
+                 f"checkpoint has no PyTorch model here (--arch llama has one: bench/llama.py)")
     model = nanogpt.GPT(vocab, T, L, H, d, pos=flag("pos"), tie=tie)
     if tie:
         state = dict(state, **{"lm_head.weight": state["transformer.wte.weight"]})

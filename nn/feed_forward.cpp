@@ -12,6 +12,8 @@ namespace xgrad::nn {
 std::int64_t swiglu_hidden_width(std::int64_t d, std::int64_t multiple_of) {
     check(d >= 1 && multiple_of >= 1, "swiglu_hidden_width",
           "d and multiple_of must be positive; got d = {}, multiple_of = {}", d, multiple_of);
+    check(d <= (std::int64_t(1) << 58) && multiple_of <= (std::int64_t(1) << 60), "swiglu_hidden_width",
+          "d = {} (at most 2^58) or multiple_of = {} (at most 2^60) is too large for 8d/3 in int64", d, multiple_of);
     const std::int64_t h = 2 * (4 * d) / 3;                          // int(2 * hidden_dim / 3), hidden_dim = 4d
     return multiple_of * ((h + multiple_of - 1) / multiple_of);      // rounded up to a multiple
 }

@@ -34,6 +34,10 @@ void KVCache::append(const Array& k_new, const Array& v_new) {
           shape_str(array_shape(v_new)));
     const std::size_t B = s[0], Hkv = s[1], t = s[2], hd = s[3];
     if (k_.dimension() != 4) {  // the first append fixes B, Hkv and hd: allocate every position now
+        const double elements = double(B) * double(Hkv) * double(max_len_) * double(hd);
+        check(2 * elements * sizeof(real) < 0x1p62, op,
+              "k and v of (B, Hkv, max_len, hd) = ({}, {}, {}, {}) would need {:.3g} bytes", B, Hkv, max_len_, hd,
+              2 * elements * sizeof(real));
         k_ = Array::from_shape({B, Hkv, max_len_, hd});
         v_ = Array::from_shape({B, Hkv, max_len_, hd});
     }

@@ -129,7 +129,9 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
     auto meta = [&](const std::string& key) {
         auto it = file.metadata.find(key);
         if (it == file.metadata.end())
-            throw std::runtime_error(fmt::format("{}: not a training checkpoint (no '{}')", path, key));
+            throw std::runtime_error(fmt::format("{}: not a training checkpoint (no '{}'); --resume takes the "
+                                                 "checkpoint.safetensors a run writes, not model.safetensors",
+                                                 path, key));
         return it->second;
     };
     for (const auto& [flag, value] : flags) {

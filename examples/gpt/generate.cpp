@@ -19,7 +19,6 @@ IndexTensor row_of(const Ids& ids, std::size_t begin, std::size_t end) {
 // One id drawn from softmax(z / temperature) over the top_k largest z (all when top_k is 0).
 std::int64_t draw(const real* z_row, std::size_t V, const GenerateOptions& o, std::mt19937_64& rng) {
     std::vector<double> z(z_row, z_row + V);
-    for (double& v : z) v /= o.temperature;
     if (o.top_k > 0 && std::size_t(o.top_k) < V) {  // keep the k largest logits
         std::vector<double> sorted = z;
         std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(), std::greater<double>());
@@ -27,8 +26,11 @@ std::int64_t draw(const real* z_row, std::size_t V, const GenerateOptions& o, st
         for (double& v : z)
             if (v < kth) v = -INFINITY;
     }
+    // softmax((z − max z) / temperature), unnormalised (the distribution divides): subtracting first
+    // keeps every exponent ≤ 0, so a tiny temperature gives e^0 = 1 for the largest and 0 for the
+    // rest (greedy) instead of inf / inf.
     const double zmax = *std::max_element(z.begin(), z.end());
-    for (double& v : z) v = std::exp(v - zmax);  // softmax (unnormalised; the distribution divides)
+    for (double& v : z) v = std::exp((v - zmax) / o.temperature);
     std::discrete_distribution<std::int64_t> next(z.begin(), z.end());
     return next(rng);
 }

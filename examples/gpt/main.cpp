@@ -309,15 +309,19 @@ static void check_flags(const Config& c) {
     require(c.heatmap_head < m.n_head, fmt::format("--heatmap-head {} is outside [0, {}): the model has --n-head {} heads",
                                                    c.heatmap_head, m.n_head, m.n_head));
     require(!c.eval_only || !c.resume.empty(), "--eval-only needs --resume CHECKPOINT");
-    // Lower bounds in bytes (model.hpp's shapes): 12·L·d² weights (c_attn 3d², c_proj d², the MLP
-    // 8d²), each with its gradient and AdamW's two moments; and the MLP's (b, T, 4d) hidden
-    // activation of one micro-batch, b = B/(W·N), which each of the L blocks keeps for backward.
+    // Lower bounds in bytes (model.hpp's and llama.hpp's shapes): L·(4d² + k·d·F) weights
+    // (attention 4d² at most, the feed-forward's k = 2 matrices of d × 4d, or LLaMA's k = 3 of
+    // d × F), each with its gradient and AdamW's two moments; and the feed-forward's (b, T, F)
+    // hidden activation of one micro-batch, b = B/(W·N), which each of the L blocks keeps.
+    const bool llama = m.arch == "llama";
     const double L = double(m.n_layer), d = double(m.d), B = double(split.per_rank()), T = double(m.block);
-    const double bytes = sizeof(real);
-    examples::check_memory({{"parameters 12·L·d², with gradients and AdamW's exp_avg and exp_avg_sq", 4 * 12 * L * d * d * bytes},
-                            {"the MLP activations L·b·T·4d kept for backward (b = B/(ranks·N))", L * B * T * 4 * d * bytes}},
-                           fmt::format("--batch-size {} (or raise --grad-accum), --block-size {}, --d {} or --n-layer {}",
-                                       c.batch_size, m.block, m.d, m.n_layer));
+    const double F = llama ? double(m.ffn_hidden > 0 ? m.ffn_hidden : nn::swiglu_hidden_width(m.d)) : 4 * d;
+    const double bytes = sizeof(real), per_layer = 4 * d * d + (llama ? 3 : 2) * d * F;
+    examples::check_memory({{"parameters L·(4d² + k·d·F), with gradients and AdamW's exp_avg and exp_avg_sq", 4 * L * per_layer * bytes},
+                            {"the feed-forward activations L·b·T·F kept for backward (b = B/(ranks·N))", L * B * T * F * bytes}},
+                           fmt::format("--batch-size {} (or raise --grad-accum), --block-size {}, --d {}, --n-layer {}{}",
+                                       c.batch_size, m.block, m.d, m.n_layer,
+                                       llama ? fmt::format(" or --ffn-hidden {}", std::int64_t(F)) : ""));
 }
 
 int main(int argc, char** argv) {

@@ -74,6 +74,7 @@ refused "gpt --warmup 5 --steps 3" "--warmup 5|--steps 3|--warmup 3 or less" -- 
 refused "gpt --data DIR" "is a directory" -- "$gpt" --data "$work" --steps 3 --warmup 0
 refused "word2vec --corpus DIR" "is a directory" -- "$word2vec" --corpus "$work"
 refused "gpt --batch-size 2147483647" "--batch-size|memory" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --batch-size 2147483647
+refused "gpt --arch llama --ffn-hidden 2147483647" "memory|--ffn-hidden 2147483647" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --arch llama --ffn-hidden 2147483647
 refused "gpt --d 65536 --n-layer 256" "memory|parameters" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --d 65536 --n-layer 256
 refused "char_mlp --batch-size 2147483647" "--batch-size|memory" -- "$char_mlp" --data "$work/words.txt" --steps 3 --batch-size 2147483647
 refused "word2vec --batch-size 1048576 --dim 4096" "--batch-size|memory" -- "$word2vec" --corpus "$work/text.txt" --min-count 1 --batch-size 1048576 --dim 4096 --negatives 100

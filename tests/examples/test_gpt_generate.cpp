@@ -108,6 +108,12 @@ TEST_CASE("generate: refusals", "[gpt][generate]") {
     REQUIRE_THROWS_WITH(generate(*model, {1}, o, rng), Catch::Contains("n must be >= 0; got -1"));
     o.n = 1;
     REQUIRE_THROWS_AS(generate(*model, {11}, o, rng), xgrad::IndexError);
+    // A temperature so small that z / T overflows: the largest logit wins (greedy, as top-k 1)
+    o.n = 8, o.temperature = 1e-320;
+    std::mt19937_64 rng_t(3), rng_k(3);
+    GenerateOptions greedy;
+    greedy.n = 8, greedy.top_k = 1;
+    REQUIRE(generate(*model, {1, 2}, o, rng_t) == generate(*model, {1, 2}, greedy, rng_k));
     GPTConfig bad = tiny("gpt3", "learned");
     REQUIRE_THROWS_WITH(make_model(bad), Catch::Contains("arch 'gpt3' is not one of gpt2, llama"));
 }

@@ -25,6 +25,10 @@ TEST_CASE("swiglu_hidden_width - LLaMA's rule by hand", "[nn][feed_forward]") {
     REQUIRE(nn::swiglu_hidden_width(64, 1) == 170);
     REQUIRE(nn::swiglu_hidden_width(256, 1) == 682);
     REQUIRE(nn::swiglu_hidden_width(4096, 256) == 11008);  // LLaMA-7B's FeedForward width
+    // 2^58 is the largest d whose 8d/3 cannot overflow int64; beyond it, a refusal, not a wrapped 0
+    REQUIRE(nn::swiglu_hidden_width(std::int64_t(1) << 58, 1) == (std::int64_t(1) << 61) / 3);
+    REQUIRE_THROWS_WITH(nn::swiglu_hidden_width(std::int64_t(1) << 61), Catch::Contains("too large"));
+    REQUIRE_THROWS_WITH(nn::swiglu_hidden_width(128, INT64_MAX), Catch::Contains("too large"));
 }
 
 TEST_CASE("SwiGLU: submodules w1 w2 w3 - shapes - no bias by default", "[nn][feed_forward]") {

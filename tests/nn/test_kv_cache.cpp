@@ -74,6 +74,9 @@ TEST_CASE("KVCache: refusals name the sizes", "[kv_cache]") {
     const Array other = counting({1, 1, 1, 4}).data();
     REQUIRE_THROWS_WITH(cache.append(other, other), Catch::Contains("use a new KVCache"));
     REQUIRE(cache.length() == 2);  // a refused append changes nothing
+    nn::KVCache huge(std::int64_t(1) << 62);  // (1, 1, 2^62, 4): the byte count would wrap
+    REQUIRE_THROWS_WITH(huge.append(counting({1, 1, 1, 4}).data(), counting({1, 1, 1, 4}).data()),
+                        Catch::Contains("would need 1.48e+20 bytes"));
 }
 
 TEST_CASE("cached_causal_attention equals sdpa on repeated K/V heads with the bottom-right mask", "[kv_cache]") {
