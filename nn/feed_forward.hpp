@@ -22,7 +22,8 @@ namespace xgrad::nn {
 // LLaMA's hidden width for model width d: h = multiple_of · ⌈⌊2 · 4d / 3⌋ / multiple_of⌉, the
 // 4d of GPT-2 scaled by 2/3 (three matrices instead of two) and rounded up to a multiple of
 // multiple_of (hardware-friendly sizes). d 128 → 384, d 64 → 192, d 256 → 704 (multiple_of 64).
-// Throws ValueError if d or multiple_of is not positive.
+// Throws ValueError if d or multiple_of is not positive, or too large for 8d/3 in int64 (d above
+// 2^58, multiple_of above 2^60).
 // ref: facebookresearch/llama, llama/model.py, FeedForward.__init__ (with hidden_dim = 4 · dim)
 std::int64_t swiglu_hidden_width(std::int64_t d, std::int64_t multiple_of = 64);
 
