@@ -197,6 +197,12 @@ def t4(args, rep):
 T4GEN_NEW, T4GEN_IN_BLOCK, T4GEN_PROMPT, T4GEN_BLOCK = 512, 448, 64, 512
 
 
+def mean_cached_positions(prompt, new, block):
+    """New token k (k = 0..new-1) is sampled after attending over n_k = min(prompt + k, block)
+    positions; a KV cache reads the keys and values of all n_k. Returns the mean of n_k."""
+    return sum(min(prompt + k, block) for k in range(new)) / new
+
+
 def t4gen(args):
     """xgrad_bench's T4gen_kv_cache/n and T4gen_recompute/n (one generation of n tokens per
     iteration; None while the binary has no such benchmark), then torch_peer.py --workload T4gen:
@@ -212,7 +218,7 @@ def t4gen(args):
                  {"OMP_NUM_THREADS": str(args.threads), "OPENBLAS_NUM_THREADS": str(args.threads)})
     peer = {r["name"]: r for r in map(json.loads, out.splitlines())}
     gen, copy = peer["T4gen_torch_recompute"], peer["T4gen_copy_bandwidth"]
-    mean_cached = sum(min(T4GEN_PROMPT + k, T4GEN_BLOCK) for k in range(T4GEN_IN_BLOCK)) / T4GEN_IN_BLOCK
+    mean_cached = mean_cached_positions(T4GEN_PROMPT, T4GEN_IN_BLOCK, T4GEN_BLOCK)
     kv_bytes = gen["kv_bytes_per_position"] * mean_cached
     bytes_per_token = gen["weight_bytes"] + kv_bytes
     r = {f"xgrad_{k}_{n}": (n / xg[f"T4gen_{k}/{n}"] if f"T4gen_{k}/{n}" in xg else None)

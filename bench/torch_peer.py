@@ -194,12 +194,6 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None):
     return idx
 
 
-def mean_cached_positions(prompt, new, block):
-    """New token k (k = 0..new-1) is sampled after attending over n_k = min(prompt + k, block)
-    positions; a KV cache reads the keys and values of all n_k. Returns the mean of n_k."""
-    return sum(min(prompt + k, block) for k in range(new)) / new
-
-
 def t4gen(min_time):
     """T4-gen's PyTorch figure, nanoGPT's generate (median seconds per 512 new tokens over the timed
     generations; one short generation first, untimed), with what the bandwidth bound needs:
@@ -223,8 +217,7 @@ def t4gen(min_time):
     n_weights = sum(p.numel() for p in model.parameters()) - (GEN_BLOCK - 1) * GEN_D
     return {"name": "T4gen_torch_recompute", "seconds_per_step": seconds, "iterations": len(times),
             "tokens": GEN_NEW, "tokens_per_s": GEN_NEW / seconds, "threads": torch.get_num_threads(),
-            "weight_bytes": 4 * n_weights, "kv_bytes_per_position": 2 * GEN_L * GEN_D * 4,
-            "mean_cached_positions": mean_cached_positions(GEN_PROMPT, GEN_NEW, GEN_BLOCK)}
+            "weight_bytes": 4 * n_weights, "kv_bytes_per_position": 2 * GEN_L * GEN_D * 4}
 
 
 def copy_bandwidth(mib=256, repeats=5):

@@ -1,7 +1,6 @@
 // examples/gpt/llama.cpp — LLaMA's block and model; the shapes and the math are in llama.hpp.
 #include "llama.hpp"
 
-#include <cmath>
 
 namespace gpt {
 
@@ -56,21 +55,11 @@ Llama::Llama(const GPTConfig& config) : LanguageModel(checked_llama(config)) {
     output = register_module("output", std::make_shared<nn::Linear>(c.d, c.vocab, /*bias=*/false));
     if (c.tie) nn::tie_weights(*output, *tok_embeddings);  // one (V, d) parameter
 
-    // GPT-2's initialisation on LLaMA's names: N(0, 0.02), and N(0, 0.02/√(2L)) for wo and w2,
-    // the two projections that write into the residual stream; RMSNorm weights stay 1.
-    NoGradGuard no_grad;
-    const double residual_std = 0.02 / std::sqrt(2.0 * double(c.n_layer));
-    for (auto& [name, p] : named_parameters()) {
-        auto ends_with = [&n = name](const std::string& s) {
-            return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
-        };
-        if (ends_with("norm.weight")) continue;
-        nn::init::normal_(p, 0.0, ends_with("wo.weight") || ends_with("w2.weight") ? residual_std : 0.02);
-    }
+    init_gpt2("norm", {"wo.weight", "w2.weight"});  // the projections into the residual stream; RMSNorm keeps 1
 }
 
 Tensor Llama::trunk(const IndexTensor& idx, std::int64_t n_layers) const {
-    check_window(config_, idx, 0, "Llama");
+    check_window(idx, 0, "Llama");
     Tensor x = F::dropout(tok_embeddings->forward(idx), config_.dropout, is_training());  // (B, T, d)
     for (std::int64_t i = 0; i < n_layers; ++i) x = (*layers)[std::size_t(i)]->forward(x);
     return x;
@@ -81,9 +70,7 @@ Tensor Llama::forward(const IndexTensor& idx) const {
 }
 
 Tensor Llama::forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const {
-    check(caches.size() == std::size_t(config_.n_layer), "Llama", "{} caches for {} layers", caches.size(),
-          config_.n_layer);
-    check_window(config_, idx, caches[0].length(), "Llama");
+    cached_positions(idx, caches, "Llama");
     NoGradGuard no_grad;
     Tensor x = tok_embeddings->forward(idx);  // (B, t, d); the positions enter as rope's angles
     for (std::size_t i = 0; i < caches.size(); ++i) x = (*layers)[i]->forward_cached(x, caches[i]);

@@ -4,6 +4,7 @@
 
 #include "llama.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -75,23 +76,11 @@ GPT::GPT(const GPTConfig& config) : LanguageModel(checked(config)) {
     if (config_.tie) nn::tie_weights(*lm_head, *transformer->wte);  // one (V, d) parameter
     if (config_.pos == "sinusoidal") sinusoidal_ = nn::sinusoidal_positions(config_.block, config_.d);
 
-    // GPT-2's initialisation (nanoGPT _init_weights): N(0, 0.02) for every weight, 0 for biases,
-    // and N(0, 0.02/√(2L)) for the two projections that write into the residual stream in each
-    // block, so that the stream's variance does not grow with depth. LayerNorm keeps (1, 0).
-    NoGradGuard no_grad;
-    const double residual_std = 0.02 / std::sqrt(2.0 * double(config_.n_layer));
-    for (auto& [name, p] : named_parameters()) {
-        auto ends_with = [&n = name](const std::string& s) {
-            return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
-        };
-        if (name.find("ln_") != std::string::npos) continue;
-        if (ends_with(".bias")) nn::init::zeros_(p);
-        else nn::init::normal_(p, 0.0, ends_with("c_proj.weight") ? residual_std : 0.02);
-    }
+    init_gpt2("ln_", {"c_proj.weight"});  // attn.c_proj and mlp.c_proj write into the residual stream
 }
 
 Tensor GPT::embed(const IndexTensor& idx, std::int64_t P) const {
-    check_window(config_, idx, P, "GPT");
+    check_window(idx, P, "GPT");
     const std::int64_t T = std::int64_t(idx.shape()[1]);
     Tensor x = transformer->wte->forward(idx);                         // (B, T, d)
     if (config_.pos == "learned")                                      // + (T, d) rows P..P+T-1, broadcast over B
@@ -108,10 +97,9 @@ Tensor GPT::forward(const IndexTensor& idx) const {
 }
 
 Tensor GPT::forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const {
-    check(caches.size() == std::size_t(config_.n_layer), "GPT", "{} caches for {} layers", caches.size(),
-          config_.n_layer);
+    const std::int64_t P = cached_positions(idx, caches, "GPT");
     NoGradGuard no_grad;
-    Tensor x = embed(idx, caches[0].length());       // (B, t, d): the new tokens at positions P..P+t-1
+    Tensor x = embed(idx, P);                        // (B, t, d): the new tokens at positions P..P+t-1
     for (std::size_t i = 0; i < caches.size(); ++i) x = (*transformer->h)[i]->forward_cached(x, caches[i]);
     return lm_head->forward(transformer->ln_f->forward(x));  // (B, t, V)
 }
@@ -127,11 +115,37 @@ Tensor GPT::attention_weights(const IndexTensor& idx, std::int64_t layer) const 
 
 // ---- what every model shares -----------------------------------------------------------------------
 
-void LanguageModel::check_window(const GPTConfig& c, const IndexTensor& idx, std::int64_t P, const char* op) {
+void LanguageModel::check_window(const IndexTensor& idx, std::int64_t P, const char* op) const {
     check(idx.dim() == 2, op, "idx must be (B, T), got {} dims", idx.dim());
     const std::int64_t T = std::int64_t(idx.shape()[1]);
-    check(P + T <= c.block, op, "sequence length T = {} after {} cached positions exceeds the block size {}", T, P,
-          c.block);
+    check(P + T <= config_.block, op, "sequence length T = {} after {} cached positions exceeds the block size {}", T,
+          P, config_.block);
+}
+
+std::int64_t LanguageModel::cached_positions(const IndexTensor& idx, const std::vector<nn::KVCache>& caches,
+                                             const char* op) const {
+    check(caches.size() == std::size_t(config_.n_layer), op, "{} caches for {} layers", caches.size(),
+          config_.n_layer);
+    const std::int64_t P = caches[0].length();
+    check_window(idx, P, op);
+    return P;
+}
+
+void LanguageModel::init_gpt2(const std::string& norm, const std::vector<std::string>& residual) {
+    NoGradGuard no_grad;
+    const double residual_std = 0.02 / std::sqrt(2.0 * double(config_.n_layer));
+    for (auto& [name, p] : named_parameters()) {
+        auto ends_with = [&n = name](const std::string& s) {
+            return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+        };
+        if (name.find(norm) != std::string::npos) continue;
+        if (ends_with(".bias")) {
+            nn::init::zeros_(p);
+            continue;
+        }
+        const bool writes_residual = std::any_of(residual.begin(), residual.end(), ends_with);
+        nn::init::normal_(p, 0.0, writes_residual ? residual_std : 0.02);
+    }
 }
 
 std::vector<nn::KVCache> LanguageModel::make_kv_caches() const {

@@ -82,7 +82,16 @@ public:
 protected:
     explicit LanguageModel(const GPTConfig& config) : config_(config) {}
     // Checks idx (B, T) and that P + T ≤ block; op names the model.
-    static void check_window(const GPTConfig& c, const IndexTensor& idx, std::int64_t P, const char* op);
+    void check_window(const IndexTensor& idx, std::int64_t P, const char* op) const;
+    // Checks that `caches` are one per layer and that idx fits after them; returns P, their length.
+    std::int64_t cached_positions(const IndexTensor& idx, const std::vector<nn::KVCache>& caches,
+                                  const char* op) const;
+    // GPT-2's initialisation (nanoGPT _init_weights), from the global generator: N(0, 0.02) for
+    // every weight, 0 for biases, and N(0, 0.02/√(2L)) for the weights whose names end in one of
+    // `residual`, the projections that write into the residual stream in each block, so that the
+    // stream's variance does not grow with depth. Parameters whose names contain `norm` (the
+    // normalization layers) keep their (1, 0).
+    void init_gpt2(const std::string& norm, const std::vector<std::string>& residual);
     GPTConfig config_;
 };
 
