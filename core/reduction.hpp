@@ -8,7 +8,7 @@
 namespace xgrad {
 
 // ---- helper for writing ops --------------------------------------------------------------------
-// Σ of n contiguous values, accumulated in double with eight interleaved partial sums (so the
+// Σ of n contiguous values, accumulated in double with sixteen interleaved partial sums in four registers (so the
 // additions pipeline instead of each waiting for the one before). Used by sum() and by losses
 // that sum rows (nn::functional::cross_entropy).
 double sum_double(const real* p, std::size_t n);

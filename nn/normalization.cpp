@@ -38,6 +38,9 @@ using simd::W;
 std::size_t grain_rows(std::size_t D) { return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(D, 1)); }
 std::size_t grain_columns(std::size_t N) { return std::max<std::size_t>(1, 16384 / (W * std::max<std::size_t>(N, 1))); }
 
+// Column registers whose sums over the rows the backward keeps in registers at once.
+constexpr std::size_t kGroup = 4;
+
 // A sum over a row: W lanes for the vector part, one scalar for the tail.
 struct Sum {
     Batch lanes = Batch(real(0));
@@ -149,7 +152,8 @@ Tensor fused_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             const real* pw = has_w ? weight.data().data() : ones.data();
             const real* pg = grad_out.data();
             Array dx(x.data().shape());
-            Array dw = xt::zeros<real>(normalized_shape), db = xt::zeros<real>(normalized_shape);  // Σ over rows
+            const ArrayShape ws(normalized_shape.begin(), normalized_shape.end());
+            Array dw(ws), db(ws);  // Σ over rows, each value written once
             if (rx) parallel_for(N, grain_rows(D), [&](std::size_t r0, std::size_t r1) {
                 for (std::size_t r = r0; r < r1; ++r) {
                     const real* xr = px + r * D;
@@ -176,21 +180,37 @@ Tensor fused_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                     });
                 }
             });
-            // dL/dw, dL/db: columns over the threads, each summed over r in order (thread-count independent)
+            // dL/dw, dL/db: columns over the threads, each summed over r in order (thread-count independent),
+            // kGroup registers of columns at a time, the sums held in registers down the rows (whole cache
+            // lines of x and g per row); what is left goes a register, then a value, at a time.
             if (rw || rb) parallel_for((D + W - 1) / W, grain_columns(N), [&](std::size_t c0, std::size_t c1) {
-                const std::size_t j0 = c0 * W, j1 = std::min(c1 * W, D);
-                for (std::size_t r = 0; r < N; ++r) {
-                    const real* xr = px + r * D;
-                    const real* gr = pg + r * D;
-                    const real m = center ? mean[r] : real(0), rs = rstd[r];
-                    for_row(j0, j1, [&](auto v, std::size_t j) {
-                        using V = decltype(v);
-                        const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
-                        const V g = load<V>(gr + j);
-                        if (rw) store(load<V>(dw.data() + j) + g * xhat, dw.data() + j);  // y = x̂·w + b → dL/dw += g·x̂
-                        if (rb) store(load<V>(db.data() + j) + g, db.data() + j);         //             → dL/db += g
-                    });
-                }
+                // Σ_r over the rows of K column values or registers from j (V = Batch or real), in registers
+                auto column_sums = [&](auto v, std::size_t j, auto k_registers) {
+                    using V = decltype(v);
+                    constexpr std::size_t K = decltype(k_registers)::value;
+                    V sw[K], sb[K];
+                    for (std::size_t k = 0; k < K; ++k) sw[k] = sb[k] = V(real(0));
+                    for (std::size_t r = 0; r < N; ++r) {
+                        const V m(center ? mean[r] : real(0)), rs(rstd[r]);
+                        for (std::size_t k = 0; k < K; ++k) {
+                            const std::size_t at = r * D + j + k * W;
+                            const V xhat = (load<V>(px + at) - m) * rs;
+                            const V g = load<V>(pg + at);
+                            sw[k] += g * xhat;  // y = x̂·w + b → dL/dw += g·x̂
+                            sb[k] += g;         //             → dL/db += g
+                        }
+                    }
+                    for (std::size_t k = 0; k < K; ++k) {
+                        if (rw) store(sw[k], dw.data() + j + k * W);
+                        if (rb) store(sb[k], db.data() + j + k * W);
+                    }
+                };
+                const std::size_t j1 = std::min(c1 * W, D);
+                std::size_t j = c0 * W;
+                using Group = std::integral_constant<std::size_t, kGroup>;
+                using One = std::integral_constant<std::size_t, 1>;
+                for (; j + kGroup * W <= j1; j += kGroup * W) column_sums(Batch(), j, Group());
+                for_row(j, j1, [&](auto v, std::size_t jj) { column_sums(v, jj, One()); });
             });
             Grads grads(1 + has_w + has_b);
             if (rx) grads[0] = std::move(dx);
