@@ -50,9 +50,14 @@ Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length)
 
     return make_result(std::move(y), "narrow", {x}, [xs, outer, run, x_row, offset](const Array& g, const Array&) {
         // in the forward pass this was: y[o] = x[o, start : start + length]; so dL/dx there = g[o]
-        Array gx = xt::zeros<real>(xs);
-        for (std::size_t o = 0; o < outer; ++o)
-            std::copy_n(g.data() + o * run, run, gx.data() + o * x_row + offset);
+        // (each value of gx written once: the zeros around the slice, then the slice)
+        Array gx(xs);
+        for (std::size_t o = 0; o < outer; ++o) {
+            real* row = gx.data() + o * x_row;
+            std::fill(row, row + offset, real(0));
+            std::copy_n(g.data() + o * run, run, row + offset);
+            std::fill(row + offset + run, row + x_row, real(0));
+        }
         return make_grads(std::move(gx));
     });
 }
