@@ -2,6 +2,7 @@
 // module: its parameters, their initialisation, and a forward that calls functional::linear.
 #include <xgrad/nn/linear.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -19,7 +20,7 @@ namespace functional {
 // backward: dX (R, in) = G (R, out) · W,   dW (out, in) = Gᵀ · X (R, in),   db (out) = Σ_r G[r, :]
 // Fused so that each is one gemm with W transposed in place (no Wᵀ copy).
 // ref: PyTorch docs, torch.nn.functional.linear
-// Empty sizes: R = 0 gives an empty y and dW = 0; in = 0 gives y = b (gemm zero-fills when K = 0).
+// Empty sizes: R = 0 gives an empty y and dW = 0; in = 0 gives y = b (gemm's beta·C when K = 0).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_defined(x, "linear", "the input");
     check_defined(weight, "linear", "the weight");
@@ -36,15 +37,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     for (std::size_t i = 0; i + 1 < xs.size(); ++i) R *= xs[i];
     ArrayShape ys(xs.begin(), xs.end());
     ys.back() = out;
+    // With a bias, y starts as b in every row and gemm adds X·Wᵀ to it (beta = 1): one pass over y
+    // fewer than zeroing it (gemm's beta = 0), then adding b.
     Array y(ys);
-    if (in == 0) y.fill(0);
-    gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, 0, y.data(), out);
     if (bias.defined()) {
         const real* b = bias.data().data();
-        real* py = y.data();  // (plain pointers: the loop vectorises)
-        for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t j = 0; j < out; ++j) py[r * out + j] += b[j];
+        for (std::size_t r = 0; r < R; ++r) std::copy_n(b, out, y.data() + r * out);
     }
+    gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, bias.defined() ? 1 : 0,
+         y.data(), out);
     std::vector<Tensor> inputs{x, weight};
     if (bias.defined()) inputs.push_back(bias);
     return make_result(

@@ -45,6 +45,16 @@ TEST_CASE("Linear forward y = x Wᵀ + b on hand numbers", "[nn][linear]") {
     require_values(fc.bias.grad(), {1, 1}, 0);
 }
 
+// y starts as b and gemm adds X·Wᵀ (beta = 1): over a K long enough that OpenBLAS sums it in
+// several blocks, y is still x·Wᵀ + b.
+TEST_CASE("linear with bias equals matmul then + b - long K", "[nn][linear]") {
+    manual_seed(5);
+    const Tensor x = randn({70, 600}), w = randn({40, 600}), b = randn({40});
+    require_values(F::linear(x, w, b), matmul(x, transpose(w, 0, 1)) + b, 1e-5);
+    // without a bias and with in = 0, y is exact zeros (gemm's beta = 0 on an empty sum)
+    require_values(F::linear(zeros({3, 0}), zeros({2, 0})), zeros({3, 2}), 0);
+}
+
 TEST_CASE("Linear init is U(-1/√in 1/√in) - spread over the whole interval", "[nn][linear]") {
     manual_seed(9);
     nn::Linear fc(400, 300);
