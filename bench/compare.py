@@ -280,6 +280,33 @@ def machine(load):
             f"{load[1][0]:.2f} at end")
 
 
+# A static measurement, not remade by this script: where T1's step and T2's layer_norm and softmax
+# spend their time, by `perf record -g` on xgrad_bench (see the command in the text).
+T1_PROFILE = [
+    "## T1 profile",
+    "",
+    "Measured once by hand (AMD EPYC, 2 cores shared with other jobs, load 1-5, 2026-12-02), not by this",
+    "script: `OPENBLAS_NUM_THREADS=1 perf record -g build-bench/bench/xgrad_bench --threads 1",
+    "--benchmark_filter=T1 --benchmark_min_time=5`, then `perf report --no-children` (each symbol's own",
+    "samples, share of the run). The step's matrix products, OpenBLAS's gemm with its packing, are 73%",
+    "of it; the backward pass 59%, the forward 35%, AdamW 0.8% and the gradient clipping 0.6%.",
+    "",
+    "| symbol (what it does) | share of T1 |",
+    "|---|---|",
+    "| sgemm_kernel_ZEN (OpenBLAS: the multiply-adds of every product) | 60.7% |",
+    "| sgemm_oncopy, itcopy, otcopy, incopy (OpenBLAS packs the operands into panels) | 10.9% |",
+    "| map_values, map_grads of the exact GELU (nn/activation.cpp: forward 3.5%, backward 3.7%) | 7.2% |",
+    "| memmove (a Linear's bias rows, reshape, attention's head split and merge) | 4.8% |",
+    "| sgemm_beta_ZEN (OpenBLAS zeroes C for beta = 0) | 3.3% |",
+    "| xtensor's a + b (autograd summing two gradients of one tensor) | 1.1% |",
+    "| softmax_row, AdamW's update, permute_array, fused_norm (layer_norm), memset | 0.6-0.9% each |",
+    "",
+    "T2 layer_norm, the same way: its forward rows 33%, the backward's dL/dw and dL/db column sums 30%,",
+    "the backward's dL/dx rows 18%, the row mean (sum_double) 10%. T2 softmax: softmax_row 71% (most of",
+    "it xsimd's exp), softmax_backward_row 22%.",
+]
+
+
 def print_table(args, title, load, header, rows, date):
     """Prints the run's title, the machine and its load (start, end), then rows as a Markdown table;
     with --markdown PATH also writes PATH whole: bench/README.md is this function's output."""
@@ -320,6 +347,8 @@ def print_table(args, title, load, header, rows, date):
         "the model, recompute runs 161,568 and any exact cache at least 33,279 (the prompt, 447 single",
         "tokens, 64 windows of 512), so no exact cache reaches more than 4.9x recompute on this workload;",
         "at 448 tokens, which end at the block, the bound is 252x.",
+        "",
+        *T1_PROFILE,
     ]
     with open(args.markdown, "w") as f:
         f.write("\n".join(text) + "\n")
