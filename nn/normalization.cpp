@@ -196,8 +196,8 @@ Tensor fused_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                             const std::size_t at = r * D + j + k * W;
                             const V xhat = (load<V>(px + at) - m) * rs;
                             const V g = load<V>(pg + at);
-                            sw[k] += g * xhat;  // y = x̂·w + b → dL/dw += g·x̂
-                            sb[k] += g;         //             → dL/db += g
+                            sw[k] = xsimd::fma(g, xhat, sw[k]);  // y = x̂·w + b → dL/dw += g·x̂ (one rounding,
+                            sb[k] += g;                          //             → dL/db += g    in every path)
                         }
                     }
                     for (std::size_t k = 0; k < K; ++k) {
