@@ -24,9 +24,9 @@ static ArrayShape reduced_shape(const ArrayShape& shape, std::size_t dim, bool k
 // ---- sum (all) -----------------------------------------------------------------------------------
 // forward : y = Σ_i x_i                    x: any shape, y: ()
 // backward: dL/dx_i = g                    (g broadcast to x's shape)
-// Accumulated in double (a float sum stops growing at 2^24), in sixteen interleaved partial sums.
-// Four registers of doubles (xsimd::batch<double>, 4 lanes with AVX2), four independent chains:
-// register k sums the values at i + 4k .. i + 4k + 3 of each block of 16, converted on load.
+// Accumulated in double (a float sum stops growing at 2^24) by sum_double: four registers of
+// doubles (xsimd::batch<double>, 4 lanes with AVX2), four independent chains, register k summing
+// values i + 4k .. i + 4k + 3 of each block of 16, converted on load.
 double sum_double(const real* p, std::size_t n) {
     using Doubles = xsimd::batch<double>;
     constexpr std::size_t S = Doubles::size;

@@ -8,9 +8,9 @@
 namespace xgrad {
 
 // ---- helper for writing ops --------------------------------------------------------------------
-// Σ of n contiguous values, accumulated in double with sixteen interleaved partial sums in four registers (so the
-// additions pipeline instead of each waiting for the one before). Used by sum() and by losses
-// that sum rows (nn::functional::cross_entropy).
+// Σ of n contiguous values, accumulated in double in four registers of partial sums (so the
+// additions pipeline instead of each waiting for the one before). Used by sum(), layer_norm's
+// row means and cross_entropy's row sums.
 double sum_double(const real* p, std::size_t n);
 
 // ---- reductions (core/reduction.cpp; sum_double too) ----------------------------------------------
