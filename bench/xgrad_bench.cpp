@@ -296,6 +296,17 @@ void t5(benchmark::State& state, Attention attention) {
     run_op(state, in, s, op);
     state.counters["saved_bytes"] = saved;
 }
+// The sweep behind CausalSelfAttention::kTiledFromT (nn/attention.cpp), run by hand: both kernels
+// on (B, 4, T, 32), B = 1 and examples/gpt's 12, T = 64 .. 512. compare.py does not read it.
+template <class Attention>
+void t5_sweep(benchmark::State& state, Attention attention) {
+    manual_seed(kSeed);
+    const Shape s{state.range(0), kH, state.range(1), kD / kH};  // (B, H, T, hd)
+    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s,
+           [&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2]); });
+}
+void T5sweep_tiled(benchmark::State& state) { t5_sweep(state, [](auto&... a) { return nn::functional::tiled_causal_attention(a...); }); }
+void T5sweep_fused(benchmark::State& state) { t5_sweep(state, [](auto&... a) { return nn::functional::fused_causal_attention(a...); }); }
 void T5_attention_tiled(benchmark::State& state) { t5(state, [](auto&... a) { return nn::functional::tiled_causal_attention(a...); }); }
 void T5_attention_fused(benchmark::State& state) { t5(state, [](auto&... a) { return nn::functional::fused_causal_attention(a...); }); }
 
@@ -388,6 +399,8 @@ BENCHMARK(T2_sdpa_causal)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_sdpa_causal_composed)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T5_attention_tiled)->RangeMultiplier(4)->Range(64, 4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T5_attention_fused)->RangeMultiplier(4)->Range(64, 4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T5sweep_tiled)->ArgsProduct({{1, 12}, {64, 128, 192, 256, 384, 512}})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T5sweep_fused)->ArgsProduct({{1, 12}, {64, 128, 192, 256, 384, 512}})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // `--threads N` (default 1) is set_num_threads(N), as the examples' flag: xgrad's pool of N
 // threads (core/parallel.hpp), OpenBLAS on 1; every other flag goes to Google Benchmark.

@@ -249,8 +249,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, a kernel
     // runs where it is exactly the composed function (tests/nn/test_attention_fused.cpp and
     // test_attention_tiled.cpp). Tiled for T ≥ kTiledFromT, fused below: the fused kernel keeps
-    // the (T, T) weights, whose bytes grow as T² and leave the cache; the tiled one recomputes them
-    // in cache-sized tiles and skips the half above the diagonal, which pays once T is this long.
+    // the (T, T) weights, which outgrow the cache as T grows; the tiled one keeps T numbers and
+    // recomputes the weights, which costs more than it saves while they are small.
     const bool use_fast = options_.fused && !attn_mask.defined() && p == 0;
     Tensor y;
     if (use_fast && T >= kTiledFromT) {

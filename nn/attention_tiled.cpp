@@ -11,12 +11,10 @@
 //   ℓ    = e^(m − m') · ℓ + Σ_j e^(S_ij − m')
 //   o    = e^(m − m') · o + Σ_j e^(S_ij − m') · v_j                             (gemm, Br × hv)
 //   m    = m'
-// After the last block every term carries the same e^(−m), so out_i = o / ℓ is softmax(S_i) · v
-// exactly, and L_i = m + log ℓ = log Σ_j e^(S_ij) is the row's log-sum-exp.
-// Why L is enough for backward: P_ij = softmax(S_i)_j = e^(S_ij − L_i). Backward recomputes S
-// from q and k, one tile at a time, and each weight with one exp. Memory saved for backward: L,
-// Tq numbers per matrix, where fused_causal_attention keeps P, Tq·Tk (q, k, v and out are held
-// anyway, as the op's inputs and output).
+// At the end every term carries the same e^(−m): out_i = o / ℓ = softmax(S_i) · v exactly, and
+// L_i = m + log ℓ = log Σ_j e^(S_ij). Why L suffices: P_ij = e^(S_ij − L_i), so backward recomputes
+// S from q and k, a tile at a time, and each weight with one exp. Saved for backward: L, Tq
+// numbers per matrix (fused_causal_attention keeps P, Tq·Tk; q, k, v, out are held anyway).
 //
 // Backward (Algorithm 2), g = dL/dout, D_i = Σ_c g_ic · out_ic, which equals Σ_j P_ij · dP_ij:
 //   P = e^(S − L)          dv_j += Σ_i P_ij · g_i        (Pᵀ · g)
@@ -50,20 +48,17 @@ namespace xgrad::nn::functional {
 
 namespace {
 
-// Tile sizes Br × Bc. One tile's working set (q block, k and v blocks, S and dS, the output
-// block) stays in a core's L2 for hd up to 64, so the Br rows re-read each k and v block from
-// cache; Bc is a multiple of the SIMD width, and each gemm is big enough to amortise its call.
+// Tile sizes Br × Bc: a tile's working set (q, k, v blocks, S, dS, the output block) stays in a
+// core's L2 for hd ≤ 64; Bc is a multiple of the SIMD width; each gemm amortises its call.
 constexpr std::size_t kQueryBlock = 64, kKeyBlock = 64;
 
 constexpr real kMinusInf = -std::numeric_limits<real>::infinity();
 
-// The sizes of one call and its causal rule.
-struct Problem {
+struct Problem {  // the sizes of one call and its causal rule
     std::size_t N = 0, Tq = 0, Tk = 0, hd = 0, hv = 0;
     real scale = 1;
     std::int64_t diagonal = 0;  // kept in [-Tq, Tk]: beyond, no row sees any key, or every row all
-    // hi(i): query i sees keys [0, hi(i)).
-    std::size_t hi(std::size_t i) const {
+    std::size_t hi(std::size_t i) const {  // query i sees keys [0, hi(i))
         const std::int64_t h = std::int64_t(i) + diagonal + 1;
         return h <= 0 ? 0 : std::min(std::size_t(h), Tk);
     }
@@ -75,15 +70,13 @@ struct Tile {
     bool whole;  // every row sees every key: no mask
     Tile(const Problem& p, std::size_t i0_, std::size_t rows_, std::size_t j0_, std::size_t cols_)
         : i0(i0_), rows(rows_), j0(j0_), cols(cols_), whole(j0_ + cols_ <= p.hi(i0_)) {}
-    // The number of keys of the tile that row r sees (its first `seen`).
-    std::size_t seen(const Problem& p, std::size_t r) const {
+    std::size_t seen(const Problem& p, std::size_t r) const {  // row r sees the tile's first `seen` keys
         const std::size_t h = whole ? j0 + cols : p.hi(i0 + r);
         return h <= j0 ? 0 : std::min(h - j0, cols);
     }
 };
 
-// Per-thread scratch: S and dS (Br, Bc), one product's tile, and m, ℓ (Br) or D (Tq).
-struct Scratch {
+struct Scratch {  // per thread: S and dS (Br, Bc), one product's tile, m and ℓ (Br), D (Tq)
     std::vector<real> S, dS, tmp, m, l, D;
 };
 
@@ -134,7 +127,7 @@ void forward_rows(const Problem& p, const real* q, const real* k, const real* v,
     std::fill(o, o + rows * hv, real(0));
     w.m.assign(rows, kMinusInf);
     w.l.assign(rows, real(0));
-    w.S.resize(kQueryBlock * kKeyBlock);
+    w.S.resize(rows * std::min(kKeyBlock, p.Tk));
     const std::size_t kend = p.hi(i1 - 1);  // no row of the block sees a key past this: skipped
     for (std::size_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
         const Tile t(p, i0, rows, j0, std::min(kKeyBlock, kend - j0));
@@ -182,8 +175,8 @@ void backward_matrix(const Problem& p, const real* q, const real* k, const real*
         for (std::size_t c = 0; c < hv; ++c) d += g[i * hv + c] * out[i * hv + c];
         w.D[i] = d;
     }
-    w.S.resize(kQueryBlock * kKeyBlock);
-    w.dS.resize(kQueryBlock * kKeyBlock);
+    w.S.resize(std::min(kQueryBlock, Tq) * std::min(kKeyBlock, p.Tk));
+    w.dS.resize(w.S.size());
     const std::size_t kend = Tq == 0 ? 0 : p.hi(Tq - 1);  // keys past this are seen by no query: gradient 0
     for (std::size_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
         const std::size_t cols = std::min(kKeyBlock, kend - j0);
