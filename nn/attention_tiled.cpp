@@ -48,9 +48,12 @@ namespace xgrad::nn::functional {
 
 namespace {
 
-// Tile sizes Br × Bc: a tile's working set (q, k, v blocks, S, dS, the output block) stays in a
-// core's L2 for hd ≤ 64; Bc is a multiple of the SIMD width; each gemm amortises its call.
-constexpr std::size_t kQueryBlock = 64, kKeyBlock = 64;
+// Tile sizes. Forward: 64 queries against 256 keys; backward: 256 queries against 64 keys. The
+// long side is the depth of the products that sum over it (P · v over keys; Pᵀ · g, dSᵀ · q over
+// queries): fewer, deeper gemm calls. Blocks end (forward) or start (backward) on the diagonal,
+// so the masked waste there is at most short² / 2 per block; S and dS (64 KiB each) stay in L2.
+constexpr std::size_t kQueryBlock = 64, kKeyBlock = 256;
+constexpr std::size_t kBackQueryBlock = 256, kBackKeyBlock = 64;
 
 constexpr real kMinusInf = -std::numeric_limits<real>::infinity();
 
@@ -175,15 +178,15 @@ void backward_matrix(const Problem& p, const real* q, const real* k, const real*
         for (std::size_t c = 0; c < hv; ++c) d += g[i * hv + c] * out[i * hv + c];
         w.D[i] = d;
     }
-    w.S.resize(std::min(kQueryBlock, Tq) * std::min(kKeyBlock, p.Tk));
+    w.S.resize(std::min(kBackQueryBlock, Tq) * std::min(kBackKeyBlock, p.Tk));
     w.dS.resize(w.S.size());
     const std::size_t kend = Tq == 0 ? 0 : p.hi(Tq - 1);  // keys past this are seen by no query: gradient 0
-    for (std::size_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
-        const std::size_t cols = std::min(kKeyBlock, kend - j0);
+    for (std::size_t j0 = 0; j0 < kend; j0 += kBackKeyBlock) {
+        const std::size_t cols = std::min(kBackKeyBlock, kend - j0);
         // The first query that sees key j0 has i + diagonal ≥ j0; the blocks above it are skipped.
         const auto first = std::size_t(std::max<std::int64_t>(0, std::int64_t(j0) - p.diagonal));
-        for (std::size_t i0 = first / kQueryBlock * kQueryBlock; i0 < Tq; i0 += kQueryBlock) {
-            const Tile t(p, i0, std::min(kQueryBlock, Tq - i0), j0, cols);
+        for (std::size_t i0 = first; i0 < Tq; i0 += kBackQueryBlock) {
+            const Tile t(p, i0, std::min(kBackQueryBlock, Tq - i0), j0, cols);
             real *P = w.S.data(), *dS = w.dS.data();
             auto sees = [&](std::size_t r, std::size_t c) { return c < t.seen(p, r); };
             auto seen_by = [&](std::size_t c, std::size_t r) { return c < t.seen(p, r); };

@@ -2,7 +2,7 @@
 // against its oracle, the composed scaled_dot_product_attention with is_causal, or with the mask
 // tril(ones({Tq, Tk}), diagonal) for another diagonal (nn/attention.cpp).
 // Values and the gradients of q, k and v for a G whose entries all differ, to 1e-5, on sizes below,
-// at and across the 64-row tiles, Tq < Tk and Tq > Tk, no leading dims and two; rows that see no
+// at and across the tiles (64 and 256 rows or keys), Tq < Tk and Tq > Tk, no leading dims and two; rows that see no
 // key; a NaN or an inf in a future key and value; one and two threads; one case by hand; and
 // CausalSelfAttention's choice of kernel. Shapes: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv).
 // The double-precision gradcheck of the kernel alone is in gradcheck_attention_tiled.cpp.
@@ -88,8 +88,8 @@ Tensor first_rows(const Tensor& x, std::int64_t n) { return narrow(x, -2, 0, n);
 
 TEST_CASE("tiled_causal_attention equals the composed oracle - values and gradients, across tiles",
           "[nn][attention][tiled]") {
-    // T = 1, 7: inside one tile; 64: exactly one; 65, 200, 257: a partial last tile. Tq ≠ Tk both
-    // ways, with the triangle top-left (0), bottom-right (Tk − Tq) and cut off (negative).
+    // T = 1, 7: inside one tile; 64: exactly one; 65, 200: a partial tile of 64; 257: of 256 too.
+    // Tq ≠ Tk both ways, the triangle top-left (0), bottom-right (Tk − Tq) and cut off (negative).
     const Case cases[] = {
         {{}, 1, 1, 4, 3},           {{2, 3}, 7, 7, 8, 8},      {{1, 2}, 64, 64, 32, 32},
         {{}, 65, 65, 13, 5},        {{2}, 200, 200, 32, 32},   {{1, 1}, 257, 257, 16, 16, 0, 0.3},
