@@ -86,7 +86,7 @@ struct CausalSelfAttentionOptions {
     double dropout = 0.0;        // nanoGPT's attn_dropout and resid_dropout, training mode only; [0, 1)
     bool bias = true;            // the projections have biases
     bool rope = false;           // rotate q and k by their positions (apply_rotary, Su et al. 2021)
-    bool fused = true;           // nanoGPT's self.flash: fused_causal_attention where it is exact
+    bool fused = true;           // nanoGPT's self.flash: the fused or tiled kernel where exact
     std::int64_t n_kv_head = 0;  // K/V heads, dividing n_head (grouped-query attention); 0 = n_head
     bool separate = false;       // wq, wk, wv, wo (Meta's LLaMA) instead of c_attn, c_proj (nanoGPT)
 

@@ -26,8 +26,7 @@
 // are masked: hidden P and dS entries are set 0 (not multiplied: 0 · NaN = NaN), and their
 // products go through gemm_visible (core/masked_matmul.hpp), so a NaN or inf in a hidden k or v
 // reaches no row that may not see it.
-// ref: Dao 2023, "FlashAttention-2", Algorithms 1 and 2; Milakov & Gimelshein 2018, "Online
-//      normalizer calculation for softmax".
+// ref: Dao 2023, "FlashAttention-2", Algorithms 1 and 2; Milakov & Gimelshein 2018 (online softmax).
 #include <xgrad/nn/attention_tiled.hpp>
 
 #include <algorithm>
@@ -83,9 +82,12 @@ struct Scratch {  // per thread: S and dS (Br, Bc), one product's tile, m and �
     std::vector<real> S, dS, tmp, m, l, D;
 };
 
-// S (rows, cols) = scale · q[i0:i1] · k[j0:j1]ᵀ; q and k point at the matrix.
-void scores(const Problem& p, const Tile& t, const real* q, const real* k, real* S) {
-    gemm(false, true, t.rows, t.cols, p.hd, p.scale, q + t.i0 * p.hd, p.hd, k + t.j0 * p.hd, p.hd, 0, S, t.cols);
+// C (rows, cols) = alpha · a[i0:i1] · b[j0:j1]ᵀ − shift[r] on row r (shift may be null): the
+// shift is written into C first and gemm adds the product to it (beta = 1), one pass over C.
+void tile_product(const Tile& t, const real* a, const real* b, std::size_t width, real alpha, const real* shift,
+                  real* C) {
+    for (std::size_t r = 0; r < t.rows; ++r) std::fill(C + r * t.cols, C + (r + 1) * t.cols, shift ? -shift[r] : 0);
+    gemm(false, true, t.rows, t.cols, width, alpha, a + t.i0 * width, width, b + t.j0 * width, width, 1, C, t.cols);
 }
 
 // s[0:n] ← e^(s − c), returning Σ e^(s − c); s[n:cols] ← 0 (hidden keys: weight exactly 0).
@@ -134,7 +136,7 @@ void forward_rows(const Problem& p, const real* q, const real* k, const real* v,
     const std::size_t kend = p.hi(i1 - 1);  // no row of the block sees a key past this: skipped
     for (std::size_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
         const Tile t(p, i0, rows, j0, std::min(kKeyBlock, kend - j0));
-        scores(p, t, q, k, w.S.data());
+        tile_product(t, q, k, p.hd, p.scale, nullptr, w.S.data());  // S = scale · q · kᵀ
         for (std::size_t r = 0; r < rows; ++r) {
             real* s = w.S.data() + r * t.cols;
             const std::size_t seen = t.seen(p, r);
@@ -191,18 +193,17 @@ void backward_matrix(const Problem& p, const real* q, const real* k, const real*
             auto sees = [&](std::size_t r, std::size_t c) { return c < t.seen(p, r); };
             auto seen_by = [&](std::size_t c, std::size_t r) { return c < t.seen(p, r); };
             // in the forward pass this was: P = softmax(S) per row; so P = e^(S − L), recomputed
-            scores(p, t, q, k, P);
-            for (std::size_t r = 0; r < t.rows; ++r) exp_shifted(P + r * cols, t.seen(p, r), cols, lse[i0 + r]);
+            tile_product(t, q, k, hd, p.scale, lse + i0, P);  // S − L
+            for (std::size_t r = 0; r < t.rows; ++r) exp_shifted(P + r * cols, t.seen(p, r), cols, 0);
             // in the forward pass this was: out = P · v; so dv += Pᵀ · g and dP = g · vᵀ
             add_product(t, true, cols, hv, t.rows, 1, P, g + i0 * hv, hv, dv + j0 * hv, hv, w, seen_by);
-            gemm(false, true, t.rows, cols, hv, 1, g + i0 * hv, hv, v + j0 * hv, hv, 0, dS, cols);
+            tile_product(t, g, v, hv, 1, w.D.data() + i0, dS);  // dP − D
             // dS = P ⊙ (dP − D), set (not multiplied) to 0 at hidden keys, where dP may be NaN
             for (std::size_t r = 0; r < t.rows; ++r) {
                 const std::size_t seen = t.seen(p, r);
                 real* ds = dS + r * cols;
                 const real* pr = P + r * cols;
-                const real Di = w.D[i0 + r];
-                for (std::size_t c = 0; c < seen; ++c) ds[c] = pr[c] * (ds[c] - Di);
+                for (std::size_t c = 0; c < seen; ++c) ds[c] *= pr[c];
                 std::fill(ds + seen, ds + cols, real(0));
             }
             // in the forward pass this was: S = scale · q · kᵀ; so dq += scale · dS · k, dk += scale · dSᵀ · q

@@ -2,8 +2,7 @@
 // which never stores the (Tq, Tk) weights: it saves O(Tq) numbers per head for backward, not O(Tq·Tk).
 //
 // Oracle: scaled_dot_product_attention(q, k, v, tril(ones({Tq, Tk}), diagonal), false, 0, scale),
-// held equal (to 1e-5 in float) by tests/nn/test_attention_tiled.cpp; tests/nn/
-// gradcheck_attention_tiled.cpp gradchecks this kernel alone. The algorithm: nn/attention_tiled.cpp.
+// equal to 1e-5 in tests/nn/test_attention_tiled.cpp; gradcheck_attention_tiled.cpp checks it alone.
 // Legend: Tq queries, Tk keys, hd head width, hv value width; "..." the leading dims (B, H).
 #pragma once
 
