@@ -108,6 +108,19 @@ real exp_shifted(real* s, std::size_t n, std::size_t cols, real c) {
     return xsimd::hadd(acc) + tail;
 }
 
+// max_j s[j] over s[0:n], n ≥ 1, a register at a time.
+real row_max(const real* s, std::size_t n) {
+    simd::Batch mb(s[0]);
+    real tail = s[0];
+    simd::for_row(0, n, [&](auto lanes, std::size_t j) {
+        if constexpr (std::is_same_v<decltype(lanes), simd::Batch>) mb = xsimd::max(mb, simd::load(s + j));
+        else tail = std::max(tail, s[j]);
+    });
+    alignas(64) real lanes[simd::W];
+    mb.store_aligned(lanes);
+    return std::max(tail, *std::max_element(lanes, lanes + simd::W));
+}
+
 // C (M, Nc) += alpha · op(A) (M, K) · B (K, Nc). On a masked tile only the pairs visible(m, k)
 // enter the sums, through gemm_visible into w.tmp (A is 0 at the hidden pairs already).
 template <class Visible>
@@ -145,7 +158,7 @@ void forward_rows(const Problem& p, const real* q, const real* k, const real* v,
                 continue;
             }
             // m' = max(m, max_j S_ij); ℓ = e^(m − m') · ℓ + Σ_j e^(S_ij − m'); o = e^(m − m') · o + ...
-            const real m_new = std::max(w.m[r], *std::max_element(s, s + seen));
+            const real m_new = std::max(w.m[r], row_max(s, seen));
             const real rescale = std::exp(w.m[r] - m_new);  // 0 on the row's first block (m = -inf)
             w.l[r] = rescale * w.l[r] + exp_shifted(s, seen, t.cols, m_new);
             if (rescale != 1)
