@@ -95,6 +95,56 @@ def torch_group(args, workload):
     return {r["name"]: r["seconds_per_step"] for r in map(json.loads, out.splitlines())}
 
 
+# T5: causal attention forward + backward on q, k, v (1, 4, T, 32): xgrad_bench's tiled kernel
+# (T5_attention_tiled/T) and fused one (T5_attention_fused/T) against torch_peer.py's composed
+# attention (nanoGPT's non-flash path), and the bytes one forward keeps for its backward
+# (xgrad_bench's counter saved_bytes: malloc's bytes in use after the forward, less before, less
+# the output).
+T5_SIZES = (64, 256, 1024, 4096)
+
+
+def t5(args):
+    """One repeat: {"tiled"|"fused"|"torch": {T: steps/s}, "saved_tiled"|"saved_fused": {T: bytes}}."""
+    cmd = [os.path.join(args.build, "bench", "xgrad_bench"), "--threads", str(args.threads),
+           "--benchmark_filter=^T5_", f"--benchmark_min_time={args.min_time}", "--benchmark_format=json"]
+    out, _ = run(cmd, {"OPENBLAS_NUM_THREADS": "1"})
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    r = {key: {} for key in ("tiled", "fused", "torch", "saved_tiled", "saved_fused")}
+    for b in json.loads(out)["benchmarks"]:
+        kind, T = re.match(r"T5_attention_(\w+)/(\d+)", b["name"]).groups()
+        r[kind][int(T)] = 1 / (b["real_time"] * scale[b["time_unit"]])
+        r["saved_" + kind][int(T)] = b["saved_bytes"]
+    for name, seconds in torch_group(args, "T5").items():
+        r["torch"][int(name.split("/")[1])] = 1 / seconds
+    return r
+
+
+def t5_rows(runs):
+    """The T5 rows: per T, the tiled kernel against PyTorch, against the fused kernel, and the saved bytes."""
+    sps = lambda v: f"{v:,.1f}"
+    ratio = lambda v: f"{v:.2f}x"
+    col = lambda key, T, f=sps: fmt_range([g[key][T] for g in runs], f)
+    rows = []
+    for T in T5_SIZES:
+        vs_torch = [g["tiled"][T] / g["torch"][T] for g in runs]
+        vs_fused = [g["tiled"][T] / g["fused"][T] for g in runs]
+        share = [g["saved_tiled"][T] / g["saved_fused"][T] for g in runs]
+        fused_target = 1.5 if T == 1024 else 1.0 if T == 64 else None
+        rows += [(f"T5 causal attention (1, 4, {T}, 32) fwd+bwd: tiled vs PyTorch's composed", "steps/s",
+                  col("tiled", T), col("torch", T), fmt_range(vs_torch, ratio), ">= 2x" if T == 1024 else "",
+                  met_at_least(vs_torch, 2) if T == 1024 else ""),
+                 (f"T5   T={T}: the fused kernel; ratio tiled / fused", "steps/s",
+                  col("fused", T), "", fmt_range(vs_fused, ratio),
+                  f">= {fused_target}x" if fused_target else "",
+                  met_at_least(vs_fused, fused_target) if fused_target else ""),
+                 (f"T5   T={T}: bytes saved for backward, tiled / fused", "KiB",
+                  f"{col('saved_tiled', T, lambda v: f'{v / 1024:,.1f}')} / {col('saved_fused', T, lambda v: f'{v / 1024:,.1f}')}",
+                  "", fmt_range(share, lambda v: f"1/{1 / v:,.0f}" if v > 0 else "0"),
+                  "<= 1/16" if T == 1024 else "",
+                  ("yes" if max(share) <= 1 / 16 else "no" if min(share) > 1 / 16 else "mixed") if T == 1024 else "")]
+    return rows
+
+
 def w6(args):
     """Peak RSS of the default char_mlp run in xgrad and in PyTorch, and what xgrad accounts for."""
     env = {"OPENBLAS_NUM_THREADS": str(args.threads), "OMP_NUM_THREADS": str(args.threads)}
@@ -367,7 +417,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4,T4gen",
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4,T4gen,T5",
                     help="comma-separated workloads (default all)")
     ap.add_argument("--t4-steps", type=int, default=200, help="T4: steps of each examples/gpt run (default 200)")
     ap.add_argument("--w6-steps", type=int, default=0,
@@ -388,6 +438,7 @@ def main():
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
     pt = [dict() for _ in range(args.repeats)]
     mem, gpt_runs, dp_runs, gen_runs = [], [], [], []
+    attention_runs = []  # T5
     for rep in range(args.repeats):
         for w in only:
             print(f"[repeat {rep + 1}/{args.repeats}] {w} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
@@ -399,6 +450,9 @@ def main():
                 continue
             if w == "T4gen":
                 gen_runs.append(t4gen(args))
+                continue
+            if w == "T5":
+                attention_runs.append(t5(args))
                 continue
             if w == "T3":
                 if os.path.exists(os.path.join(args.build, "examples", "gpt")):
@@ -508,6 +562,8 @@ def main():
                      fmt_range([100 * d["allreduce_share"] for d in dp_runs], lambda v: f"{v:.1f}%"), "", "", "", ""))
     if gen_runs:
         rows += t4gen_rows(gen_runs)
+    if attention_runs:
+        rows += t5_rows(attention_runs)
     print_table(args, f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
@@ -515,7 +571,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs, "t4": dp_runs,
-                       "t4gen": gen_runs,
+                       "t4gen": gen_runs, "t5": attention_runs,
                        "load": [load_start, load_end]}, f, indent=1)
 
 

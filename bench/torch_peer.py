@@ -269,6 +269,10 @@ WORKLOADS = {
                                           lambda x: F.softmax(x, dim=-1))),
            ("T2_sdpa_causal", lambda: op_step([(TB, TH, TT, TD // TH)] * 3, (TB, TH, TT, TD // TH), sdpa_causal))],
     "T1": [("T1_gpt_step", gpt_step)],
+    # T5: causal attention fwd+bwd on q, k, v (1, 4, T, 32), nanoGPT's non-flash path (sdpa_causal)
+    "T5": [(f"T5_attention_torch/{T}", lambda T=T: op_step([(1, TH, T, TD // TH)] * 3, (1, TH, T, TD // TH),
+                                                           sdpa_causal))
+           for T in (64, 256, 1024, 4096)],
 }
 WORKLOADS["W3_dense"] = WORKLOADS["W3"][:1]
 WORKLOADS["W3_sparse"] = WORKLOADS["W3"][1:]

@@ -23,12 +23,16 @@
 //       gpt::generate with the KV cache (_kv_cache) and rerunning the context (_recompute); one
 //       iteration is the whole generation (tokens/s = n / its time). n = 512 passes the block
 //       after 448 tokens (the cache is then rebuilt every token); n = 448 ends at the block
+//   T5  causal attention forward + backward on q, k, v (1, 4, T, 32), T = 64, 256, 1024, 4096:
+//       the tiled kernel (_tiled) and the fused one (_fused); the counter saved_bytes is the heap
+//       one forward keeps for backward
 //
 // Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
 // Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
 // T time, hd head width.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#include <malloc.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +47,7 @@
 #include "gpt/generate.hpp"  // examples/gpt: generation for T4gen
 #include "gpt/model.hpp"     // examples/gpt: the GPT of T1
 #endif
+#include <xgrad/nn/attention_tiled.hpp>
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
 
@@ -265,6 +270,46 @@ void T2_sdpa_causal_composed(benchmark::State& state) {
     });
 }
 
+// ---- T5: causal attention forward + backward at long T (B 1, H 4, hd 32) --------------------------
+// One iteration as T2's run_op, on q, k, v (1, 4, T, 32): T5_attention_tiled/T runs
+// tiled_causal_attention (nn/attention_tiled.hpp), T5_attention_fused/T fused_causal_attention.
+// The counter saved_bytes: the heap bytes one forward leaves allocated for its backward, i.e.
+// malloc's bytes in use (mallinfo2: arenas + mmapped blocks) after the forward minus before, minus
+// the output's own bytes. It is measured once, before the timed steps.
+std::size_t malloc_in_use() {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+template <class Attention>
+void t5(benchmark::State& state, Attention attention) {
+    manual_seed(kSeed);
+    const Shape s{1, kH, state.range(0), kD / kH};  // (B, H, T, hd)
+    std::vector<Tensor> in{randn(s, true), randn(s, true), randn(s, true)};
+    auto op = [&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2]); };
+    double saved = 0;
+    {
+        const std::size_t before = malloc_in_use();
+        const Tensor y = op(in);
+        saved = double(malloc_in_use()) - double(before) - double(y.numel()) * sizeof(real);
+    }
+    run_op(state, in, s, op);
+    state.counters["saved_bytes"] = saved;
+}
+// The sweep behind CausalSelfAttention::kTiledFromT (nn/attention.cpp), run by hand: both kernels
+// on (B, 4, T, 32), B = 1 and examples/gpt's 12, T = 64 .. 512. compare.py does not read it.
+template <class Attention>
+void t5_sweep(benchmark::State& state, Attention attention) {
+    manual_seed(kSeed);
+    const Shape s{state.range(0), kH, state.range(1), kD / kH};  // (B, H, T, hd)
+    run_op(state, {randn(s, true), randn(s, true), randn(s, true)}, s,
+           [&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2]); });
+}
+void T5sweep_tiled(benchmark::State& state) { t5_sweep(state, [](auto&... a) { return nn::functional::tiled_causal_attention(a...); }); }
+void T5sweep_fused(benchmark::State& state) { t5_sweep(state, [](auto&... a) { return nn::functional::fused_causal_attention(a...); }); }
+void T5_attention_tiled(benchmark::State& state) { t5(state, [](auto&... a) { return nn::functional::tiled_causal_attention(a...); }); }
+void T5_attention_fused(benchmark::State& state) { t5(state, [](auto&... a) { return nn::functional::fused_causal_attention(a...); }); }
+
 #ifdef XGRAD_BENCH_GPT
 // ---- T1: one GPT training step at examples/gpt's defaults ----------------------------------------
 // L 4, H 4, d 128, block T 64, batch 12, V 73 (the KJV's characters), AdamW (1e-3, betas 0.9 and
@@ -352,6 +397,10 @@ BENCHMARK(T2_layer_norm)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_softmax)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_sdpa_causal)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_sdpa_causal_composed)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T5_attention_tiled)->RangeMultiplier(4)->Range(64, 4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T5_attention_fused)->RangeMultiplier(4)->Range(64, 4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T5sweep_tiled)->ArgsProduct({{1, 12}, {64, 128, 192, 256, 384, 512}})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T5sweep_fused)->ArgsProduct({{1, 12}, {64, 128, 192, 256, 384, 512}})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // `--threads N` (default 1) is set_num_threads(N), as the examples' flag: xgrad's pool of N
 // threads (core/parallel.hpp), OpenBLAS on 1; every other flag goes to Google Benchmark.

@@ -2,7 +2,7 @@
 // Legend as in nn/attention.hpp; "..." is any number of leading dims (usually (B, H)).
 //
 // scaled_dot_product_attention has no backward of its own: every step is a gradchecked core op.
-// It is the fused kernel's oracle; CausalSelfAttention::forward alone picks that kernel.
+// It is the fused and the tiled kernels' oracle; CausalSelfAttention::forward alone picks them.
 //
 // The lesson in one picture, for one head of a sequence of T = 3 tokens with causal masking:
 //
@@ -19,6 +19,7 @@
 #include <limits>
 
 #include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/attention_tiled.hpp>
 #include <xgrad/nn/dropout.hpp>
 #include <xgrad/nn/positional.hpp>
 #include <xgrad/core/reduction.hpp>
@@ -245,11 +246,16 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
     h.k = repeat_kv(h.k), h.v = repeat_kv(h.v);  // (B, H, T, hd): one K/V head per query head
     const double p = is_training() ? options_.dropout : 0.0;
-    // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, the fused
-    // kernel runs where it is exactly the composed function (tests/nn/test_attention_fused.cpp).
-    const bool use_fused = options_.fused && !attn_mask.defined() && p == 0;
+    // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, a kernel
+    // runs where it is exactly the composed function (tests/nn/test_attention_fused.cpp and
+    // test_attention_tiled.cpp). Tiled for T ≥ kTiledFromT, fused below: the fused kernel keeps
+    // the (T, T) weights, which outgrow the cache as T grows; the tiled one keeps T numbers and
+    // recomputes the weights, which costs more than it saves while they are small.
+    const bool use_fast = options_.fused && !attn_mask.defined() && p == 0;
     Tensor y;
-    if (use_fused) {
+    if (use_fast && T >= kTiledFromT) {
+        y = functional::tiled_causal_attention(h.q, h.k, h.v);
+    } else if (use_fast) {
         y = functional::fused_causal_attention(h.q, h.k, h.v);
     } else if (attn_mask.defined()) {
         functional::check_mask(attn_mask, {std::size_t(B), std::size_t(n_head_), std::size_t(T), std::size_t(T)},

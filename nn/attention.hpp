@@ -3,8 +3,8 @@
 //   functional::scaled_dot_product_attention   composed from core ops: the lesson and the oracle
 //   functional::attention_weights              the softmax weights alone, for inspection
 //   CausalSelfAttention                        nanoGPT's module (with LLaMA's grouped-query
-//                                              attention); forward picks fused_causal_attention
-//                                              where that is exact, forward_cached generates
+//                                              attention); forward picks a kernel where that is
+//                                              exact (below), forward_cached generates
 // Legend: B batch, H heads, T time, Tq queries, Tk keys, hd head width, hv value width,
 // d model width (d = H·hd), Hkv key/value heads (dividing H), g = H / Hkv.
 //
@@ -23,9 +23,9 @@
 //   scaled_dot_product_attention, attention_weights: with a mask, scores = sampled_matmul and
 //     out = masked_matmul (core/masked_matmul.hpp), which never pair a query with a hidden key
 //     (unmasked, they are matmul);
-//   fused_causal_attention: every product of its forward and backward sums over j ≤ i only;
-//   CausalSelfAttention::forward: the fused kernel, or scaled_dot_product_attention in its other
-//     branches (attn_mask, dropout, fused = false).
+//   fused_causal_attention, tiled_causal_attention: every product sums over j ≤ i only;
+//   CausalSelfAttention::forward: with options.fused, no attn_mask and no dropout, the tiled
+//     kernel for T ≥ kTiledFromT and the fused one below; else scaled_dot_product_attention.
 // ref: Vaswani et al. 2017, "Attention Is All You Need", §3.2; PyTorch docs,
 //      torch.nn.functional.scaled_dot_product_attention; nanoGPT model.py, CausalSelfAttention.
 #pragma once
@@ -86,7 +86,7 @@ struct CausalSelfAttentionOptions {
     double dropout = 0.0;        // nanoGPT's attn_dropout and resid_dropout, training mode only; [0, 1)
     bool bias = true;            // the projections have biases
     bool rope = false;           // rotate q and k by their positions (apply_rotary, Su et al. 2021)
-    bool fused = true;           // nanoGPT's self.flash: fused_causal_attention where it is exact
+    bool fused = true;           // nanoGPT's self.flash: the fused or tiled kernel where exact
     std::int64_t n_kv_head = 0;  // K/V heads, dividing n_head (grouped-query attention); 0 = n_head
     bool separate = false;       // wq, wk, wv, wo (Meta's LLaMA) instead of c_attn, c_proj (nanoGPT)
 
@@ -103,8 +103,9 @@ struct CausalSelfAttentionOptions {
 //     q (B, H, T, hd), k, v (B, Hkv, T, hd) = reshape (B, T, heads, hd), transpose(1, 2)
 //     q, k                     = apply_rotary(q, k, positions 0..T-1)   if options.rope
 //     k, v (B, H, T, hd)       = each K/V head repeated for its g = H / Hkv query heads (Hkv < H)
-//     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: fused_causal_attention
-//                                if options.fused, no attn_mask and no dropout, else composed
+//     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: if options.fused, no
+//                                attn_mask and no dropout, tiled_causal_attention for T ≥
+//                                kTiledFromT, fused_causal_attention below; else composed
 //     out (B, T, d)            = the output projection of y transposed back to (B, T, H, hd), (B, T, d)
 // Hkv = H is multi-head attention, Hkv = 1 multi-query (Shazeer 2019), between grouped-query
 // (Ainslie et al. 2023): the K/V projections and the KV cache shrink by g.
@@ -119,6 +120,9 @@ public:
     // negative or does not divide n_head, the head width is odd while rope is on, or
     // options.dropout is outside [0, 1).
     CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
+
+    // From this many positions on, forward's fast path is the tiled kernel (attention.cpp says why).
+    static constexpr std::int64_t kTiledFromT = 256;
 
     // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T), ANDed
     // with causality. Throws ValueError if x is not (B, T, d) or the mask does not fit.

@@ -14,5 +14,6 @@ list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/positional.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention_fused.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention_tiled.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kv_cache.cpp
 )

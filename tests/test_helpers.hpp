@@ -14,6 +14,7 @@
 //   weighted_sum(y, G), counting(shape)   a loss whose dL/dy is G; values 1, 2, 3, ... of a shape
 //   snapshot(m) / require_unchanged(m, s) every state_dict() entry of a module, and "none changed"
 //   names_of(named), ThreadsGuard         the names in order; set_pool_threads(1) at scope exit
+//   graph_has(y, op)                      an op of that name was recorded in the graph that made y
 //   TinyNet                               Embedding (5, 3) → Linear (3 → 2), 23 parameters
 //   grad_at, make_param, RefSGD, RefAdam, TinyModel ...   the optim/ tests' inputs and reference rules
 #pragma once
@@ -172,6 +173,19 @@ inline nn::functional::CrossEntropyOptions ce(nn::Reduction r, std::int64_t igno
     o.ignore_index = ignore_index;
     o.label_smoothing = smoothing;
     return o;
+}
+
+// Whether an op named `op` was recorded anywhere in the graph that made y.
+inline bool graph_has(const Tensor& y, const std::string& op) {
+    std::vector<std::shared_ptr<Node>> todo{y.grad_fn()};
+    while (!todo.empty()) {
+        const std::shared_ptr<Node> n = todo.back();
+        todo.pop_back();
+        if (!n) continue;
+        if (n->name == op) return true;
+        for (const NodeInput& in : n->inputs) todo.push_back(in.tensor->grad_fn);
+    }
+    return false;
 }
 
 // Restores one pool thread when a test ends, however it ends.

@@ -21,23 +21,6 @@ using namespace xgrad;
 using namespace xgrad::testing;
 namespace F = xgrad::nn::functional;
 
-namespace {
-
-// Whether an op named `op` was recorded anywhere in the graph that made y.
-bool graph_has(const Tensor& y, const std::string& op) {
-    std::vector<std::shared_ptr<Node>> todo{y.grad_fn()};
-    while (!todo.empty()) {
-        const std::shared_ptr<Node> n = todo.back();
-        todo.pop_back();
-        if (!n) continue;
-        if (n->name == op) return true;
-        for (const NodeInput& in : n->inputs) todo.push_back(in.tensor->grad_fn);
-    }
-    return false;
-}
-
-}  // namespace
-
 TEST_CASE("fused_causal_attention equals the composed scaled_dot_product_attention - values and gradients",
           "[nn][attention][fused]") {
     struct Case {
