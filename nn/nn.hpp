@@ -8,6 +8,7 @@
 #include <xgrad/nn/activation.hpp>
 #include <xgrad/nn/attention.hpp>
 #include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/attention_tiled.hpp>
 #include <xgrad/nn/dropout.hpp>
 #include <xgrad/nn/embedding.hpp>
 #include <xgrad/nn/feed_forward.hpp>
