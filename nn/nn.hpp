@@ -1,6 +1,6 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
-// RMSNorm, the SwiGLU feed-forward, Dropout, Sequential, ModuleList, attention (composed and
-// fused), the functional layers and losses, initialisers (nn::init), safetensors checkpoints,
+// RMSNorm, the SwiGLU feed-forward, Dropout, Sequential, ModuleList, attention (composed, fused
+// and tiled), the functional layers and losses, initialisers (nn::init), safetensors checkpoints,
 // weight tying and positional encodings.
 #pragma once
 
