@@ -8,6 +8,8 @@
 // 2,000 steps of 12 windows. Then it reports the losses against a bigram baseline, samples text
 // (through a KV cache, generate.hpp), and draws the loss curve and one head's attention.
 // --arch llama trains the same way with LLaMA's block (llama.hpp).
+// --checkpoint-blocks keeps only each block's input and recomputes the block in backward: the same
+// losses with less memory (README.md, "Long context: memory"); the run ends with its peak RSS.
 //
 // Run:  build/examples/gpt                 (the defaults; minutes on one core)
 //       build/examples/gpt --help          (every flag, with units and defaults)
