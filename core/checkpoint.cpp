@@ -57,6 +57,7 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
         NoGradGuard no_grad;
         InputRecorder recorder;
         y = checked_output(fn(inputs));
+        if (y.requires_grad()) recorder.add(y);  // fn returned a tensor from outside (a parameter) itself
         read = recorder.inputs();
     }
     // The node's inputs: x1..xn, then what fn read (an input may appear in both; its second edge

@@ -15,7 +15,8 @@
 // generator's current state is then restored, so later draws are those of a run without
 // checkpoint. The node returns those gradients and the engine accumulates them into .grad as
 // for any op, so gradients are those of the plain fn (bit for bit where each parameter is read
-// once in fn and each input at most twice: the engine sums in the same order then).
+// once in fn and each input at most twice: the engine sums in the same order then). A sparse
+// Embedding inside fn gets a dense gradient (xgrad::grad returns dense ones).
 //
 // What PyTorch calls use_reentrant=False: it works when no input requires grad (the parameters
 // come from the recorder), and with fn's result not requiring grad (no node then). Under no grad

@@ -186,6 +186,14 @@ TEST_CASE("checkpoint: no input requires grad; a parameter first read through a 
     require_values(bias.grad(), Tensor({2.0, 2.0, 2.0}));
 }
 
+TEST_CASE("checkpoint: fn returning a parameter itself passes its gradient on", "[checkpoint]") {
+    Tensor p({1.0, 2.0}, true);
+    const Tensor x({3.0, 4.0});
+    Tensor y = checkpoint([&](const Tensor&) { return p; }, x);
+    (y * x).sum().backward();  // dL/dp = x
+    require_values(p.grad(), Tensor({3.0, 4.0}));
+}
+
 TEST_CASE("checkpoint: a result that does not require grad; a plain call under no grad", "[checkpoint]") {
     const Tensor x({1.0, 2.0});
     Tensor y = checkpoint([](const Tensor& in) { return in * 2; }, x);
