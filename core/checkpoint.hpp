@@ -5,19 +5,17 @@
 //   memory: the graph keeps x1..xn and y, not the tensors fn made in between
 //   time:   fn runs twice per training step (forward, and again inside backward)
 //
-// Forward: fn runs under NoGradGuard, so none of its intermediates is kept; an InputRecorder
-// (core/autograd.hpp) notes every tensor requiring grad that fn read besides its arguments (the
-// module's parameters, found however fn first touched them: a transpose or reshape too). y gets
-// one node, "checkpoint", whose inputs are x1..xn and those tensors, so the engine's version
-// checks cover the parameters: an optimizer step between forward and backward throws.
-// Backward: the generator's state of the forward is put back, fn runs again with grad on, on
-// detached copies of x1..xn, and xgrad::grad gives dL/dxi and dL/dparameter from dL/dy; the
-// generator's current state is then restored, so later draws are those of a run without
-// checkpoint. The node returns those gradients and the engine accumulates them into .grad as
-// for any op, so gradients are those of the plain fn (bit for bit where each parameter is read
-// once in fn and each input at most twice: the engine sums in the same order then). A sparse
-// Embedding inside fn gets a dense gradient (xgrad::grad returns dense ones).
-//
+// Forward: fn runs under NoGradGuard, keeping none of its intermediates, while an InputRecorder
+// (core/autograd.hpp) notes the tensors requiring grad that fn reads (the parameters, however
+// first touched: a transpose or reshape too). y's one node, "checkpoint", has x1..xn and those as
+// inputs, so the engine's version checks refuse an optimizer step between forward and backward.
+// Backward: the generator's state of the forward is put back, fn runs again with grad on detached
+// copies of x1..xn, xgrad::grad gives dL/dxi and dL/dparameter from dL/dy, and the generator's
+// current state returns (later draws are those of a run without checkpoint). The engine adds the
+// gradients into .grad as for any op: those of the plain fn, bit for bit where each parameter is
+// read once and each input at most twice (the same order of sums). A sparse Embedding inside fn
+// gets a dense gradient (xgrad::grad returns dense ones).
+
 // What PyTorch calls use_reentrant=False: it works when no input requires grad (the parameters
 // come from the recorder), and with fn's result not requiring grad (no node then). Under no grad
 // (evaluation) checkpoint is a plain call of fn. A checkpoint inside fn (nested) runs its fn 3
