@@ -313,6 +313,62 @@ def t4gen_rows(runs):
     return rows
 
 
+# T6: long context. examples/gpt at block 1,024 and batch 4 for 50 steps (warmup 0: the default 100
+# is longer than the run; 1 evaluation batch, no sampling, so that the steps dominate), with and
+# without --checkpoint-blocks, and bench/torch_gpt.py's same run; then one step at the default
+# block 64 and batch 12 for the graph report alone.
+T6_STEPS = 50
+GRAPH_RATIO = re.compile(r"the graph is ([\d.]+)x the parameters")
+
+
+def t6(args):
+    """steps/s (between steps 10 and 40: steady_rate), peak RSS (bytes) and the graph report's
+    graph / parameter bytes of each examples/gpt run; PyTorch's steps/s and peak RSS."""
+    env = {"OPENBLAS_NUM_THREADS": str(args.threads), "OMP_NUM_THREADS": str(args.threads)}
+    gpt = os.path.join(args.build, "examples", "gpt")
+    quick = ["--warmup", "0", "--sample", "0", "--eval-batches", "1", "--threads", str(args.threads)]
+    r = {}
+    for name, flag in (("plain", []), ("ckpt", ["--checkpoint-blocks"])):
+        with tempfile.TemporaryDirectory() as out_dir:
+            out, r[f"{name}_peak"] = run([gpt, "--out", out_dir, "--block-size", "1024", "--batch-size", "4",
+                                          "--steps", str(T6_STEPS)] + quick + flag, env, rusage=True)
+            r[f"{name}_rate"] = steady_rate(out, T6_STEPS)
+            r[f"{name}_graph_1024"] = float(GRAPH_RATIO.search(out).group(1))
+            out, _ = run([gpt, "--out", out_dir, "--steps", "1"] + quick + flag, env)
+            r[f"{name}_graph_64"] = float(GRAPH_RATIO.search(out).group(1))
+    out, r["torch_peak"] = run([PYTHON, os.path.join(HERE, "torch_gpt.py"), "--block-size", "1024", "--batch-size",
+                                "4", "--iters", str(T6_STEPS), "--warmup", "0", "--eval-batches", "1", "--threads",
+                                str(args.threads)], env, rusage=True)
+    r["torch_rate"] = json.loads(out.splitlines()[-1])["steps_per_s"]
+    return r
+
+
+def t6_rows(runs):
+    """The T6 rows: speed and peak RSS against PyTorch, graph memory, the price of recomputing."""
+    col = lambda key, f: fmt_range([r[key] for r in runs], f)
+    rate, mib, times = (lambda v: f"{v:.3f}"), (lambda v: f"{v / MB:.1f}"), (lambda v: f"{v:.2f}x")
+    rows = [("T6 examples/gpt block 1024 B4, 50 steps: steps/s", "steps/s", col("plain_rate", rate),
+             col("torch_rate", rate), fmt_range([r["plain_rate"] / r["torch_rate"] for r in runs], times), "", ""),
+            ("T6   --checkpoint-blocks", "steps/s", col("ckpt_rate", rate), col("torch_rate", rate),
+             fmt_range([r["ckpt_rate"] / r["torch_rate"] for r in runs], times), "", "")]
+    for name, label in (("plain", "T6   peak RSS"), ("ckpt", "T6   peak RSS, --checkpoint-blocks")):
+        ratio = [r[f"{name}_peak"] / r["torch_peak"] for r in runs]
+        rows.append((label, "MiB", col(f"{name}_peak", mib), col("torch_peak", mib), fmt_range(ratio, times),
+                     "< 1x" if name == "ckpt" else "", ("yes" if max(ratio) < 1 else "no" if min(ratio) >= 1 else "mixed")
+                     if name == "ckpt" else ""))
+    for T, B in ((64, 12), (1024, 4)):
+        for name, flag in (("plain", ""), ("ckpt", ", --checkpoint-blocks")):
+            v = [r[f"{name}_graph_{T}"] for r in runs]
+            goal = T == 64 and name == "ckpt"
+            rows.append((f"T6   graph after the first forward / parameters, block {T} B{B}{flag}", "ratio",
+                         fmt_range(v, lambda x: f"{x:.1f}x"), "", "", "<= 6x" if goal else "",
+                         ("yes" if max(v) <= 6 else "no" if min(v) > 6 else "mixed") if goal else ""))
+    slow = [r["plain_rate"] / r["ckpt_rate"] for r in runs]
+    rows.append(("T6   checkpointed step time / plain step time, block 1024", "ratio", fmt_range(slow, times), "", "",
+                 "<= 1.4x", "yes" if max(slow) <= 1.4 else "no" if min(slow) > 1.4 else "mixed"))
+    return rows
+
+
 def met_at_least(values, target):
     """yes when every repeat reaches target, no when none does, mixed otherwise."""
     return "yes" if min(values) >= target else "no" if max(values) < target else "mixed"
@@ -417,7 +473,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4,T4gen,T5",
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4,T4gen,T5,T6",
                     help="comma-separated workloads (default all)")
     ap.add_argument("--t4-steps", type=int, default=200, help="T4: steps of each examples/gpt run (default 200)")
     ap.add_argument("--w6-steps", type=int, default=0,
@@ -438,7 +494,7 @@ def main():
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
     pt = [dict() for _ in range(args.repeats)]
     mem, gpt_runs, dp_runs, gen_runs = [], [], [], []
-    attention_runs = []  # T5
+    attention_runs, t6_runs = [], []  # T5, T6
     for rep in range(args.repeats):
         for w in only:
             print(f"[repeat {rep + 1}/{args.repeats}] {w} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
@@ -453,6 +509,9 @@ def main():
                 continue
             if w == "T5":
                 attention_runs.append(t5(args))
+                continue
+            if w == "T6":
+                t6_runs.append(t6(args))
                 continue
             if w == "T3":
                 if os.path.exists(os.path.join(args.build, "examples", "gpt")):
@@ -564,6 +623,8 @@ def main():
         rows += t4gen_rows(gen_runs)
     if attention_runs:
         rows += t5_rows(attention_runs)
+    if t6_runs:
+        rows += t6_rows(t6_runs)
     print_table(args, f"xgrad vs PyTorch {pt_version()}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
@@ -571,7 +632,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs, "t4": dp_runs,
-                       "t4gen": gen_runs, "t5": attention_runs,
+                       "t4gen": gen_runs, "t5": attention_runs, "t6": t6_runs,
                        "load": [load_start, load_end]}, f, indent=1)
 
 

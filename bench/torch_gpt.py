@@ -17,15 +17,19 @@ between any two seeds. At the end it reports two validation losses:
              1.688 was measured this way)
     fixed    the mean over examples/gpt's fixed set (nanogpt.val_offsets: 50 batches of 12
              evenly spaced windows), the figure examples/gpt prints
-and the training speed in steps/s (wall time of the training loop / iterations, evals excluded).
+and the training speed in steps/s (wall time of the training loop / iterations, evals excluded) and
+the process's peak RSS (resource.getrusage ru_maxrss, MiB).
 
     /usr/bin/python3 bench/torch_gpt.py                     # the defaults, 1 thread, seed 1337
     /usr/bin/python3 bench/torch_gpt.py --pos rope --seed 2 # another position scheme or seed
+    /usr/bin/python3 bench/torch_gpt.py --block-size 1024 --batch-size 4 --iters 50 --warmup 0 --eval-batches 1
+                                                            # compare.py's T6: long context
 
 The last line is one JSON object with every number, for bench/compare.py-style tooling.
 """
 import argparse
 import json
+import resource
 import sys
 import time
 
@@ -110,7 +114,8 @@ def main():
         torch.save(model.state_dict(), a.save)
     print(json.dumps(dict(workload="gpt_default", pos=a.pos, tie=not a.no_tie, seed=a.seed, threads=a.threads,
                           iters=a.iters, val_random=random_val, val_fixed=fixed_val, train_random=random_train,
-                          steps_per_s=a.iters / train_time, wall_s=wall, params=n_params, vocab=len(chars))))
+                          steps_per_s=a.iters / train_time, wall_s=wall, params=n_params, vocab=len(chars),
+                          block=T, batch=B, peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 
 
 if __name__ == "__main__":

@@ -53,6 +53,20 @@ thread_local bool g_grad_enabled = true;
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+EnableGradGuard::EnableGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { g_grad_enabled = prev_; }
+
+// ---- the input recorder -------------------------------------------------------------------------
+namespace {
+thread_local InputRecorder* g_recorder = nullptr;  // the innermost live InputRecorder, or none
+}
+InputRecorder::InputRecorder() : prev_(g_recorder) { g_recorder = this; }
+InputRecorder::~InputRecorder() { g_recorder = prev_; }
+void InputRecorder::add(const Tensor& t) {
+    for (const Tensor& seen : inputs_)
+        if (seen.impl() == t.impl()) return;
+    inputs_.push_back(t);
+}
 
 // ---- anomaly mode ---------------------------------------------------------------------------------
 namespace {
@@ -113,6 +127,9 @@ Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_
     if (g_anomaly) check_finite(out, name, "its forward output", inputs, n);
     bool any = false;
     for (std::size_t i = 0; i < n; ++i) any = any || inputs[i].requires_grad();
+    if (g_recorder && any)
+        for (std::size_t i = 0; i < n; ++i)
+            if (inputs[i].requires_grad()) g_recorder->add(inputs[i]);
     auto impl = std::make_shared<TensorImpl>(std::move(out));
     if (any && grad_enabled()) {
         auto node = std::make_shared<Node>();
@@ -374,7 +391,16 @@ namespace {
 // Post-order DFS from the root with an explicit stack: non-leaf tensors, each after all its
 // inputs, and each node's position in `pos`. Throws before any gradient is touched if part of the
 // graph was freed. The marks live in this call's `visited`, never in the shared graph.
-std::vector<TensorImpl*> topological_order(TensorImpl* root, std::unordered_map<const Node*, std::size_t>& pos) {
+// Where grad() sends the gradients of the tensors it was asked about, instead of into .grad. The
+// pass treats them as leaves: it stops there.
+struct Capture {
+    std::unordered_map<const TensorImpl*, std::size_t> index;  // wanted tensor → its slot
+    std::vector<std::optional<Array>> sums;                     // dL/d(wanted), summed
+    bool wants(const TensorImpl* t) const { return index.count(t) > 0; }
+};
+
+std::vector<TensorImpl*> topological_order(TensorImpl* root, std::unordered_map<const Node*, std::size_t>& pos,
+                                           const Capture* capture) {
     std::unordered_set<const Node*> visited{root->grad_fn.get()};
     std::vector<std::pair<TensorImpl*, std::size_t>> stack{{root, 0}};  // (tensor, next input)
     std::vector<TensorImpl*> sorted;
@@ -385,7 +411,8 @@ std::vector<TensorImpl*> topological_order(TensorImpl* root, std::unordered_map<
         if (node->released.load(std::memory_order_acquire)) throw_released(*node);
         if (next < node->inputs.size()) {
             TensorImpl* in = node->inputs[next++].tensor.get();
-            if (in->grad_fn && in->requires_grad && visited.insert(in->grad_fn.get()).second)
+            if (in->grad_fn && in->requires_grad && !(capture && capture->wants(in)) &&
+                visited.insert(in->grad_fn.get()).second)
                 stack.push_back({in, 0});
         } else {
             pos.emplace(node, sorted.size());
@@ -421,38 +448,32 @@ void check_unmodified(const Node& node) {
     }
 }
 
-}  // namespace
-
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
-    check(root.defined(), "backward", "called on an undefined tensor");
-    check(root.requires_grad(), "backward",
-          "the tensor of shape {} does not require grad and has no grad_fn",
+// dL/d(root) as run_backward and grad() receive it: `gradient` checked against root's shape, or
+// ones for a one-element root. `op` names the caller in messages.
+Array seed_of(const Tensor& root, const Tensor& gradient, const char* op) {
+    check(root.defined(), op, "called on an undefined tensor");
+    check(root.requires_grad(), op, "the tensor of shape {} does not require grad and has no grad_fn",
           shape_str(root.shape()));
-    Array seed;  // dL/d(root): ones, or the caller's gradient, which is read in place (no copy)
     if (gradient.defined()) {
-        check(gradient.shape() == root.shape(), "backward",
-              "gradient of shape {} does not match the output's shape {}",
+        check(gradient.shape() == root.shape(), op, "gradient of shape {} does not match the output's shape {}",
               shape_str(gradient.shape()), shape_str(root.shape()));
-    } else {
-        check(root.numel() == 1, "backward",
-              "a gradient can be created implicitly only for a one-element output; the output "
-              "has shape {}, so pass backward(gradient) with that shape",
-              shape_str(root.shape()));
-        seed = xt::ones<real>(root.data().shape());
+        return Array();  // read in place from `gradient` (no copy)
     }
+    check(root.numel() == 1, op,
+          "a gradient can be created implicitly only for a one-element output; the output "
+          "has shape {}, so pass backward(gradient) with that shape",
+          shape_str(root.shape()));
+    return xt::ones<real>(root.data().shape());
+}
 
-    const Array& root_grad = gradient.defined() ? gradient.data() : seed;
-
-    TensorImpl* r = root.impl();
-    if (!r->grad_fn) {  // backward on a leaf: dL/dL
-        accumulate_leaf(*r, Array(root_grad), "backward", Source{"backward() on a leaf"});
-        return;
-    }
+// Steps 1, 2 and 4 of the pass from r (which has a grad_fn). Gradients reaching a leaf go into its
+// .grad (step 3), or, with a capture, into the capture's sums for the tensors it wants, and nowhere
+// for the others.
+void backward_pass(TensorImpl* r, const Array& root_grad, bool retain_graph, Capture* capture) {
     // This call's scratch: the order, and dL/d(output) summed so far over each output's consumers.
     std::unordered_map<const Node*, std::size_t> pos;
-    const std::vector<TensorImpl*> order = topological_order(r, pos);
+    const std::vector<TensorImpl*> order = topological_order(r, pos, capture);
     std::vector<std::optional<Array>> sums(order.size());  // (an empty Array would hold 1 element)
-
     for (std::size_t k = order.size(); k-- > 0;) {
         TensorImpl* t = order[k];
         if (t != r && !sums[k]) continue;  // nothing flowed here
@@ -490,14 +511,52 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
             Grad& g = *in_grads[i];
             if (g_anomaly) check_finite(values_of(g), node.name, fmt::format("its backward's gradient for input {}", i).c_str());
             const Source source{node.name.c_str(), static_cast<std::ptrdiff_t>(i)};
-            if (!in->grad_fn) {
-                accumulate_leaf(*in, std::move(g), "backward", source);
+            if (capture && capture->wants(in)) {
+                check_new(g, in->data.shape(), "backward", source);
+                add_to_sum(capture->sums[capture->index.at(in)], std::move(g), in->data.shape());
+            } else if (!in->grad_fn) {
+                if (!capture) accumulate_leaf(*in, std::move(g), "backward", source);
             } else {
                 check_new(g, in->data.shape(), "backward", source);
                 add_to_sum(sums[pos.at(in->grad_fn.get())], std::move(g), in->data.shape());
             }
         }
     }
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+    const Array seed = seed_of(root, gradient, "backward");
+    const Array& root_grad = gradient.defined() ? gradient.data() : seed;
+    TensorImpl* r = root.impl();
+    if (!r->grad_fn) {  // backward on a leaf: dL/dL
+        accumulate_leaf(*r, Array(root_grad), "backward", Source{"backward() on a leaf"});
+        return;
+    }
+    backward_pass(r, root_grad, retain_graph, nullptr);
+}
+
+Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output, bool retain_graph) {
+    const Array seed = seed_of(output, grad_output, "grad");
+    const Array& root_grad = grad_output.defined() ? grad_output.data() : seed;
+    Capture capture;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        check(inputs[i].defined(), "grad", "input {} is an undefined tensor", i);
+        capture.index.emplace(inputs[i].impl(), i);  // a repeated input keeps its first slot
+    }
+    capture.sums.resize(inputs.size());
+    TensorImpl* r = output.impl();
+    if (capture.wants(r)) capture.sums[capture.index.at(r)] = root_grad;  // dL/d(output) itself
+    else if (r->grad_fn) backward_pass(r, root_grad, retain_graph, &capture);
+    Grads out(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const std::size_t first = capture.index.at(inputs[i].impl());
+        if (!inputs[i].requires_grad()) continue;
+        if (first == i && capture.sums[i]) out[i] = Grad(std::move(*capture.sums[i]));
+        else if (first < i && out[first]) out[i] = Grad(Array(values_of(*out[first])));  // a repeated input
+    }
+    return out;
 }
 
 void visit_graph(const Tensor& root, const std::function<void(const TensorImpl& t)>& visit) {

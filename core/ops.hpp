@@ -23,6 +23,7 @@
 #include <xgrad/core/masking.hpp>      // masked_fill tril triu
 #include <xgrad/core/comparison.hpp>   // eq ne lt le gt ge (0/1 masks), allclose, equal
 #include <xgrad/core/math_ops.hpp>     // sqrt rsqrt var
+#include <xgrad/core/checkpoint.hpp>   // checkpoint (activation checkpointing)
 
 namespace xgrad {
 

@@ -16,7 +16,9 @@ common=(--data "$work/text.txt" --n-layer 1 --n-head 2 --d 16 --block-size 16 --
 
 "$bin" "${common[@]}" --out "$work/A" > "$work/A.log"
 "$bin" "${common[@]}" --out "$work/B" --stop-after 30 > "$work/B1.log"
-"$bin" "${common[@]}" --out "$work/B" --resume "$work/B/checkpoint.safetensors" > "$work/B2.log"
+# The second half recomputes its blocks (--checkpoint-blocks): not a trajectory flag, so the resume
+# takes it and the steps stay identical.
+"$bin" "${common[@]}" --out "$work/B" --resume "$work/B/checkpoint.safetensors" --checkpoint-blocks > "$work/B2.log"
 
 lines=$(wc -l < "$work/A/loss.csv")
 if [ "$lines" -lt 7 ]; then echo "FAIL: loss.csv has only $lines lines"; exit 1; fi

@@ -8,6 +8,8 @@
 // 2,000 steps of 12 windows. Then it reports the losses against a bigram baseline, samples text
 // (through a KV cache, generate.hpp), and draws the loss curve and one head's attention.
 // --arch llama trains the same way with LLaMA's block (llama.hpp).
+// --checkpoint-blocks keeps only each block's input and recomputes the block in backward: the same
+// losses with less memory (README.md, "Long context: memory"); the run ends with its peak RSS.
 //
 // Run:  build/examples/gpt                 (the defaults; minutes on one core)
 //       build/examples/gpt --help          (every flag, with units and defaults)
@@ -348,6 +350,7 @@ int main(int argc, char** argv) {
     app.add_flag("--no-tie", no_tie, "give the head its own (V, d) weight instead of the token table (default: tied)");
     app.add_flag("--no-bias", no_bias, "no biases in the Linear and LayerNorm layers (default: biases on; --arch llama has none)");
     real_flag(app, "--dropout", m.dropout, {0, 1, false, true}, "dropout probability after the embeddings, in attention and after each residual branch");
+    app.add_flag("--checkpoint-blocks", m.checkpoint_blocks, "run each block through xgrad::checkpoint: the graph keeps the blocks' inputs, backward runs each block again (the same losses; less memory, more time)");
     int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps (iterations) in the whole run");
     int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, windows of block-size + 1 characters per step, over all ranks (under mpirun -np W, a multiple of W × --grad-accum)");
     int_flag(app, "--grad-accum", cfg.grad_accum, 1, INT_MAX, "N, micro-steps per step: each rank takes B/(W·N) windows N times and adds up the gradients (the same step, less memory)");
@@ -362,7 +365,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --eval-every and --stop-after must match the saved run (at any number of ranks)");
+    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --checkpoint-blocks, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --eval-every and --stop-after must match the saved run (at any number of ranks)");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
@@ -385,6 +388,10 @@ int main(int argc, char** argv) {
         if (m.arch == "llama" && pos->count() == 0) m.pos = "rope";  // LLaMA's positions
         if (m.arch == "llama" && !no_bias) m.bias = false;          // and no biases
         check_flags(cfg);
-        return run(cfg, prompt->count() > 0);
+        const int status = run(cfg, prompt->count() > 0);
+        if (distributed::rank() == 0)  // the memory at its highest, whichever options made it
+            fmt::print("peak RSS {:.1f} MiB (getrusage ru_maxrss: the most memory this process held at once)\n",
+                       peak_rss_mib());
+        return status;
     });
 }

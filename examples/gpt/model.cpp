@@ -92,7 +92,7 @@ Tensor GPT::embed(const IndexTensor& idx, std::int64_t P) const {
 
 Tensor GPT::forward(const IndexTensor& idx) const {
     Tensor x = embed(idx, 0);                        // (B, T, d)
-    for (const auto& block : *transformer->h) x = block->forward(x);
+    for (const auto& block : *transformer->h) x = run_block(block, x);
     return lm_head->forward(transformer->ln_f->forward(x));  // (B, T, V)
 }
 

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include <xgrad/core/checkpoint.hpp>
 #include <xgrad/nn/attention.hpp>
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
@@ -54,6 +55,7 @@ struct GPTConfig {
     std::string arch = "gpt2";     // gpt2 (this file) | llama (llama.hpp)
     std::int64_t n_kv_head = 0;    // K/V heads, dividing n_head (grouped-query attention); 0 = n_head
     std::int64_t ffn_hidden = 0;   // llama: SwiGLU's hidden width; 0 = nn::swiglu_hidden_width(d)
+    bool checkpoint_blocks = false;  // each block through xgrad::checkpoint: same values, less graph memory
 };
 
 // What training, generation and the reports need of a model, GPT-2's or LLaMA's block.
@@ -92,6 +94,14 @@ protected:
     // stream's variance does not grow with depth. Parameters whose names contain `norm` (the
     // normalization layers) keep their (1, 0).
     void init_gpt2(const std::string& norm, const std::vector<std::string>& residual);
+    // x (B, T, d) through one block, (B, T, d). With config().checkpoint_blocks, through
+    // xgrad::checkpoint (core/checkpoint.hpp): the graph keeps the block's input and output, not
+    // its insides, and backward runs the block again (same dropout masks) to get its gradients.
+    template <class BlockT>
+    Tensor run_block(const std::shared_ptr<BlockT>& block, const Tensor& x) const {
+        if (!config_.checkpoint_blocks) return block->forward(x);
+        return checkpoint([block](const Tensor& in) { return block->forward(in); }, x);
+    }
     GPTConfig config_;
 };
 

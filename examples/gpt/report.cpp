@@ -2,6 +2,7 @@
 #include "report.hpp"
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -45,6 +46,12 @@ double evaluate_random(LanguageModel& model, const Ids& data, int batch, int n_b
 }
 
 std::size_t malloc_in_use() { return mallinfo2().uordblks; }
+
+double peak_rss_mib() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_maxrss) / 1024.0;  // KiB → MiB
+}
 
 std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, int batch, std::size_t malloc_delta) {
     struct Kind {

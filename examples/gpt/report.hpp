@@ -35,6 +35,9 @@ std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, 
 
 // Bytes currently allocated by malloc in this process (glibc mallinfo2().uordblks).
 std::size_t malloc_in_use();
+// The process's peak resident set size so far, MiB: getrusage(RUSAGE_SELF).ru_maxrss (Linux
+// gives KiB), the most physical memory it held at once: data, parameters, graph, libraries.
+double peak_rss_mib();
 
 // Writes attention.csv (T × T weights of one head of one layer on `text`) and draws
 // attention.png with gnuplot (rows: the query position, columns: the key position it reads,

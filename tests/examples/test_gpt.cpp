@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -16,6 +18,7 @@
 #include "examples/gpt/model.hpp"
 #include "examples/gpt/report.hpp"
 #include "examples/gpt_reference.hpp"
+#include "test_helpers.hpp"
 #include <xgrad/nn/serialize.hpp>
 
 using namespace gpt;
@@ -154,4 +157,51 @@ TEST_CASE("gpt report: the graph-memory table sums its rows and aligns its colum
     // By hand: the token rows (2, 8, 16) and the position rows (8, 16), float32; the loss, one float.
     REQUIRE(ops.at("embedding") == std::pair<std::size_t, std::size_t>{2, (2 * 8 * 16 + 8 * 16) * 4});
     REQUIRE(ops.at("cross_entropy") == std::pair<std::size_t, std::size_t>{1, 4});
+}
+
+// ==== --checkpoint-blocks ===================================================================================
+
+// A config flag, not a trajectory flag: the same seed gives the same losses and the same weights, bit for bit,
+// with dropout on (the recomputation replays the masks) and for both blocks.
+TEST_CASE("gpt checkpoint_blocks: the same losses and parameters bit for bit, GPT and Llama, with dropout",
+          "[gpt][checkpoint]") {
+    for (const std::string arch : {"gpt2", "llama"}) {
+        INFO("arch " << arch);
+        auto train = [&](bool checkpoint_blocks) {
+            GPTConfig c;
+            c.vocab = 17, c.block = 8, c.n_layer = 2, c.n_head = 2, c.d = 16, c.dropout = 0.2, c.arch = arch;
+            if (arch == "llama") c.pos = "rope", c.bias = false;
+            c.checkpoint_blocks = checkpoint_blocks;
+            xgrad::manual_seed(7);
+            std::unique_ptr<LanguageModel> model = make_model(c);
+            auto opt = make_adamw(*model, 1e-2, 0.9, 0.99, 0.1);
+            std::mt19937_64 rng(3);
+            const Ids text = [] {
+                Ids t(200);
+                for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::int64_t((i * i + 3 * i) % 17);
+                return t;
+            }();
+            std::vector<double> losses;
+            for (int step = 0; step < 3; ++step) {
+                const Batch b = sample_batch(text, 4, 8, rng);
+                losses.push_back(train_step(*model, *opt, b.x, b.y, 1.0).loss);
+            }
+            int checkpoint_nodes = 0;  // one per block when on
+            visit_graph(model->forward(sample_batch(text, 4, 8, rng).x), [&](const TensorImpl& t) {
+                checkpoint_nodes += t.grad_fn && t.grad_fn->name == "checkpoint";
+            });
+            REQUIRE(checkpoint_nodes == (checkpoint_blocks ? 2 : 0));
+            return std::make_pair(losses, model->state_dict());
+        };
+        const auto [plain_losses, plain_state] = train(false);
+        const auto [ckpt_losses, ckpt_state] = train(true);
+        REQUIRE(ckpt_losses == plain_losses);  // doubles from the same floats: equal bit for bit
+        REQUIRE(plain_losses.front() != plain_losses.back());
+        REQUIRE(ckpt_state.size() == plain_state.size());
+        for (std::size_t i = 0; i < plain_state.size(); ++i) {
+            INFO(plain_state[i].first);
+            REQUIRE(ckpt_state[i].first == plain_state[i].first);
+            REQUIRE(xgrad::testing::bits_equal(ckpt_state[i].second, plain_state[i].second));
+        }
+    }
 }

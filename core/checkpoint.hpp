@@ -1,0 +1,68 @@
+// core/checkpoint.hpp — activation checkpointing: keep a function's inputs, drop its insides,
+// recompute them in backward.
+//
+//   y = checkpoint(fn, x1, ..., xn)       y = fn(x1, ..., xn), the same values
+//   memory: the graph keeps x1..xn and y, not the tensors fn made in between
+//   time:   fn runs twice per training step (forward, and again inside backward)
+//
+// Forward: fn runs under NoGradGuard, keeping none of its intermediates, while an InputRecorder
+// (core/autograd.hpp) notes the tensors requiring grad that fn reads (the parameters, however
+// first touched: a transpose or reshape too). y's one node, "checkpoint", has x1..xn and those as
+// inputs, so the engine's version checks refuse an optimizer step between forward and backward.
+// Backward: the generator's state of the forward is put back, fn runs again with grad on detached
+// copies of x1..xn, xgrad::grad gives dL/dxi and dL/dparameter from dL/dy, and the generator's
+// current state returns (later draws are those of a run without checkpoint). The engine adds the
+// gradients into .grad as for any op: those of the plain fn, bit for bit where each parameter is
+// read once and each input at most twice (the same order of sums). A sparse Embedding inside fn
+// gets a dense gradient (xgrad::grad returns dense ones).
+
+// What PyTorch calls use_reentrant=False: it works when no input requires grad (the parameters
+// come from the recorder), and with fn's result not requiring grad (no node then). Under no grad
+// (evaluation) checkpoint is a plain call of fn. A checkpoint inside fn (nested) runs its fn 3
+// times: in the outer forward, in the outer recomputation, and in its own backward.
+//
+// fn must compute the same values when called again: it may read its arguments, parameters and
+// the generator, nothing else that changes between forward and backward (a module switched by
+// train()/eval() in between, a counter, a clock), and it must not change state other than the
+// generator's (no module.train() inside, no writes to tensors). With several threads drawing from
+// the generator at once, the replay is exact only if no other thread draws during fn.
+//
+// ref: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"; PyTorch docs,
+// torch.utils.checkpoint.checkpoint.
+#pragma once
+
+#include <functional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <xgrad/core/tensor.hpp>
+
+namespace xgrad {
+
+using CheckpointFn = std::function<Tensor(const std::vector<Tensor>& inputs)>;
+
+// y = fn(inputs), keeping only inputs (and the tensors fn read) for backward. inputs: any number
+// of tensors of any shape; y: what fn returns. Throws ValueError naming checkpoint for an
+// undefined input, an fn returning an undefined tensor, or (in backward) a recomputed y of
+// another shape than the forward's.
+Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs);
+
+namespace checkpoint_detail {
+template <class F, std::size_t... I>
+Tensor call(const F& fn, const std::vector<Tensor>& in, std::index_sequence<I...>) {
+    return fn(in[I]...);
+}
+}  // namespace checkpoint_detail
+
+// checkpoint(fn, x1, ..., xn) with fn(const Tensor&, ..., const Tensor&) -> Tensor.
+template <class F, class... Ts>
+Tensor checkpoint(F fn, const Tensor& first, const Ts&... rest) {
+    static_assert((std::is_convertible_v<const Ts&, const Tensor&> && ...), "checkpoint: inputs are Tensors");
+    CheckpointFn call = [fn = std::move(fn)](const std::vector<Tensor>& in) {
+        return checkpoint_detail::call(fn, in, std::make_index_sequence<1 + sizeof...(Ts)>());
+    };
+    return checkpoint(call, std::vector<Tensor>{first, rest...});
+}
+
+}  // namespace xgrad
