@@ -101,8 +101,7 @@ public:
 private:
     bool prev_;
 };
-// The converse, torch.enable_grad: ops record again inside a NoGradGuard's scope (checkpoint's
-// recomputation runs inside the outer backward, which may itself be under no grad).
+// The converse, torch.enable_grad: ops record again inside a NoGradGuard's scope (checkpoint).
 class EnableGradGuard {
 public:
     EnableGradGuard();
@@ -141,21 +140,17 @@ Tensor make_result(Array out, const char* name, const std::vector<Tensor>& input
 // Runs reverse-mode autodiff from `root` (what Tensor::backward calls).
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
-// dL/d(inputs[i]) for L reached from `output` by the gradient `grad_output` (output's shape; may
-// be undefined for a one-element output: ones), as torch.autograd.grad(output, inputs,
-// grad_output, allow_unused=True). Writes no .grad: the gradients are returned, one per input,
-// std::nullopt where nothing flowed; row-sparse ones come back dense. The pass stops at the
-// inputs (a non-leaf input's own history is not walked). Throws ValueError when output is
-// undefined or does not require grad, or grad_output has another shape.
+// dL/d(inputs[i]) from dL/d(output) = grad_output (undefined: ones, for one element), as
+// torch.autograd.grad(output, inputs, grad_output, allow_unused=True). Writes no .grad: one per
+// input, std::nullopt where nothing flowed, row-sparse ones dense; the pass stops at the inputs.
+// Throws ValueError when output is undefined or needs no grad, or grad_output's shape differs.
 Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output = Tensor(),
            bool retain_graph = false);
 
 // ---- recording what a computation reads ------------------------------------------------------
 // While an InputRecorder lives (RAII, per thread; the innermost one records), make_result adds to
-// it every input requiring grad that an op reads, once each, in first-read order, grad mode on or
-// off. Under a NoGradGuard nothing the ops make requires grad, so what it holds is what the code
-// read from outside: the parameters, and any captured tensor with a history. checkpoint uses it
-// to find the parameters of a function (core/checkpoint.hpp). One pointer test per op when off.
+// it every input requiring grad that an op reads, once each, in first-read order. Under a
+// NoGradGuard that is what the code read from outside: the parameters (core/checkpoint.hpp).
 class InputRecorder {
 public:
     InputRecorder();

@@ -1,5 +1,4 @@
-// core/checkpoint.cpp — checkpoint: fn under no grad in forward, fn again with grad in backward.
-// The method and its limits are in core/checkpoint.hpp.
+// core/checkpoint.cpp — fn under no grad in forward, again with grad in backward (see the header).
 #include <xgrad/core/checkpoint.hpp>
 
 #include <mutex>
@@ -17,7 +16,7 @@ std::mt19937_64 generator_state() {
 }
 
 // Puts `replay` in the generator for its lifetime, then the state it found back (also when fn
-// throws). The lock is held only while copying: fn's own draws (dropout) take it themselves.
+// throws). The lock is held only while copying: fn's draws take it themselves.
 class ReplayGenerator {
 public:
     explicit ReplayGenerator(const std::mt19937_64& replay) {
@@ -60,12 +59,11 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
         if (y.requires_grad()) recorder.add(y);  // fn returned a tensor from outside (a parameter) itself
         read = recorder.inputs();
     }
-    // The node's inputs: x1..xn, then what fn read (an input may appear in both; its second edge
-    // then gets no gradient, as the recomputation reads the detached copy).
+    // The node's inputs: x1..xn, then what fn read (an input read is there twice; its second edge
+    // gets no gradient)
     std::vector<Tensor> edges = inputs;
     edges.insert(edges.end(), read.begin(), read.end());
-    // y's values become the node's output; moved when fn made y, copied when y is a tensor fn
-    // received or kept elsewhere.
+    // y's values become the node's output (moved, unless y is also held elsewhere)
     Array out = y.impl_ptr().use_count() == 1 ? std::move(y.impl()->data) : y.data();
     const Array::shape_type out_shape = out.shape();
 

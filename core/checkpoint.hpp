@@ -5,27 +5,20 @@
 //   memory: the graph keeps x1..xn and y, not the tensors fn made in between
 //   time:   fn runs twice per training step (forward, and again inside backward)
 //
-// Forward: fn runs under NoGradGuard, keeping none of its intermediates, while an InputRecorder
-// (core/autograd.hpp) notes the tensors requiring grad that fn reads (the parameters, however
-// first touched: a transpose or reshape too). y's one node, "checkpoint", has x1..xn and those as
-// inputs, so the engine's version checks refuse an optimizer step between forward and backward.
+// Forward: fn runs under NoGradGuard while an InputRecorder (core/autograd.hpp) notes the tensors
+// requiring grad it reads (the parameters, even through a view). y's one node, "checkpoint", has
+// x1..xn and those as inputs, so the version checks refuse an optimizer step before backward.
 // Backward: the generator's state of the forward is put back, fn runs again with grad on detached
 // copies of x1..xn, xgrad::grad gives dL/dxi and dL/dparameter from dL/dy, and the generator's
-// current state returns (later draws are those of a run without checkpoint). The engine adds the
-// gradients into .grad as for any op: those of the plain fn, bit for bit where each parameter is
-// read once and each input at most twice (the same order of sums). A sparse Embedding inside fn
-// gets a dense gradient (xgrad::grad returns dense ones).
-
-// What PyTorch calls use_reentrant=False: it works when no input requires grad (the parameters
-// come from the recorder), and with fn's result not requiring grad (no node then). Under no grad
-// (evaluation) checkpoint is a plain call of fn. A checkpoint inside fn (nested) runs its fn 3
-// times: in the outer forward, in the outer recomputation, and in its own backward.
+// current state returns. The gradients are the plain fn's, bit for bit where each parameter is
+// read once and each input at most twice; a sparse Embedding inside fn gets a dense gradient.
 //
-// fn must compute the same values when called again: it may read its arguments, parameters and
-// the generator, nothing else that changes between forward and backward (a module switched by
-// train()/eval() in between, a counter, a clock), and it must not change state other than the
-// generator's (no module.train() inside, no writes to tensors). With several threads drawing from
-// the generator at once, the replay is exact only if no other thread draws during fn.
+// As PyTorch's use_reentrant=False: it works when no input requires grad. Under no grad it is a
+// plain call of fn, so a checkpoint nested inside fn runs its fn 3 times (outer forward, outer
+// recomputation, its own backward). fn must compute the same values when called again, from its
+// arguments, the parameters and the generator only (not a mode switched by train()/eval() in
+// between, a counter, a clock), and change no state but the generator's. With several threads
+// drawing from the generator at once, the replay is exact only if no other draws happen during fn.
 //
 // ref: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"; PyTorch docs,
 // torch.utils.checkpoint.checkpoint.

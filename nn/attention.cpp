@@ -246,11 +246,9 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
     h.k = repeat_kv(h.k), h.v = repeat_kv(h.v);  // (B, H, T, hd): one K/V head per query head
     const double p = is_training() ? options_.dropout : 0.0;
-    // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, a kernel
-    // runs where it is exactly the composed function (tests/nn/test_attention_fused.cpp and
-    // test_attention_tiled.cpp). Tiled for T ≥ kTiledFromT, fused below: the fused kernel keeps
-    // the (T, T) weights, which outgrow the cache as T grows; the tiled one keeps T numbers and
-    // recomputes the weights, which costs more than it saves while they are small.
+    // y (B, H, T, hd) = causal attention of each head; as nanoGPT's `if self.flash:`, a kernel where
+    // it is exactly the composed function. Tiled for T ≥ kTiledFromT: the fused kernel's (T, T)
+    // weights outgrow the cache, while for short T recomputing them costs more than it saves.
     const bool use_fast = options_.fused && !attn_mask.defined() && p == 0;
     Tensor y;
     if (use_fast && T >= kTiledFromT) {
