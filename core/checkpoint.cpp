@@ -59,6 +59,7 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
         if (y.requires_grad()) recorder.add(y);  // fn returned a tensor from outside (a parameter) itself
         read = recorder.inputs();
     }
+    if (read.empty()) return y;  // y depends on nothing requiring grad (the inputs included): a constant
     // The node's inputs: x1..xn, then what fn read (an input read is there twice; its second edge
     // gets no gradient)
     std::vector<Tensor> edges = inputs;

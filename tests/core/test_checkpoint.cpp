@@ -208,6 +208,17 @@ TEST_CASE("checkpoint: a result that does not require grad; a plain call under n
     REQUIRE(calls == 1);
 }
 
+TEST_CASE("checkpoint: an output that depends on nothing requiring grad does not require grad", "[checkpoint]") {
+    // as the plain call: fn detaches its input, or returns a constant
+    const Tensor x({1.0, 2.0}, true);
+    const Tensor detached = checkpoint([](const Tensor& in) { return in.detach() * 2; }, x);
+    REQUIRE_FALSE(detached.requires_grad());
+    require_values(detached, Tensor({2.0, 4.0}));
+    const Tensor constant = checkpoint([](const Tensor&) { return ones({2}); }, x);
+    REQUIRE_FALSE(constant.requires_grad());
+    REQUIRE_THROWS_WITH(sum(constant).backward(), Contains("does not require grad"));
+}
+
 TEST_CASE("checkpoint: an optimizer step between forward and backward is refused", "[checkpoint]") {
     manual_seed(5);
     MLP mlp;
