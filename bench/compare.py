@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6, T1–T4 and T4gen and print one table.
+"""bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6, T1–T6 and T4gen and print one table.
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
@@ -430,7 +430,10 @@ def print_table(args, title, load, header, rows, date):
         "hand. The workloads are defined in `bench/xgrad_bench.cpp` and `bench/torch_peer.py` (W6: the",
         "default `examples/char_mlp` run; T3: the default `examples/gpt` run and `bench/torch_gpt.py`;",
         "T4: examples/gpt's default step in several processes, `t4()` in `bench/compare.py`; T4gen:",
-        "generation with and without the KV cache, `t4gen()` in `bench/compare.py` and `bench/torch_peer.py`).",
+        "generation with and without the KV cache, `t4gen()` in `bench/compare.py` and `bench/torch_peer.py`;",
+        "T5: causal attention alone, the tiled kernel against the fused one and PyTorch's composed form;",
+        "T6: examples/gpt at block 1,024 with and without `--checkpoint-blocks`, and `bench/torch_gpt.py`,",
+        "`t6()` in `bench/compare.py`).",
         "",
         f"- Run: {title}",
         f"- Machine: {machine(load)}",
@@ -444,7 +447,8 @@ def print_table(args, title, load, header, rows, date):
         "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10), T4gen's",
         "new tokens generated per second (512 or 448 per generation; PyTorch's 512); GB/s and MB are 10^9",
         "bytes/s and 10^6 bytes; W5's GFLOP/s count 2·m·k·n per matmul; MiB are 2^20 bytes of peak resident",
-        "memory (GNU time's %M); s are seconds of wall time. A ratio is xgrad's figure over PyTorch's (for",
+        "memory (GNU time's %M, W6 and T6); T5's KiB are 2^10 bytes saved for backward by one forward",
+        "(malloc's bytes in use after it, minus before, minus the output); s are seconds of wall time. A ratio is xgrad's figure over PyTorch's (for",
         "time ratios, the lower the better). A cell gives the median over the repeats and [min – max].",
         "\"met\" is yes when every repeat reaches the target, no when none does, mixed otherwise.",
         "",
