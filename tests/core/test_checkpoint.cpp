@@ -172,7 +172,7 @@ TEST_CASE("checkpoint: several inputs, one without grad, and hand-computed gradi
     REQUIRE_FALSE(c.has_grad());
 }
 
-TEST_CASE("checkpoint: no input requires grad; a parameter first read through a transpose or reshape",
+TEST_CASE("checkpoint: no input requires grad, a parameter first read through a transpose or reshape",
           "[checkpoint]") {
     Tensor W({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}}, true);  // (3, 2)
     Tensor bias({1.0, -1.0, 2.0}, true);                    // (3,)
@@ -194,7 +194,7 @@ TEST_CASE("checkpoint: fn returning a parameter itself passes its gradient on", 
     require_values(p.grad(), Tensor({3.0, 4.0}));
 }
 
-TEST_CASE("checkpoint: a result that does not require grad; a plain call under no grad", "[checkpoint]") {
+TEST_CASE("checkpoint: a result that does not require grad, and a plain call under no grad", "[checkpoint]") {
     const Tensor x({1.0, 2.0});
     Tensor y = checkpoint([](const Tensor& in) { return in * 2; }, x);
     REQUIRE_FALSE(y.requires_grad());
