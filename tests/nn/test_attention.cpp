@@ -35,7 +35,7 @@ using nlohmann::json;
 
 namespace {
 
-const json& reference() {
+const json& attention_reference() {
     static const json ref = [] {
         std::ifstream in(std::string(XGRAD_REFERENCE_DIR) + "/attention_reference.json");
         REQUIRE(in.good());
@@ -56,7 +56,7 @@ Tensor tensor_of(const json& j, bool requires_grad = false) {
 }  // namespace
 
 TEST_CASE("scaled_dot_product_attention: values and gradients match PyTorch") {
-    for (const json& c : reference().at("sdpa")) {
+    for (const json& c : attention_reference().at("sdpa")) {
         INFO("case " << c.at("name").get<std::string>());
         Tensor q = tensor_of(c.at("q"), true), k = tensor_of(c.at("k"), true), v = tensor_of(c.at("v"), true);
         const Tensor mask = c.at("mask").is_null() ? Tensor() : tensor_of(c.at("mask"));
@@ -72,7 +72,7 @@ TEST_CASE("scaled_dot_product_attention: values and gradients match PyTorch") {
 }
 
 TEST_CASE("CausalSelfAttention: nanoGPT-layout weights give PyTorch's outputs and gradients") {
-    for (const json& c : reference().at("module")) {
+    for (const json& c : attention_reference().at("module")) {
         INFO("case " << c.at("name").get<std::string>());
         nn::CausalSelfAttention m(c.at("d").get<std::int64_t>(), c.at("n_head").get<std::int64_t>(),
                                   {/*dropout=*/0.0, /*bias=*/true, /*rope=*/c.at("rope").get<bool>()});
@@ -356,10 +356,10 @@ Tensor with_row(const Tensor& x, std::int64_t t, real value) {
 }
 
 // out and the gradients of sum(out · G) for q, k, v (copies of the given values).
-struct Run {
+struct CausalRun {
     Tensor out, dq, dk, dv;
 };
-Run run_path(const CausalPath& p, const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& G) {
+CausalRun run_path(const CausalPath& p, const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& G) {
     Tensor q = q0.detach().requires_grad_(), k = k0.detach().requires_grad_(), v = v0.detach().requires_grad_();
     Tensor out = p.run(q, k, v);
     sum(out * G).backward();
@@ -377,7 +377,7 @@ bool all_nan(const Tensor& t) {
 
 // Run a has a NaN in key or value 2, run b a 0 there. Queries 0 and 1 may not see position 2:
 // their outputs and dq rows are finite and equal b's; query 2 sees it, and its output is NaN.
-void require_rows_0_1_unaffected(const Run& a, const Run& b) {
+void require_rows_0_1_unaffected(const CausalRun& a, const CausalRun& b) {
     REQUIRE(all_finite(rows(a.out, 0, 2)));
     require_values(rows(a.out, 0, 2), rows(b.out, 0, 2));
     REQUIRE(all_nan(rows(a.out, 2, 1)));
@@ -398,7 +398,7 @@ TEST_CASE("attention: a NaN in the last value leaves earlier rows finite, in eve
     const Tensor v_nan = with_row(v, 2, kNaN), v_zero = with_row(v, 2, 0);
     for (const CausalPath& p : kCausalPaths) {
         INFO(p.name);
-        const Run a = run_path(p, q, k, v_nan, G), b = run_path(p, q, k, v_zero, G);
+        const CausalRun a = run_path(p, q, k, v_nan, G), b = run_path(p, q, k, v_zero, G);
         require_rows_0_1_unaffected(a, b);
         require_values(a.dv, b.dv);
         REQUIRE(all_nan(a.dk));
@@ -414,7 +414,7 @@ TEST_CASE("attention: a NaN in the last key leaves earlier rows finite, in every
     const Tensor k_nan = with_row(k, 2, kNaN), k_zero = with_row(k, 2, 0);
     for (const CausalPath& p : kCausalPaths) {
         INFO(p.name);
-        const Run a = run_path(p, q, k_nan, v, G), b = run_path(p, q, k_zero, v, G);
+        const CausalRun a = run_path(p, q, k_nan, v, G), b = run_path(p, q, k_zero, v, G);
         require_rows_0_1_unaffected(a, b);
     }
     // attention_weights: rows 0 and 1 and their gradient of q do not read key 2 either (the loss
@@ -441,8 +441,8 @@ TEST_CASE("attention: a NaN key and value that no query may see touch no output 
     const Tensor q = randn({2, 2, 4}), k = randn({2, 3, 4}), v = randn({2, 3, 5}), G = randn({2, 2, 5});
     for (const CausalPath& p : kCausalPaths) {
         INFO(p.name);
-        const Run a = run_path(p, q, with_row(k, 2, kNaN), with_row(v, 2, kNaN), G);
-        const Run b = run_path(p, q, with_row(k, 2, 0), with_row(v, 2, 0), G);
+        const CausalRun a = run_path(p, q, with_row(k, 2, kNaN), with_row(v, 2, kNaN), G);
+        const CausalRun b = run_path(p, q, with_row(k, 2, 0), with_row(v, 2, 0), G);
         for (const auto& [got, want] : {std::pair{a.out, b.out}, {a.dq, b.dq}, {a.dk, b.dk}, {a.dv, b.dv}}) {
             REQUIRE(all_finite(got));
             require_values(got, want);
@@ -464,9 +464,9 @@ TEST_CASE("attention: a fully masked row with a NaN in a masked value gives 0 an
         Tensor vv = with_row(v, 2, hidden).requires_grad_();
         Tensor out = F::scaled_dot_product_attention(qq, kk, vv, mask);
         sum(out * G).backward();
-        return Run{out, qq.grad(), kk.grad(), vv.grad()};
+        return CausalRun{out, qq.grad(), kk.grad(), vv.grad()};
     };
-    const Run a = run(kNaN), b = run(0);
+    const CausalRun a = run(kNaN), b = run(0);
     for (const auto& [got, want] : {std::pair{a.out, b.out}, {a.dq, b.dq}, {a.dk, b.dk}, {a.dv, b.dv}}) {
         REQUIRE(all_finite(got));
         require_values(got, want);

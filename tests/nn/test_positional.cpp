@@ -31,7 +31,7 @@ using nlohmann::json;
 
 namespace {
 
-const json& reference() {
+const json& positional_reference() {
     static const json ref = [] {
         std::ifstream in(std::string(XGRAD_REFERENCE_DIR) + "/positional_reference.json");
         REQUIRE(in.good());
@@ -40,7 +40,7 @@ const json& reference() {
     return ref;
 }
 
-Tensor tensor_of(const json& values, const Shape& shape) {
+Tensor positional_tensor_of(const json& values, const Shape& shape) {
     Array a = Array::from_shape(shape);
     REQUIRE(values.size() == a.size());
     for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<real>(values[i].get<double>());
@@ -64,12 +64,12 @@ double dot(const Tensor& a, const Tensor& b) {
 // ---- sinusoidal ---------------------------------------------------------------------------------
 
 TEST_CASE("sinusoidal_positions equals the PyTorch tutorial's table", "[nn][positional][sinusoidal]") {
-    for (const json& c : reference().at("sinusoidal")) {
+    for (const json& c : positional_reference().at("sinusoidal")) {
         const auto T = c.at("T").get<std::int64_t>(), d = c.at("d").get<std::int64_t>();
         INFO("T = " << T << ", d = " << d);
         const Tensor pe = nn::sinusoidal_positions(T, d);
         REQUIRE_FALSE(pe.requires_grad());
-        require_values(pe, tensor_of(c.at("pe"), {std::int64_t(T), std::int64_t(d)}), 1e-6);
+        require_values(pe, positional_tensor_of(c.at("pe"), {std::int64_t(T), std::int64_t(d)}), 1e-6);
     }
 }
 
@@ -106,16 +106,16 @@ TEST_CASE("LearnedPositions: rows 0 .. T-1 of a trained table", "[nn][positional
 // ---- rotary ---------------------------------------------------------------------------------------
 
 TEST_CASE("apply_rotary equals Meta's complex-number RoPE in output and gradient", "[nn][positional][rope]") {
-    for (const json& c : reference().at("rope")) {
+    for (const json& c : positional_reference().at("rope")) {
         const Shape shape = c.at("shape").get<Shape>();
         INFO("x " << shape_str(shape) << " base " << c.at("base").get<double>());
-        Tensor x = tensor_of(c.at("x"), shape);
+        Tensor x = positional_tensor_of(c.at("x"), shape);
         x.requires_grad_();
-        const Tensor w = tensor_of(c.at("w"), shape);
+        const Tensor w = positional_tensor_of(c.at("w"), shape);
         const Tensor y = nn::apply_rotary(x, index_of(c.at("positions")), c.at("base").get<double>());
-        require_values(y, tensor_of(c.at("y"), shape), 1e-5);
+        require_values(y, positional_tensor_of(c.at("y"), shape), 1e-5);
         sum(mul(y, w)).backward();
-        require_values(x.grad(), tensor_of(c.at("dx"), shape), 1e-5);
+        require_values(x.grad(), positional_tensor_of(c.at("dx"), shape), 1e-5);
     }
 }
 
