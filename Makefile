@@ -10,6 +10,10 @@
 #                                    under ASan + UBSan, in build-asan/ (tests/fuzz_checkpoint.cpp;
 #                                    FUZZ_SEED=1 picks the mutations)
 #   make tsan                        the tests that start threads ([threads]) under ThreadSanitizer, in build-tsan/
+#   make consumer                    xgrad built inside examples/own_project through add_subdirectory,
+#                                    from scratch in build-consumer/, and its two programs run
+#   make build-profile               a clean build in build-profile/, timed phase by phase, with the
+#                                    15 slowest compiles (tests/build_profile.sh)
 #   make bench [ARGS="--threads 2"]  xgrad vs PyTorch on the workloads of bench/, in build-bench/
 #                                    (installs Debian's python3-torch if missing; see bench/compare.py)
 #   make clean                       remove the build directories
@@ -18,6 +22,8 @@ BUILD      := build
 ASAN_BUILD := build-asan
 TSAN_BUILD := build-tsan
 BENCH_BUILD := build-bench
+CONSUMER_BUILD := build-consumer
+PROFILE_BUILD := build-profile
 JOBS       ?= $(shell nproc)
 MAKEFLAGS  += --no-print-directory
 # The main job: train the character-level MLP language model (examples/char_mlp).
@@ -26,17 +32,22 @@ ARGS ?=
 # Where make install puts xgrad: PREFIX/include/xgrad, PREFIX/lib, PREFIX/lib/cmake/xgrad.
 PREFIX ?= $(HOME)/.local/xgrad
 
+# Every tree is configured with Ninja (Debian's ninja-build, from .ci/install-deps); a tree that an
+# older checkout configured with another generator keeps it, since CMake cannot switch a tree's
+# generator.
+configure = cmake -S . -B $(1) $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja)
+
 # One BLAS thread per test process: ctest runs tests in parallel, and OpenBLAS threads would oversubscribe.
 export OPENBLAS_NUM_THREADS := 1
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --test-dir
 
-.PHONY: deps run install test sanitize fuzz tsan bench clean
+.PHONY: deps run install test sanitize fuzz tsan consumer build-profile bench clean
 
 deps:
 	@bash .ci/install-deps
 
 run: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(call configure,$(BUILD)) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS) --target $(notdir $(MAIN))
 	$(MAIN) $(ARGS)
 
@@ -44,26 +55,27 @@ run: deps
 # beside xgrad), and make run builds only its example, so they are built here first;
 # tests/consumer.sh makes the same two calls.
 install: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(call configure,$(BUILD)) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS) --target xgrad xgrad_f64 xgrad_distributed
 	cmake --install $(BUILD) --prefix $(PREFIX)
 	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a, libxgrad_f64.a and libxgrad_distributed.a in lib,"
 	@echo "the CMake package in lib/cmake/xgrad. A project finds it with -DCMAKE_PREFIX_PATH=$(PREFIX)."
 
 test: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(call configure,$(BUILD)) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 	$(CTEST) $(BUILD)
 
 # Debug keeps assert() on; -O1 instead of -O0 keeps the numeric gradcheck loops fast under ASan.
-# -g1 (line tables, enough for the sanitizers' stack traces) and a unity build of the libraries
-# (XGRAD_UNITY_BUILD, CMakeLists.txt) keep this clean build short: CI builds it from scratch.
+# -g1 (line tables, enough for the sanitizers' stack traces) and unity builds of both libraries
+# (XGRAD_UNITY_BUILD_F64 too, cmake/build_speed.cmake) keep this clean build short: CI builds it
+# from scratch.
 # Any finding fails the run: UBSan is built with -fno-sanitize-recover, ASan and LSan halt.
 # allocator_may_return_null: a too-large malloc fails as in a release build (OutOfMemoryError).
 sanitize: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1
 sanitize: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 sanitize: deps
-	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON
+	$(call configure,$(ASAN_BUILD)) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD_F64=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(CTEST) $(ASAN_BUILD)
 
@@ -79,7 +91,7 @@ FUZZ_SEED  ?= 1
 fuzz: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0
 fuzz: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 fuzz: deps
-	cmake -S . -B $(ASAN_BUILD) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON
+	$(call configure,$(ASAN_BUILD)) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD_F64=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzz_checkpoint
 	$(ASAN_BUILD)/tests/fuzz_checkpoint --iterations $(FUZZ_LOADS) --seed $(FUZZ_SEED)
 
@@ -91,18 +103,28 @@ fuzz: deps
 # TSan refuses by default in a process that had threads when it forked.
 tsan: export TSAN_OPTIONS := halt_on_error=1:second_deadlock_stack=1:die_after_fork=0
 tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD=ON \
+	$(call configure,$(TSAN_BUILD)) -DXGRAD_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
 	      -DXGRAD_BUILD_EXAMPLES=OFF -DXGRAD_BUILD_BENCH=OFF
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target xgrad_threads_tests
 	$(TSAN_BUILD)/tests/xgrad_threads_tests "[threads]"
+
+# The add_subdirectory route of a project of the user's own (tests/consumer.sh subdir): xgrad's
+# libraries compiled inside the project, the programs linked and run. ctest checks only that the
+# project's files compile through that route (consumer_add_subdirectory), so that the Release
+# tree is not built twice; CI runs this target once, as a phase of its own.
+consumer: deps
+	bash tests/consumer.sh subdir $(CURDIR) $(BUILD) $(CURDIR)/$(CONSUMER_BUILD)
+
+build-profile: deps
+	bash tests/build_profile.sh --dir $(PROFILE_BUILD)
 
 # Release build with the benchmarks on; compare.py runs xgrad_bench and bench/torch_peer.py side by
 # side and prints the table. Debian's python (/usr/bin/python3) is the one that has python3-torch.
 bench:
 	@bash .ci/install-deps --bench
-	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DXGRAD_BUILD_BENCH=ON
+	$(call configure,$(BENCH_BUILD)) -DCMAKE_BUILD_TYPE=Release -DXGRAD_BUILD_BENCH=ON
 	cmake --build $(BENCH_BUILD) -j $(JOBS) --target xgrad_bench memory_accounting char_mlp gpt
 	/usr/bin/python3 bench/compare.py --build $(BENCH_BUILD) $(ARGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(BENCH_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(BENCH_BUILD) $(CONSUMER_BUILD) $(PROFILE_BUILD)

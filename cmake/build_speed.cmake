@@ -1,49 +1,61 @@
 # cmake/build_speed.cmake — what keeps a clean build of xgrad short on two cores.
 #
-# Almost all of a build's time is spent on other people's templates: every translation unit parses
-# xtensor and xsimd (about 2 s alone), a test also Catch2, an example also CLI11, and each then
-# instantiates the expressions it uses. tests/build_profile.sh shows where the time goes.
-# Two remedies are applied here; both leave the compiled code as it was.
+# Almost all of a build's time goes to other people's templates: every translation unit parses
+# xtensor and xsimd (about 2 s alone), a test also Catch2, and each then instantiates and
+# optimises the expressions it uses. tests/build_profile.sh shows where the time goes. Three
+# remedies are applied here; none changes the code that is compiled.
 #
-# 1. Precompiled headers (XGRAD_PRECOMPILED_HEADERS, ON by default). A precompiled header is the
-#    compiler's state after parsing a list of headers, saved to a file and loaded by every
-#    translation unit of a target in place of parsing them again. xgrad_precompile(target LIST)
-#    gives a target one; targets whose compile flags are the same share one file (REUSE_FROM) rather
-#    than each building their own. The lists:
-#      XGRAD_PCH_LIBRARY  the standard headers and xtensor headers the library's files use; not
-#                         xgrad's own headers, so that editing one recompiles only its users
-#      XGRAD_PCH_PROGRAM  the library's list, xgrad.hpp (every module) and fmt: the tests
-#      XGRAD_PCH_EXAMPLES the tests' list and CLI11: the examples and their libraries
-#    A precompiled header is included first into every file of its target, so a file that forgot an
-#    #include can still compile there. The installed headers are checked without it: the
-#    find_package consumer (tests/consumer.sh) compiles against them with -Werror and no
-#    precompiled header, and the header check (tests/CMakeLists.txt) compiles each public header
-#    alone.
+# 1. Precompiled headers (XGRAD_PRECOMPILED_HEADERS, ON). A precompiled header is the compiler's
+#    state after parsing a list of headers, saved to a file that every translation unit of a target
+#    loads instead of parsing those headers again. xgrad_precompile(target LIST) gives a target one;
+#    targets compiled with the same flags share one file (REUSE_FROM). The lists:
+#      XGRAD_PCH_LIBRARY  the standard headers, xtensor's container, xsimd and fmt: what nearly
+#                         every file of the library, the examples and the tests includes anyway
+#      XGRAD_PCH_TESTS    the library's list and Catch2
+#    They hold no header of xgrad's own, so that editing one recompiles only the files that include
+#    it, and no header that only a few files include: loading a header costs a file that does not
+#    need it more than parsing saves (CLI11 2.1 alone emits about 10 s of code at -O3 wherever it is
+#    included, so it stays in the four files that use it). A precompiled header is included first into
+#    every file of its target, so a file that forgot an #include could still compile: the installed
+#    headers are also compiled without one, by the find_package consumer (tests/consumer.sh, with
+#    -Werror).
 #
-# 2. Unity builds of the tests (XGRAD_UNITY_BUILD_TESTS, ON by default): xgrad_tests compiles its
-#    test files in batches of XGRAD_TEST_BATCH, so the headers and the Catch2 and xtensor templates
-#    the files share are compiled once per batch instead of once per file. Each test file must then
-#    give its file-local helpers names of its own (a unity batch is one translation unit). The
-#    library has the same switch, XGRAD_UNITY_BUILD (CMakeLists.txt), off by default: there an edit
-#    to one source would recompile its whole batch, which the "Adding an op" loop cannot afford.
-option(XGRAD_PRECOMPILED_HEADERS "Precompile the heavy headers (xtensor, Catch2, CLI11) once per target" ON)
-option(XGRAD_UNITY_BUILD_TESTS "Compile the test files of xgrad_tests in batches" ON)
-set(XGRAD_TEST_BATCH 8 CACHE STRING "Test files per batch when XGRAD_UNITY_BUILD_TESTS is ON")
+# 2. Unity builds (XGRAD_UNITY_BUILD, ON): the float library xgrad and the value tests
+#    xgrad_tests are compiled in batches of 8 files, each batch one translation unit, so the
+#    headers and template instantiations its files share are compiled once per batch. A file's
+#    file-local names then share that translation unit with its batch's: give each helper a name
+#    of its own (the compiler reports a clash as a redefinition). The double library xgrad_f64
+#    has its own switch, XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one
+#    file of it and recompiles only that file. The sanitizer trees, always built from scratch,
+#    turn it on (Makefile).
+#
+# 3. ccache, when it is installed (XGRAD_CCACHE, ON): repeated builds of the same sources, after
+#    `make clean` or in a second tree, become cache hits. CI and tests/build_profile.sh set
+#    CCACHE_DISABLE, so that what they measure is a cold build.
+option(XGRAD_PRECOMPILED_HEADERS "Precompile xtensor's and the standard headers once per target" ON)
+option(XGRAD_UNITY_BUILD "Compile xgrad and xgrad_tests in batches of 8 files" ON)
+option(XGRAD_UNITY_BUILD_F64 "Compile xgrad_f64 in batches of 8 files" OFF)
+option(XGRAD_CCACHE "Compile through ccache when it is installed" ON)
+
+if(XGRAD_CCACHE AND PROJECT_IS_TOP_LEVEL AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  find_program(XGRAD_CCACHE_PROGRAM ccache)
+  if(XGRAD_CCACHE_PROGRAM)
+    # ccache reuses a result compiled with a precompiled header only with these two sloppinesses.
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros
+                                    ${XGRAD_CCACHE_PROGRAM})
+  endif()
+endif()
 
 set(XGRAD_PCH_LIBRARY
-  <algorithm> <atomic> <cmath> <cstddef> <cstdint> <cstring> <functional> <limits> <memory> <mutex>
-  <optional> <random> <sstream> <string> <type_traits> <utility> <vector>
-  <xtensor/xarray.hpp> <xtensor/xbroadcast.hpp> <xtensor/xbuilder.hpp> <xtensor/xmath.hpp>
-  <xtensor/xnoalias.hpp> <xtensor/xoperation.hpp> <xtensor/xreducer.hpp> <xtensor/xview.hpp>
-  <xsimd/xsimd.hpp>)
-set(XGRAD_PCH_PROGRAM ${XGRAD_PCH_LIBRARY} <filesystem> <fstream> <iostream> <fmt/format.h>
-  <xgrad/xgrad.hpp>)
-set(XGRAD_PCH_EXAMPLES ${XGRAD_PCH_PROGRAM} <CLI/CLI.hpp>)
+  <algorithm> <cmath> <cstdint> <functional> <memory> <mutex> <optional> <random> <string> <vector>
+  <xtensor/xarray.hpp> <xsimd/xsimd.hpp> <fmt/format.h> <fmt/ranges.h>)
+set(XGRAD_PCH_TESTS ${XGRAD_PCH_LIBRARY} <catch2/catch.hpp>)
 
 # xgrad_precompile(TARGET LIST [REUSE_FROM OTHER]): TARGET's files start from the precompiled
-# headers of LIST (XGRAD_PCH_LIBRARY or XGRAD_PCH_PROGRAM), or reuse OTHER's file, when OTHER is
-# compiled with the same flags (the same library flavour, float or double). A no-op when
-# XGRAD_PRECOMPILED_HEADERS is OFF.
+# headers of LIST (XGRAD_PCH_LIBRARY or XGRAD_PCH_TESTS), or from OTHER's file when OTHER is compiled
+# with the same flags and definitions (GCC refuses a precompiled header built with another
+# definition, with a warning, and then parses the headers). A no-op when XGRAD_PRECOMPILED_HEADERS
+# is OFF.
 function(xgrad_precompile target list)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "REUSE_FROM" "")
   if(NOT XGRAD_PRECOMPILED_HEADERS)

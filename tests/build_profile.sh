@@ -15,8 +15,8 @@
 # (DIR/.ninja_log: start and end of every step, in milliseconds), and the CPU time they add up to.
 # Ninja runs as many steps at once as there are cores, so one step's time is its wall time on a
 # machine that is also running the others: the figures are for this machine as it is, and only
-# comparable with figures taken on the same machine kind, idle. The compiler launcher is unset:
-# the figures are for a cold build, as on a fresh clone without ccache.
+# comparable with figures taken on the same machine kind, idle. ccache is off (XGRAD_CCACHE=OFF,
+# CCACHE_DISABLE): the figures are for a cold build, as on a fresh clone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -52,7 +52,7 @@ phase() {  # phase NAME COMMAND...: run COMMAND quietly (its log in DIR/NAME.log
 }
 
 total_start=$(ms)
-phase configure cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER= "$@"
+phase configure cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXGRAD_CCACHE=OFF "$@"
 phase library   cmake --build "$dir" -j "$jobs" --target xgrad xgrad_f64 xgrad_distributed
 phase examples  cmake --build "$dir" -j "$jobs" --target examples/all
 phase tests     cmake --build "$dir" -j "$jobs"

@@ -8,19 +8,23 @@
 #   consumer.sh subdir   XGRAD_SOURCE XGRAD_BUILD WORK [COMPILER_LAUNCHER]
 #       configure the project with -DXGRAD_SOURCE_DIR=XGRAD_SOURCE, so it builds xgrad itself
 #       through add_subdirectory (xgrad's tests, examples and bench are then off)
+#   consumer.sh subdir-compile  XGRAD_SOURCE XGRAD_BUILD WORK [COMPILER_LAUNCHER]
+#       the same configuration, but only the project's own two files are compiled, against the
+#       targets xgrad and xgrad_f64 as add_subdirectory defines them (their include path, C++17,
+#       XGRAD_DOUBLE, the xsimd flags); the libraries are not built, and nothing is linked or run
 #
-# Either way the project's two programs, own_project (float) and own_project_f64 (double), must
-# build (from an install: with -Wall -Wextra -Werror), exit 0, and print a last training loss
-# below the first. WORK is emptied first, so every
-# run configures from scratch; the compiler launcher (ccache, if the parent build uses one) makes
-# the repeated compiles cheap.
-# Registered with ctest as consumer_find_package and consumer_add_subdirectory (tests/CMakeLists.txt).
+# install and subdir: the project's two programs, own_project (float) and own_project_f64
+# (double), must build (from an install: with -Wall -Wextra -Werror), exit 0, and print a last
+# training loss below the first. WORK is emptied first, so every run configures from scratch.
+# ctest runs install (consumer_find_package: the libraries are the tree's own, already built) and
+# subdir-compile (consumer_add_subdirectory); subdir, which compiles xgrad a second time, is
+# `make consumer`, a phase of its own in CI (.ci/run), run once per CI run.
 set -euo pipefail
 mode=$1 source=$2 build=$3 work=$4 launcher=${5:-}
 
 rm -rf "$work"
 mkdir -p "$work"
-args=(-DCMAKE_BUILD_TYPE=Release)
+args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
 [[ -n $launcher ]] && args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher")
 case $mode in
   install)
@@ -29,13 +33,19 @@ case $mode in
     # The program and every xgrad header it includes compile without a warning (the headers
     # under the prefix are not system headers, so they are checked too).
     args+=("-DCMAKE_PREFIX_PATH=$work/prefix" "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror") ;;
-  subdir)
-    # a clean build every time: xgrad's sources in batches (XGRAD_UNITY_BUILD) halve its CPU time
-    args+=("-DXGRAD_SOURCE_DIR=$source" -DXGRAD_UNITY_BUILD=ON) ;;
-  *) echo "consumer.sh: unknown mode '$mode' (install | subdir)" >&2; exit 2 ;;
+  subdir | subdir-compile)
+    # a clean build every time: both libraries in batches (cmake/build_speed.cmake)
+    args+=("-DXGRAD_SOURCE_DIR=$source" -DXGRAD_UNITY_BUILD_F64=ON) ;;
+  *) echo "consumer.sh: unknown mode '$mode' (install | subdir | subdir-compile)" >&2; exit 2 ;;
 esac
 
 cmake -S "$source/examples/own_project" -B "$work/build" "${args[@]}"
+if [[ $mode == subdir-compile ]]; then
+  # Ninja's targets include every output file: here the two object files of the project alone.
+  cmake --build "$work/build" --target CMakeFiles/own_project.dir/main.cpp.o CMakeFiles/own_project_f64.dir/main.cpp.o
+  echo "consumer.sh: own_project and own_project_f64 compile against xgrad through add_subdirectory"
+  exit 0
+fi
 cmake --build "$work/build" -j "$(nproc)"
 
 # Runs one program, shows its output, and checks it: exit 0, and the loss of its last
