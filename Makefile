@@ -11,7 +11,7 @@
 #                                    FUZZ_SEED=1 picks the mutations)
 #   make tsan                        the tests that start threads ([threads]) under ThreadSanitizer, in build-tsan/
 #   make consumer                    xgrad built inside examples/own_project through add_subdirectory,
-#                                    from scratch in build-consumer/, and its two programs run
+#                                    from scratch in build-consumer/, and own_project run
 #   make build-profile               a clean build in build-profile/, timed phase by phase, with the
 #                                    15 slowest compiles (tests/build_profile.sh)
 #   make bench [ARGS="--threads 2"]  xgrad vs PyTorch on the workloads of bench/, in build-bench/
@@ -108,8 +108,8 @@ tsan: deps
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target xgrad_threads_tests
 	$(TSAN_BUILD)/tests/xgrad_threads_tests "[threads]"
 
-# The add_subdirectory route of a project of the user's own (tests/consumer.sh subdir): xgrad's
-# libraries compiled inside the project, the programs linked and run. ctest checks only that the
+# The add_subdirectory route of a project of the user's own (tests/consumer.sh subdir): xgrad
+# compiled inside the project, own_project linked and run. ctest checks only that the
 # project's files compile through that route (consumer_add_subdirectory), so that the Release
 # tree is not built twice; CI runs this target once, as a phase of its own.
 consumer: deps

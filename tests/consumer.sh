@@ -7,14 +7,16 @@
 #       -DCMAKE_PREFIX_PATH=WORK/prefix, so it finds xgrad through find_package(xgrad CONFIG)
 #   consumer.sh subdir   XGRAD_SOURCE XGRAD_BUILD WORK [COMPILER_LAUNCHER]
 #       configure the project with -DXGRAD_SOURCE_DIR=XGRAD_SOURCE, so it builds xgrad itself
-#       through add_subdirectory (xgrad's tests, examples and bench are then off)
+#       through add_subdirectory (xgrad's tests, examples and bench are then off); only
+#       own_project and the float library are built and run: own_project_f64 is compiled through
+#       this route by subdir-compile, and built, linked and run through the installed route
 #   consumer.sh subdir-compile  XGRAD_SOURCE XGRAD_BUILD WORK [COMPILER_LAUNCHER]
 #       the same configuration, but only the project's own two files are compiled, against the
 #       targets xgrad and xgrad_f64 as add_subdirectory defines them (their include path, C++17,
 #       XGRAD_DOUBLE, the xsimd flags); the libraries are not built, and nothing is linked or run
 #
-# install and subdir: the project's two programs, own_project (float) and own_project_f64
-# (double), must build (from an install: with -Wall -Wextra -Werror), exit 0, and print a last
+# install (both programs) and subdir (own_project): own_project (float) and own_project_f64
+# (double) must build (from an install: with -Wall -Wextra -Werror), exit 0, and print a last
 # training loss below the first. WORK is emptied first, so every run configures from scratch.
 # ctest runs install (consumer_find_package: the libraries are the tree's own, already built) and
 # subdir-compile (consumer_add_subdirectory); subdir, which compiles xgrad a second time, is
@@ -34,8 +36,7 @@ case $mode in
     # under the prefix are not system headers, so they are checked too).
     args+=("-DCMAKE_PREFIX_PATH=$work/prefix" "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror") ;;
   subdir | subdir-compile)
-    # a clean build every time: both libraries in batches (cmake/build_speed.cmake)
-    args+=("-DXGRAD_SOURCE_DIR=$source" -DXGRAD_UNITY_BUILD_F64=ON) ;;
+    args+=("-DXGRAD_SOURCE_DIR=$source") ;;
   *) echo "consumer.sh: unknown mode '$mode' (install | subdir | subdir-compile)" >&2; exit 2 ;;
 esac
 
@@ -46,7 +47,11 @@ if [[ $mode == subdir-compile ]]; then
   echo "consumer.sh: own_project and own_project_f64 compile against xgrad through add_subdirectory"
   exit 0
 fi
-cmake --build "$work/build" -j "$(nproc)"
+if [[ $mode == subdir ]]; then
+  cmake --build "$work/build" -j "$(nproc)" --target own_project
+else
+  cmake --build "$work/build" -j "$(nproc)"
+fi
 
 # Runs one program, shows its output, and checks it: exit 0, and the loss of its last
 # "step N  loss X nats" line below that of its first.
@@ -60,4 +65,4 @@ run() {
              print "consumer.sh: loss " first " -> " last " nats" }' <<<"$out"
 }
 run own_project
-run own_project_f64
+[[ $mode == subdir ]] || run own_project_f64
