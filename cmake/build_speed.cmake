@@ -18,11 +18,12 @@
 #    included, so it stays in the four files that use it). A precompiled header is included first into
 #    every file of its target, so a file that forgot an #include could still compile: the installed
 #    headers are also compiled without one, by the find_package consumer (tests/consumer.sh, with
-#    -Werror).
+#    -Werror), and `make tsan` compiles every library source alone.
 #
-# 2. Unity builds (XGRAD_UNITY_BUILD, ON): the float library xgrad and the value tests
-#    xgrad_tests are compiled in batches of 8 files, each batch one translation unit, so the
-#    headers and template instantiations its files share are compiled once per batch. A file's
+# 2. Unity builds (XGRAD_UNITY_BUILD, ON): the float library xgrad, xgrad_distributed, the
+#    examples' libraries and the value tests xgrad_tests are compiled in batches of 8 files, each
+#    batch one translation unit, so the headers and template instantiations its files share are
+#    compiled once per batch. A file's
 #    file-local names then share that translation unit with its batch's: give each helper a name
 #    of its own (the compiler reports a clash as a redefinition). The double library xgrad_f64
 #    has its own switch, XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one
@@ -33,7 +34,7 @@
 #    `make clean` or in a second tree, become cache hits. CI and tests/build_profile.sh set
 #    CCACHE_DISABLE, so that what they measure is a cold build.
 option(XGRAD_PRECOMPILED_HEADERS "Precompile xtensor's and the standard headers once per target" ON)
-option(XGRAD_UNITY_BUILD "Compile xgrad and xgrad_tests in batches of 8 files" ON)
+option(XGRAD_UNITY_BUILD "Compile xgrad, xgrad_distributed, the examples' libraries and xgrad_tests in batches of 8 files" ON)
 option(XGRAD_UNITY_BUILD_F64 "Compile xgrad_f64 in batches of 8 files" OFF)
 option(XGRAD_CCACHE "Compile through ccache when it is installed" ON)
 

@@ -31,8 +31,10 @@ add_library(gpt_lib STATIC ${_xgrad_examples}/gpt/data.cpp ${_xgrad_examples}/gp
             ${_xgrad_examples}/gpt/llama.cpp)
 target_link_libraries(gpt_lib PUBLIC xgrad_examples_common)
 
-# Every file of the examples and their libraries starts from one precompiled header
-# (cmake/build_speed.cmake), built for xgrad_examples_common.
+# Each library is compiled as one batch (XGRAD_UNITY_BUILD), and every file of the examples and
+# their libraries starts from one precompiled header, built for xgrad_examples_common
+# (cmake/build_speed.cmake).
+set_target_properties(xgrad_examples_common word2vec_lib gpt_lib PROPERTIES UNITY_BUILD ${XGRAD_UNITY_BUILD})
 xgrad_precompile(xgrad_examples_common XGRAD_PCH_LIBRARY)
 xgrad_precompile(word2vec_lib XGRAD_PCH_LIBRARY REUSE_FROM xgrad_examples_common)
 xgrad_precompile(gpt_lib XGRAD_PCH_LIBRARY REUSE_FROM xgrad_examples_common)
