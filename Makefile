@@ -12,8 +12,8 @@
 #   make tsan                        the tests that start threads ([threads]) under ThreadSanitizer, in build-tsan/
 #   make consumer                    xgrad built inside examples/own_project through add_subdirectory,
 #                                    from scratch in build-consumer/, and own_project run
-#   make build-profile               a clean build in build-profile/, timed phase by phase, with the
-#                                    15 slowest compiles (tests/build_profile.sh)
+#   make build-profile               a clean build in build-profile/, timed phase by phase, with its
+#                                    15 slowest steps (tests/build_profile.sh)
 #   make bench [ARGS="--threads 2"]  xgrad vs PyTorch on the workloads of bench/, in build-bench/
 #                                    (installs Debian's python3-torch if missing; see bench/compare.py)
 #   make clean                       remove the build directories
@@ -32,9 +32,10 @@ ARGS ?=
 # Where make install puts xgrad: PREFIX/include/xgrad, PREFIX/lib, PREFIX/lib/cmake/xgrad.
 PREFIX ?= $(HOME)/.local/xgrad
 
-# Every tree is configured with Ninja (Debian's ninja-build, from .ci/install-deps); a tree that an
-# older checkout configured with another generator keeps it, since CMake cannot switch a tree's
-# generator.
+# Every tree is configured with Ninja (Debian's ninja-build, from .ci/install-deps). A tree that an
+# older checkout configured keeps its generator and its cached options (CMake cannot switch a
+# tree's generator, and an option keeps its cached value): `make clean` first, to build as the
+# README's figures were measured.
 configure = cmake -S . -B $(1) $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja)
 
 # One BLAS thread per test process: ctest runs tests in parallel, and OpenBLAS threads would oversubscribe.
@@ -116,7 +117,7 @@ tsan: deps
 # project's files compile through that route (consumer_add_subdirectory), so that the Release
 # tree is not built twice; CI runs this target once, as a phase of its own.
 consumer: deps
-	bash tests/consumer.sh subdir $(CURDIR) $(BUILD) $(CURDIR)/$(CONSUMER_BUILD)
+	bash tests/consumer.sh subdir "$(CURDIR)" "$(BUILD)" "$(CURDIR)/$(CONSUMER_BUILD)"
 
 build-profile: deps
 	bash tests/build_profile.sh --dir $(PROFILE_BUILD)

@@ -8,32 +8,38 @@
 # 1. Precompiled headers (XGRAD_PRECOMPILED_HEADERS, ON). A precompiled header is the compiler's
 #    state after parsing a list of headers, saved to a file that every translation unit of a target
 #    loads instead of parsing those headers again. xgrad_precompile(target LIST) gives a target one;
-#    targets compiled with the same flags share one file (REUSE_FROM). The lists:
+#    targets compiled with the same flags share one file (REUSE_FROM): the libraries xgrad and
+#    xgrad_f64 have one each, the examples one, the float tests one, the gradchecks one. The lists:
 #      XGRAD_PCH_LIBRARY  the standard headers, xtensor's container, xsimd and fmt: what nearly
 #                         every file of the library, the examples and the tests includes anyway
 #      XGRAD_PCH_TESTS    the library's list and Catch2
 #    They hold no header of xgrad's own, so that editing one recompiles only the files that include
 #    it, and no header that only a few files include: loading a header costs a file that does not
 #    need it more than parsing saves (CLI11 2.1 alone emits about 10 s of code at -O3 wherever it is
-#    included, so it stays in the four files that use it). A precompiled header is included first into
-#    every file of its target, so a file that forgot an #include could still compile: the installed
-#    headers are also compiled without one, by the find_package consumer (tests/consumer.sh, with
-#    -Werror), and `make tsan` compiles every library source alone.
+#    included, so it stays in the five files that use it). A precompiled header is included first into
+#    every file of its target, so a file that forgot an #include could still compile there. Two
+#    builds go without: the find_package consumer (tests/consumer.sh) compiles a program that
+#    includes <xgrad/xgrad.hpp> against the installed headers, with -Werror, and `make tsan`
+#    compiles each source of the float library (core/, nn/, optim/) alone, with neither a
+#    precompiled header nor a unity batch.
 #
 # 2. Unity builds (XGRAD_UNITY_BUILD, ON): the float library xgrad, xgrad_distributed, the
 #    examples' libraries and the value tests xgrad_tests are compiled in batches of 8 files, each
 #    batch one translation unit, so the headers and template instantiations its files share are
 #    compiled once per batch. A file's
 #    file-local names then share that translation unit with its batch's: give each helper a name
-#    of its own (the compiler reports a clash as a redefinition). The double library xgrad_f64
-#    has its own switch, XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one
-#    file of it and recompiles only that file. The sanitizer trees, always built from scratch,
-#    turn it on (Makefile).
+#    of its own (the compiler reports a clash as a redefinition, but two overloads of one name
+#    would silently coexist). The double library xgrad_f64 has its own switch,
+#    XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one file of it and
+#    recompiles only that file. The ASan tree, always built from scratch, turns it on (Makefile).
+#    Editing one value test recompiles its batch of 8: for a loop on one test file, configure a
+#    tree with -DXGRAD_UNITY_BUILD=OFF.
 #
 # 3. ccache, when it is installed (XGRAD_CCACHE, ON): repeated builds of the same sources, after
 #    `make clean` or in a second tree, become cache hits. CI and tests/build_profile.sh set
-#    CCACHE_DISABLE, so that what they measure is a cold build.
-option(XGRAD_PRECOMPILED_HEADERS "Precompile xtensor's and the standard headers once per target" ON)
+#    CCACHE_DISABLE, so that what they measure is a cold build. ccache is looked for when a tree is
+#    first configured.
+option(XGRAD_PRECOMPILED_HEADERS "Precompile xtensor's, the standard and Catch2's headers" ON)
 option(XGRAD_UNITY_BUILD "Compile xgrad, xgrad_distributed, the examples' libraries and xgrad_tests in batches of 8 files" ON)
 option(XGRAD_UNITY_BUILD_F64 "Compile xgrad_f64 in batches of 8 files" OFF)
 option(XGRAD_CCACHE "Compile through ccache when it is installed" ON)

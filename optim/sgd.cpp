@@ -21,7 +21,7 @@ namespace xgrad::optim {
 
 namespace {
 
-const SGDOptions& validated(const SGDOptions& o) {
+const SGDOptions& validated_sgd(const SGDOptions& o) {
     check(std::isfinite(o.lr()) && o.lr() >= 0, "SGD", "invalid learning rate {}; need a finite lr >= 0", o.lr());
     check(std::isfinite(o.momentum()) && o.momentum() >= 0, "SGD",
           "invalid momentum {}; need momentum >= 0", o.momentum());
@@ -55,7 +55,7 @@ SGD::SGD(NamedTensors params, SGDOptions options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
-    : Optimizer("SGD", std::move(groups), validated(defaults).lr(), defaults.weight_decay()),
+    : Optimizer("SGD", std::move(groups), validated_sgd(defaults).lr(), defaults.weight_decay()),
       options_(defaults) {}
 
 void SGD::update_dense(const ParamGroup& group, Array& param, const Array& grad, ParamState& st) {

@@ -11,8 +11,9 @@
 #   examples    every example (the examples/all target)
 #   tests       the rest of `all`: test binaries, the README snippets
 #   ctest       every test, as make test runs them
-# then the 15 slowest steps of the build (compiles and links), read from Ninja's log
-# (DIR/.ninja_log: start and end of every step, in milliseconds), and the CPU time they add up to.
+# then how many compiles and other steps (links, archives, custom commands) the build ran and the
+# time each kind adds up to, and its 15 slowest steps, read from Ninja's log (DIR/.ninja_log:
+# start and end of every step, in milliseconds).
 # Ninja runs as many steps at once as there are cores, so one step's time is its wall time on a
 # machine that is also running the others: the figures are for this machine as it is, and only
 # comparable with figures taken on the same machine kind, idle. ccache is off (XGRAD_CCACHE=OFF,
@@ -48,7 +49,8 @@ phase() {  # phase NAME COMMAND...: run COMMAND quietly (its log in DIR/NAME.log
     exit 1
   fi
   mv "$dir/$name.log.tmp" "$dir/$name.log"
-  table+=$(printf '| %-9s | %5d.%d |' "$name" $((($(ms) - start) / 1000)) $((($(ms) - start) % 1000 / 100)))$'\n'
+  local took=$(($(ms) - start))
+  table+=$(printf '| %-9s | %5d.%d |' "$name" $((took / 1000)) $((took % 1000 / 100)))$'\n'
 }
 
 total_start=$(ms)
@@ -72,8 +74,8 @@ if ((run_ctest)); then
 fi
 echo
 # .ninja_log: a header line, then "start end mtime output hash" per step; a step run twice keeps
-# its last line. Objects are compiles, everything else (libraries, executables, snippets) is a link
-# or a custom command.
+# its last line. Objects and precompiled headers are compiles, everything else (libraries,
+# executables) is a link, an archive or a custom command.
 python3 - "$dir/.ninja_log" <<'PY'
 import sys
 steps = {}
@@ -83,7 +85,7 @@ with open(sys.argv[1]) as log:
             continue
         start, end, _mtime, output, _hash = line.rstrip("\n").split("\t")
         steps[output] = (int(end) - int(start)) / 1000.0
-compiles = {o: s for o, s in steps.items() if o.endswith(".o")}
+compiles = {o: s for o, s in steps.items() if o.endswith((".o", ".gch"))}
 print(f"{len(compiles)} compiles, {sum(compiles.values()):.0f} s; "
       f"{len(steps) - len(compiles)} other steps (links, archives, custom commands), "
       f"{sum(steps.values()) - sum(compiles.values()):.0f} s")

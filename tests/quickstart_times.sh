@@ -18,13 +18,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=${1:-}
 if [[ -z $work ]]; then
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
+  trap 'rm -rf "$work"' EXIT  # on success only: a failure below clears the trap, keeping its log
 fi
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
 export CCACHE_DISABLE=1
 ms() { echo $(($(date +%s%N) / 1000000)); }
 seconds() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 
-timed() {  # timed NAME DIR COMMAND...: run COMMAND in DIR, its output in WORK/NAME.log; print the time
+timed() {  # timed NAME DIR COMMAND...: run COMMAND in DIR, its output in WORK/NAME.log; its time in $took
   local name=$1 dir=$2 start rc=0
   shift 2
   start=$(ms)
@@ -32,15 +34,18 @@ timed() {  # timed NAME DIR COMMAND...: run COMMAND in DIR, its output in WORK/N
   if ((rc != 0)); then
     tail -n 30 "$work/$name.log" >&2
     echo "quickstart_times.sh: $name failed (exit $rc); its log is $work/$name.log" >&2
+    trap - EXIT
     exit 1
   fi
-  seconds $(($(ms) - start))
+  took=$(seconds $(($(ms) - start)))
 }
 
 git clone -q "$root" "$work/run"
 git clone -q "$root" "$work/test"
-t_run=$(timed make-run "$work/run" make run)
-t_test=$(timed make-test "$work/test" make test)
+timed make-run "$work/run" make run
+t_run=$took
+timed make-test "$work/test" make test
+t_test=$took
 
 # The op of the README's "Adding an op", in the three files it names.
 cd "$work/test"
@@ -67,8 +72,9 @@ TEST_CASE("square: gradcheck") {
     REQUIRE(r.ok);
 }
 EOF
-t_loop=$(timed op-loop "$work/test" bash -c \
-  'cmake --build build -j2 --target gradcheck_math_ops && build/tests/gradcheck_math_ops "square: gradcheck"')
+timed op-loop "$work/test" bash -c \
+  'cmake --build build -j2 --target gradcheck_math_ops && build/tests/gradcheck_math_ops "square: gradcheck"'
+t_loop=$took
 
 echo "Machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1); $(date -u '+%F %H:%M') UTC"
 echo "make run (fresh clone, build + default run): ${t_run} s"
