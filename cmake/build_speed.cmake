@@ -15,21 +15,20 @@
 #      XGRAD_PCH_TESTS    the library's list and Catch2
 #    They hold no header of xgrad's own, so that editing one recompiles only the files that include
 #    it, and no header that only a few files include: loading a header costs a file that does not
-#    need it more than parsing saves (CLI11 2.1 alone emits about 10 s of code at -O3 wherever it is
-#    included, so it stays in the five files that use it). A precompiled header is included first into
-#    every file of its target, so a file that forgot an #include could still compile there. Two
-#    builds go without: the find_package consumer (tests/consumer.sh) compiles a program that
-#    includes <xgrad/xgrad.hpp> against the installed headers, with -Werror, and `make tsan`
-#    compiles each source of the float library (core/, nn/, optim/) alone, with neither a
-#    precompiled header nor a unity batch.
+#    need it more than parsing saves (CLI11 2.1 alone costs about 5 s at -O3 wherever it is
+#    included, most of it code for its own objects, so it stays in the five files that use it). A
+#    precompiled header is included first into every file of its target, so a file that forgot an
+#    #include could still compile there. Two builds go without: the find_package consumer
+#    (tests/consumer.sh) compiles a program that includes <xgrad/xgrad.hpp> against the installed
+#    headers, with -Werror, and `make tsan` compiles each source of the float library (core/, nn/,
+#    optim/) alone, with neither a precompiled header nor a unity batch.
 #
 # 2. Unity builds (XGRAD_UNITY_BUILD, ON): the float library xgrad, xgrad_distributed, the
 #    examples' libraries and the value tests xgrad_tests are compiled in batches of 8 files, each
 #    batch one translation unit, so the headers and template instantiations its files share are
-#    compiled once per batch. A file's
-#    file-local names then share that translation unit with its batch's: give each helper a name
-#    of its own (the compiler reports a clash as a redefinition, but two overloads of one name
-#    would silently coexist). The double library xgrad_f64 has its own switch,
+#    compiled once per batch. A file's file-local names then share that translation unit with its
+#    batch's: give each helper a name of its own (the compiler reports a clash as a redefinition,
+#    but two overloads of one name would silently coexist). The double library xgrad_f64 has its own switch,
 #    XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one file of it and
 #    recompiles only that file. The ASan tree, always built from scratch, turns it on (Makefile).
 #    Editing one value test recompiles its batch of 8: for a loop on one test file, configure a
