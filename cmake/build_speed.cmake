@@ -26,7 +26,8 @@
 # 2. Unity builds (XGRAD_UNITY_BUILD, ON): the float library xgrad, xgrad_distributed, the
 #    examples' libraries and the value tests xgrad_tests are compiled in batches of 8 files, each
 #    batch one translation unit, so the headers and template instantiations its files share are
-#    compiled once per batch. A file's file-local names then share that translation unit with its
+#    compiled once per batch (two library files with file-local SIMD kernels are compiled alone:
+#    CMakeLists.txt says why). A file's file-local names then share that translation unit with its
 #    batch's: give each helper a name of its own (the compiler reports a clash as a redefinition,
 #    but two overloads of one name would silently coexist). The double library xgrad_f64 has its own switch,
 #    XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one file of it and
