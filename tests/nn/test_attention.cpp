@@ -14,7 +14,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -27,6 +26,7 @@
 #include <xgrad/nn/attention.hpp>
 #include <xgrad/nn/attention_fused.hpp>
 #include "test_helpers.hpp"
+#include "reference/reference_json.hpp"
 
 using namespace xgrad;
 using namespace xgrad::testing;
@@ -34,15 +34,6 @@ namespace F = xgrad::nn::functional;
 using nlohmann::json;
 
 namespace {
-
-const json& attention_reference() {
-    static const json ref = [] {
-        std::ifstream in(std::string(XGRAD_REFERENCE_DIR) + "/attention_reference.json");
-        REQUIRE(in.good());
-        return json::parse(in);
-    }();
-    return ref;
-}
 
 // {"shape": [...], "data": [...]} → Tensor
 Tensor tensor_of(const json& j, bool requires_grad = false) {
@@ -56,7 +47,7 @@ Tensor tensor_of(const json& j, bool requires_grad = false) {
 }  // namespace
 
 TEST_CASE("scaled_dot_product_attention: values and gradients match PyTorch") {
-    for (const json& c : attention_reference().at("sdpa")) {
+    for (const json& c : reference_json("attention_reference.json").at("sdpa")) {
         INFO("case " << c.at("name").get<std::string>());
         Tensor q = tensor_of(c.at("q"), true), k = tensor_of(c.at("k"), true), v = tensor_of(c.at("v"), true);
         const Tensor mask = c.at("mask").is_null() ? Tensor() : tensor_of(c.at("mask"));
@@ -72,7 +63,7 @@ TEST_CASE("scaled_dot_product_attention: values and gradients match PyTorch") {
 }
 
 TEST_CASE("CausalSelfAttention: nanoGPT-layout weights give PyTorch's outputs and gradients") {
-    for (const json& c : attention_reference().at("module")) {
+    for (const json& c : reference_json("attention_reference.json").at("module")) {
         INFO("case " << c.at("name").get<std::string>());
         nn::CausalSelfAttention m(c.at("d").get<std::int64_t>(), c.at("n_head").get<std::int64_t>(),
                                   {/*dropout=*/0.0, /*bias=*/true, /*rope=*/c.at("rope").get<bool>()});

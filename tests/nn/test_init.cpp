@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
+#include "reference/reference_json.hpp"
 
 using namespace xgrad;
 using namespace xgrad::testing;
@@ -25,15 +25,6 @@ using nlohmann::json;
 namespace init = xgrad::nn::init;
 
 namespace {
-
-const json& init_reference() {
-    static const json ref = [] {
-        std::ifstream in(std::string(XGRAD_REFERENCE_DIR) + "/init_reference.json");
-        REQUIRE(in.good());
-        return json::parse(in);
-    }();
-    return ref;
-}
 
 Shape shape_of(const json& j) {
     Shape s;
@@ -84,7 +75,7 @@ void require_normal(const Tensor& t, double mean, double std) {
 }  // namespace
 
 TEST_CASE("init: fans match torch.nn.init._calculate_fan_in_and_fan_out", "[init]") {
-    for (const auto& r : init_reference()["fans"]) {
+    for (const auto& r : reference_json("init_reference.json")["fans"]) {
         const Shape shape = shape_of(r["shape"]);
         INFO("shape " << shape_str(shape));
         const auto [fan_in, fan_out] = init::_calculate_fan_in_and_fan_out(zeros(shape));
@@ -99,7 +90,7 @@ TEST_CASE("init: fans match torch.nn.init._calculate_fan_in_and_fan_out", "[init
 }
 
 TEST_CASE("init: calculate_gain matches PyTorch", "[init]") {
-    for (const auto& r : init_reference()["gains"]) {
+    for (const auto& r : reference_json("init_reference.json")["gains"]) {
         const std::string name = r["nonlinearity"];
         const std::optional<double> param =
             r["param"].is_null() ? std::nullopt : std::optional<double>(r["param"].get<double>());
@@ -112,7 +103,7 @@ TEST_CASE("init: calculate_gain matches PyTorch", "[init]") {
 }
 
 TEST_CASE("init: xavier_ and kaiming_ draw from PyTorch's range", "[init]") {
-    for (const auto& r : init_reference()["draws"]) {
+    for (const auto& r : reference_json("init_reference.json")["draws"]) {
         const std::string fn = r["fn"];
         const Shape shape = shape_of(r["shape"]);
         const json& kw = r["kwargs"];
@@ -145,7 +136,7 @@ TEST_CASE("init: Linear's default is kaiming_uniform_(a = √5), Embedding's is 
     manual_seed(2);
     nn::Linear lin(512, 128);  // U(±1/√512), PyTorch's reference bound for (128, 512) with a = √5
     double bound = 0;
-    for (const auto& r : init_reference()["draws"])
+    for (const auto& r : reference_json("init_reference.json")["draws"])
         if (r["fn"] == "kaiming_uniform_" && r["shape"] == json::array({128, 512})) bound = r["high"];
     REQUIRE(bound == Approx(1 / std::sqrt(512.0)));
     require_uniform(lin.weight, -bound, bound);

@@ -14,7 +14,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +22,7 @@
 
 #include <xgrad/nn/nn.hpp>
 #include "test_helpers.hpp"
+#include "reference/reference_json.hpp"
 
 using namespace xgrad;
 using namespace xgrad::testing;
@@ -30,15 +30,6 @@ using Catch::Matchers::Contains;
 using nlohmann::json;
 
 namespace {
-
-const json& positional_reference() {
-    static const json ref = [] {
-        std::ifstream in(std::string(XGRAD_REFERENCE_DIR) + "/positional_reference.json");
-        REQUIRE(in.good());
-        return json::parse(in);
-    }();
-    return ref;
-}
 
 Tensor positional_tensor_of(const json& values, const Shape& shape) {
     Array a = Array::from_shape(shape);
@@ -64,7 +55,7 @@ double dot(const Tensor& a, const Tensor& b) {
 // ---- sinusoidal ---------------------------------------------------------------------------------
 
 TEST_CASE("sinusoidal_positions equals the PyTorch tutorial's table", "[nn][positional][sinusoidal]") {
-    for (const json& c : positional_reference().at("sinusoidal")) {
+    for (const json& c : reference_json("positional_reference.json").at("sinusoidal")) {
         const auto T = c.at("T").get<std::int64_t>(), d = c.at("d").get<std::int64_t>();
         INFO("T = " << T << ", d = " << d);
         const Tensor pe = nn::sinusoidal_positions(T, d);
@@ -106,7 +97,7 @@ TEST_CASE("LearnedPositions: rows 0 .. T-1 of a trained table", "[nn][positional
 // ---- rotary ---------------------------------------------------------------------------------------
 
 TEST_CASE("apply_rotary equals Meta's complex-number RoPE in output and gradient", "[nn][positional][rope]") {
-    for (const json& c : positional_reference().at("rope")) {
+    for (const json& c : reference_json("positional_reference.json").at("rope")) {
         const Shape shape = c.at("shape").get<Shape>();
         INFO("x " << shape_str(shape) << " base " << c.at("base").get<double>());
         Tensor x = positional_tensor_of(c.at("x"), shape);
