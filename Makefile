@@ -71,12 +71,14 @@ test: deps
 # -g1 (line tables, enough for the sanitizers' stack traces) and unity builds of both libraries
 # (XGRAD_UNITY_BUILD_F64 too, cmake/build_speed.cmake) keep this clean build short: CI builds it
 # from scratch.
+# sanitize and fuzz configure build-asan/ with these same options, so neither reconfigures it.
+ASAN_CMAKE_ARGS := -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD_F64=ON
 # Any finding fails the run: UBSan is built with -fno-sanitize-recover, ASan and LSan halt.
 # allocator_may_return_null: a too-large malloc fails as in a release build (OutOfMemoryError).
 sanitize: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1
 sanitize: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 sanitize: deps
-	$(call configure,$(ASAN_BUILD)) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD_F64=ON
+	$(call configure,$(ASAN_BUILD)) $(ASAN_CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(CTEST) $(ASAN_BUILD)
 
@@ -92,7 +94,7 @@ FUZZ_SEED  ?= 1
 fuzz: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0
 fuzz: export UBSAN_OPTIONS := halt_on_error=1:print_stacktrace=1
 fuzz: deps
-	$(call configure,$(ASAN_BUILD)) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD_F64=ON
+	$(call configure,$(ASAN_BUILD)) $(ASAN_CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzz_checkpoint
 	$(ASAN_BUILD)/tests/fuzz_checkpoint --iterations $(FUZZ_LOADS) --seed $(FUZZ_SEED)
 
