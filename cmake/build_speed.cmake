@@ -1,9 +1,9 @@
 # cmake/build_speed.cmake — what keeps a clean build of xgrad short on two cores.
 #
 # Almost all of a build's time goes to other people's templates: every translation unit parses
-# xtensor and xsimd (about 2 s alone), a test also Catch2, and each then instantiates and
-# optimises the expressions it uses. tests/build_profile.sh shows where the time goes. Three
-# remedies are applied here; none changes the code that is compiled.
+# xtensor and xsimd, a test also Catch2, and each then instantiates and optimises the expressions
+# it uses. tests/build_profile.sh shows where the time goes (its figures go in commit messages and
+# notes, not here). Three remedies are applied here; none changes the code that is compiled.
 #
 # 1. Precompiled headers (XGRAD_PRECOMPILED_HEADERS, ON). A precompiled header is the compiler's
 #    state after parsing a list of headers, saved to a file that every translation unit of a target
@@ -15,8 +15,8 @@
 #      XGRAD_PCH_TESTS    the library's list and Catch2
 #    They hold no header of xgrad's own, so that editing one recompiles only the files that include
 #    it, and no header that only a few files include: loading a header costs a file that does not
-#    need it more than parsing saves (CLI11 2.1 alone costs about 5 s at -O3 wherever it is
-#    included, most of it code for its own objects, so it stays in the five files that use it). A
+#    need it more than parsing saves (CLI11 2.1, included anywhere, makes GCC emit code for its own
+#    objects, the larger part of its cost at -O3, so it stays in the five files that use it). A
 #    precompiled header is included first into every file of its target, so a file that forgot an
 #    #include could still compile there. Two builds go without: the find_package consumer
 #    (tests/consumer.sh) compiles a program that includes <xgrad/xgrad.hpp> against the installed

@@ -11,8 +11,8 @@
 # then, in the second clone, the README's "Adding an op" loop: `square` declared in core/ops.hpp,
 # defined in core/math_ops.cpp and gradchecked in tests/core/gradcheck_math_ops.cpp, then
 #   cmake --build build -j2 --target gradcheck_math_ops && build/tests/gradcheck_math_ops "square: gradcheck"
-# It prints the three wall times in seconds, with the machine and the date. Takes about 10 min
-# on 2 cores; run it on an idle machine (the figures are wall times).
+# It prints the three wall times in seconds, with the machine and the date. Run it on an idle
+# machine: the figures are wall times.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=${1:-}
