@@ -29,11 +29,12 @@ endif()
 install(TARGETS ${XGRAD_INSTALL_TARGETS} EXPORT xgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# Every header of the four library directories, also those added later.
+# Every public header of the four library directories, also those added later; the internal ones,
+# under a detail/ folder, are included only by the library's own .cpp files and are not installed.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/nn ${PROJECT_SOURCE_DIR}/optim
                   ${PROJECT_SOURCE_DIR}/distributed
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad
-        FILES_MATCHING PATTERN "*.hpp")
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/xgrad.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad)
 install(EXPORT xgradTargets NAMESPACE xgrad:: DESTINATION ${XGRAD_INSTALL_CMAKEDIR})
 

@@ -15,7 +15,7 @@
 #include <xtensor/xvectorize.hpp>
 
 #include <xgrad/core/comparison.hpp>
-#include <xgrad/core/op_helpers.hpp>
+#include <xgrad/core/detail/op_helpers.hpp>
 
 namespace xgrad {
 

@@ -14,7 +14,7 @@
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xreducer.hpp>
 
-#include <xgrad/core/op_helpers.hpp>
+#include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/parallel.hpp>
 

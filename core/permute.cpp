@@ -1,8 +1,8 @@
-// core/permute.cpp — permute_array: y = x with its dims reordered (see core/permute.hpp).
+// core/permute.cpp — permute_array: y = x with its dims reordered (see core/detail/permute.hpp).
 //
 // The output is filled a row (its last dim) at a time, rather than through xt::transpose's
 // n-dim index: a memcpy when that dim is also the input's last (the head split), else a loop.
-#include <xgrad/core/permute.hpp>
+#include <xgrad/core/detail/permute.hpp>
 
 #include <cstring>
 

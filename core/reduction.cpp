@@ -1,10 +1,10 @@
 // core/reduction.cpp — reductions: sum, mean, max (all elements or along one dim), argmax.
 // Legend: x the input; y the output; g = dL/dy. Along a dim, x is viewed as (outer, n, inner)
-// (DimSplit, core/op_helpers.hpp) and y drops the n axis (or keeps it as 1 with keepdim).
+// (DimSplit, core/detail/op_helpers.hpp) and y drops the n axis (or keeps it as 1 with keepdim).
 #include <algorithm>
 #include <cmath>
 
-#include <xgrad/core/op_helpers.hpp>
+#include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>

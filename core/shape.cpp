@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include <xgrad/core/op_helpers.hpp>
+#include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/shape.hpp>
-#include <xgrad/core/permute.hpp>
+#include <xgrad/core/detail/permute.hpp>
 
 namespace xgrad {
 

@@ -19,7 +19,7 @@
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/softmax.hpp>
 #include <xgrad/core/parallel.hpp>
-#include <xgrad/core/simd.hpp>
+#include <xgrad/core/detail/simd.hpp>
 
 namespace xgrad {
 

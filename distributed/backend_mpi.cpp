@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <xgrad/distributed/backend.hpp>
+#include <xgrad/distributed/detail/backend.hpp>
 
 namespace xgrad::distributed::backend {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <xgrad/distributed/backend.hpp>
+#include <xgrad/distributed/detail/backend.hpp>
 
 namespace xgrad::distributed::backend {
 

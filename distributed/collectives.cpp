@@ -1,5 +1,5 @@
 // distributed/collectives.cpp — broadcast, all_reduce and all_gather on tensors, row-sparse
-// gradients and plain values, built on the byte-level transport of distributed/backend.hpp.
+// gradients and plain values, built on the byte-level transport of distributed/detail/backend.hpp.
 //
 // Each collective is two rounds: an all-gather of one 64-bit hash of its signature (the collective,
 // its op or root, the shape, or why an argument is invalid) from every rank, then the data. When
@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include <xgrad/core/error.hpp>
-#include <xgrad/distributed/backend.hpp>
+#include <xgrad/distributed/detail/backend.hpp>
 
 namespace xgrad::distributed {
 

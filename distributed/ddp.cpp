@@ -10,7 +10,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/error.hpp>
-#include <xgrad/distributed/backend.hpp>
+#include <xgrad/distributed/detail/backend.hpp>
 
 namespace xgrad::distributed {
 

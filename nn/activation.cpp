@@ -1,6 +1,6 @@
 // nn/activation.cpp — GELU and SiLU, forward and backward, computed with SIMD vectors.
 // Legend: x any shape, n = x.numel(); a Batch is one SIMD register of W values of type real
-// (core/simd.hpp).
+// (core/detail/simd.hpp).
 //
 // W elements at once with xsimd: its exp and tanh, and for the exact form's Φ one fitted
 // polynomial (below). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid against
@@ -17,14 +17,14 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/parallel.hpp>
-#include <xgrad/core/simd.hpp>
+#include <xgrad/core/detail/simd.hpp>
 
 namespace xgrad::nn {
 
 namespace {
 
 using simd::Batch;
-using simd::load;   // tail-safe load(p, i, n), core/simd.hpp
+using simd::load;   // tail-safe load(p, i, n), core/detail/simd.hpp
 using simd::store;  // tail-safe store(b, p, i, n)
 using simd::W;
 

@@ -40,7 +40,7 @@
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/parallel.hpp>
-#include <xgrad/core/simd.hpp>
+#include <xgrad/core/detail/simd.hpp>
 #include <xgrad/nn/attention.hpp>
 
 namespace xgrad::nn::functional {

@@ -21,13 +21,13 @@
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/parallel.hpp>
-#include <xgrad/core/simd.hpp>
+#include <xgrad/core/detail/simd.hpp>
 
 namespace xgrad::nn {
 
 namespace {
 
-// Row loops are written once for V = Batch and V = real (the tail): for_row, core/simd.hpp.
+// Row loops are written once for V = Batch and V = real (the tail): for_row, core/detail/simd.hpp.
 using simd::Batch;
 using simd::for_row;
 using simd::load;

@@ -31,7 +31,11 @@ args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
 case $mode in
   install)
     cmake --build "$build" -j "$(nproc)" --target xgrad xgrad_f64 xgrad_distributed
+    rm -rf "$work/prefix"
     cmake --install "$build" --prefix "$work/prefix"
+    # Only the public headers are installed: the internal ones live under detail/.
+    internal=$(find "$work/prefix/include/xgrad" -path '*/detail*')
+    if [[ -n $internal ]]; then echo "consumer.sh: internal headers installed: $internal" >&2; exit 1; fi
     # The program and every xgrad header it includes compile without a warning (the headers
     # under the prefix are not system headers, so they are checked too).
     args+=("-DCMAKE_PREFIX_PATH=$work/prefix" "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror") ;;

@@ -15,7 +15,7 @@
 
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/ops.hpp>
-#include <xgrad/core/permute.hpp>
+#include <xgrad/core/detail/permute.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

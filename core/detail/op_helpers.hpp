@@ -1,4 +1,4 @@
-// core/op_helpers.hpp — small shape helpers shared by the op files (internal; not for users).
+// core/detail/op_helpers.hpp — small shape helpers shared by the op files (internal; not for users).
 //
 // DimSplit: a tensor viewed around one dim as (outer, n, inner), for reductions and concat.
 #pragma once

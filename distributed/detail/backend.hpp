@@ -1,4 +1,4 @@
-// distributed/backend.hpp — the few calls of the transport xgrad needs, in bytes and counts
+// distributed/detail/backend.hpp — the few calls of the transport xgrad needs, in bytes and counts
 // (internal: distributed/collectives.cpp builds the tensor collectives on them).
 //
 // Two implementations, chosen by CMake: backend_mpi.cpp (Open MPI, when find_package(MPI) succeeds)

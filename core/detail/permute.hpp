@@ -1,4 +1,4 @@
-// core/permute.hpp — the data movement behind permute and transpose (core/shape.cpp).
+// core/detail/permute.hpp — the data movement behind permute and transpose (core/shape.cpp).
 // Legend: x of n dims; perm a permutation of 0..n-1; y.shape[i] = x.shape[perm[i]].
 #pragma once
 

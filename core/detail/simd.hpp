@@ -1,4 +1,4 @@
-// core/simd.hpp — the one SIMD helper: a register of real values and its loads and stores.
+// core/detail/simd.hpp — the one SIMD helper: a register of real values and its loads and stores.
 // Legend: a Batch is one SIMD register of W values of type real (xsimd::batch<real>): W = 8
 // floats or 4 doubles with AVX2. A row is walked in whole registers, then a tail of fewer than W.
 // ref: xsimd docs, xsimd::batch (load_unaligned, store_unaligned, hadd).
