@@ -10,7 +10,11 @@ Fails (exit 1, one line per finding) when
     profile share ("35% of the step"), a benchmark workload ("bench/ W1") or a measurement: measured speed lives in bench/README.md and commit messages;
   * a library comment, README.md or an example's README names an issue ("issue 12", "#80") of this
     project, or a commit hash;
-  * a test source (tests/**/*.cpp, *.hpp) is longer than 700 lines.
+  * a test source (tests/**/*.cpp, *.hpp) is longer than 700 lines;
+  * a function of the library or of the examples is longer than 80 lines (signature to closing brace);
+  * a header of the library or of the examples opens with more than 15 comment lines (one home per
+    explanation: a header points to the README section that explains);
+  * a public library header includes an internal one (under a detail/ folder, which is not installed).
 """
 import pathlib
 import re
@@ -21,6 +25,8 @@ LIBRARY_DIRS = ("core", "nn", "optim", "distributed")
 COMMENT_SHARE_MAX = 0.20
 HEADER_COMMENT_PER_CODE_MAX = 3.0
 TEST_FILE_LINES_MAX = 700
+FUNCTION_LINES_MAX = 80
+HEADER_OPENING_COMMENT_MAX = 15
 
 # A bare "s" needs a space or a decimal point before it: "0s and 1s" are digits, not seconds.
 TIMING = re.compile(r"\b\d[\d,.]*\s?(?:ns|µs|us|ms|GFLOP/s|GB/s|steps/s|tokens/s)\b(?![\w(])"
@@ -55,6 +61,112 @@ def split_lines(text):
     return out
 
 
+def code_only(text):
+    """text with comments, string and character literals and preprocessor lines blanked; newlines kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            i = text.find("\n", i) if "\n" in text[i:] else n
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif c == "R" and text[i + 1:i + 2] == '"' and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'R"([^(]*)\(', text[i:i + 20])
+            end = ")" + m.group(1) + '"'
+            j = text.find(end, i)
+            j = n if j < 0 else j + len(end)
+            out.append('""' + "\n" * text.count("\n", i, j))
+            i = j
+        elif c == "'" and 0 < i < n - 1 and text[i - 1].isalnum() and text[i + 1].isalnum():
+            out.append(c)  # a digit separator, 1'000
+            i += 1
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return re.sub(r"(?m)^[ \t]*#.*(?:\\\n.*)*$", "", "".join(out))
+
+
+def functions(text):
+    """(first line, last line, signature) of every function body at namespace or class scope: a brace
+    block whose opening text has a parenthesis and is not a namespace, class, struct, union or enum.
+    Lambdas and blocks inside a function count as the function's own lines."""
+    stack, found, line, head, head_line = [], [], 1, "", 1
+    for c in code_only(text):
+        outer = not stack or stack[-1][0] in ("namespace", "class")
+        if c == "\n":
+            line += 1
+        if c == "{":
+            if outer:
+                h = re.sub(r"^template\s*<.*?>\s*", "", " ".join(head.split()))
+                if re.match(r"(namespace\b|extern\s*\"\")", h):
+                    kind = "namespace"
+                elif re.match(r"(class|struct|union|enum)\b", h) and "(" not in h.split(":")[0]:
+                    kind = "class"
+                else:
+                    kind = "function" if "(" in h and not h.endswith("=") else "other"
+                stack.append((kind, head_line, h))
+            else:
+                stack.append(("inner", line, ""))
+            head = ""
+        elif c == "}":
+            if stack:
+                kind, first, h = stack.pop()
+                if kind == "function":
+                    found.append((first, line, h))
+            head = ""
+        elif c == ";" and outer:
+            head = ""
+        elif outer:
+            if not head.strip() and not c.isspace():
+                head_line = line
+            head += c
+            if re.search(r"\b(public|private|protected)\s*:$", head):
+                head = ""
+    return found
+
+
+def opening_comment_lines(text):
+    """The comment lines before a file's first line of code (blank lines not counted)."""
+    n = 0
+    for _, is_comment, _ in split_lines(text):
+        if not is_comment:
+            break
+        n += 1
+    return n
+
+
+def aesthetics(root):
+    """The findings on function length, header openings and the detail/ boundary."""
+    findings = []
+    files = [f for d in (*LIBRARY_DIRS, "examples") for f in sorted((root / d).rglob("*.[ch]pp"))]
+    for f in files:
+        rel, text = f.relative_to(root), f.read_text()
+        for first, last, head in functions(text):
+            if last - first + 1 > FUNCTION_LINES_MAX:
+                findings.append(f"{rel}:{first}: a function of {last - first + 1} lines ({head[:60]}); "
+                                f"split it (at most {FUNCTION_LINES_MAX})")
+        if f.suffix == ".hpp":
+            n = opening_comment_lines(text)
+            if n > HEADER_OPENING_COMMENT_MAX:
+                findings.append(f"{rel}: opens with {n} comment lines (at most {HEADER_OPENING_COMMENT_MAX}); "
+                                f"point to the README section that explains")
+        public = f.suffix == ".hpp" and "detail" not in f.parts and rel.parts[0] in LIBRARY_DIRS
+        for n, line in enumerate(text.splitlines(), 1):
+            if public and re.match(r'\s*#\s*include\s*[<"][^>"]*\bdetail/', line):
+                findings.append(f"{rel}:{n}: a public header includes an internal one ({line.strip()}); "
+                                f"headers under detail/ are not installed")
+    return findings
+
+
 def history(text):
     text = UPSTREAM.sub("", text)
     return ISSUE.search(text) or HASH.search(text)
@@ -64,7 +176,7 @@ def main():
     findings = []
     total = comments = 0
     for d in LIBRARY_DIRS:
-        for f in sorted((ROOT / d).glob("*.[ch]pp")):
+        for f in sorted((ROOT / d).rglob("*.[ch]pp")):
             rel = f.relative_to(ROOT)
             lines = split_lines(f.read_text())
             n_comment = sum(1 for _, c, _ in lines if c)
@@ -99,6 +211,7 @@ def main():
         n = len(f.read_text().splitlines())
         if n > TEST_FILE_LINES_MAX:
             findings.append(f"{f.relative_to(ROOT)}: {n} lines; split it by topic (at most {TEST_FILE_LINES_MAX})")
+    findings += aesthetics(ROOT)
     for line in findings:
         print(line)
     print(f"library: {total} lines, {comments} comment lines ({share:.1%}); {len(findings)} finding(s)")
