@@ -16,6 +16,7 @@ ROOT = HERE.parents[1]
 FIX = HERE / "fixtures"
 sys.path.insert(0, str(HERE))
 import check_output  # noqa: E402
+import lint_text  # noqa: E402
 import long_runs  # noqa: E402
 import snippets  # noqa: E402
 
@@ -121,6 +122,35 @@ class LongRuns(unittest.TestCase):
     def test_a_line_gone_from_the_output_stops_the_rewrite(self):
         with self.assertRaises(SystemExit):
             long_runs.excerpt(["step 10 loss 2.0"], TENSOR_BASICS, None, "x.md:1")
+
+
+class Aesthetics(unittest.TestCase):
+    def test_function_length_from_signature_to_brace_with_lambdas_inside(self):
+        body = "\n".join(f"    int v{i} = {i};" for i in range(76))
+        text = ("#include <x>\nnamespace a {\nstruct S {\n    int f() const { return 1; }\n};\n"
+                "// a comment with { and }\n"
+                f"int g(int x)\n{{\n    auto h = [&](int y) {{\n        return y + '}}';\n    }};\n{body}\n"
+                "    return h(x);\n}\n}  // namespace a\n")
+        found = [(first, last, head.split("(")[0]) for first, last, head in lint_text.functions(text)]
+        self.assertEqual(found, [(4, 4, "int f"), (7, 89, "int g")])  # 83 lines: 7 to 89
+
+    def test_opening_comment_lines_stop_at_the_first_code(self):
+        self.assertEqual(lint_text.opening_comment_lines("// a\n\n// b\n#pragma once\n// c\n"), 2)
+
+    def test_findings_on_a_tree(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = pathlib.Path(d)
+            (root / "core" / "detail").mkdir(parents=True)
+            (root / "examples").mkdir()
+            (root / "core" / "detail" / "inner.hpp").write_text('#pragma once\n#include "core/detail/other.hpp"\n')
+            (root / "core" / "open.hpp").write_text("// x\n" * 16 + "#pragma once\n#include <xgrad/core/detail/inner.hpp>\n")
+            (root / "examples" / "long.cpp").write_text("int main() {\n" + "    ;\n" * 79 + "}\n")
+            (root / "examples" / "short.cpp").write_text("int main() {\n" + "    ;\n" * 78 + "}\n")
+            findings = lint_text.aesthetics(root)
+            self.assertEqual(len(findings), 3, findings)
+            self.assertIn("core/open.hpp: opens with 16 comment lines", findings[0])
+            self.assertIn("core/open.hpp:18: a public header includes an internal one", findings[1])
+            self.assertIn("examples/long.cpp:1: a function of 81 lines", findings[2])
 
 
 if __name__ == "__main__":
