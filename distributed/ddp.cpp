@@ -1,5 +1,5 @@
 // distributed/ddp.cpp — DistributedDataParallel: the broadcast at construction, and the bucketed
-// mean of the gradients after backward. The argument for the mean is in ddp.hpp.
+// mean of the gradients after backward. The argument for the mean: distributed/README.md.
 #include <xgrad/distributed/ddp.hpp>
 
 #include <algorithm>
@@ -38,8 +38,8 @@ Kind kind_of(const Tensor& p) {
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
     // First: a bad option on one rank is then seen by all.
     check_same_on_all_ranks("DistributedDataParallel: the model (parameters, buffers, bucket_bytes)",
-                            model_lines(module, options.bucket_bytes));
-    check(options.bucket_bytes > 0, "DistributedDataParallel", "bucket_bytes must be positive, got 0");
+                            model_lines(module, options.bucket_bytes()));
+    check(options.bucket_bytes() > 0, "DistributedDataParallel", "bucket_bytes must be positive, got 0");
     {
         NoGradGuard no_grad;  // θ_r ← θ_0 on every rank, parameters and buffers alike
         for (auto& [name, p] : module.named_parameters()) broadcast(p, 0);
@@ -48,7 +48,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
     for (auto& [name, p] : module.named_parameters())
         if (p.requires_grad()) params_.emplace_back(name, p);
     // Fill buckets in order, closing one when the next parameter would take it past the cap.
-    const std::size_t cap = std::max<std::size_t>(1, options.bucket_bytes / sizeof(real));
+    const std::size_t cap = std::max<std::size_t>(1, options.bucket_bytes() / sizeof(real));
     for (std::size_t i = 0; i < params_.size(); ++i) {
         const std::size_t n = std::size_t(params_[i].second.numel());
         if (buckets_.empty() || (buckets_.back().numel > 0 && buckets_.back().numel + n > cap)) {

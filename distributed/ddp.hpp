@@ -1,35 +1,12 @@
 // distributed/ddp.hpp — DistributedDataParallel: the same model on every rank, each rank on its
 // slice of the global batch, gradients averaged so that every rank takes the same step.
 //
-// Legend: W ranks, B global batch, b = B/W windows per rank, θ the parameters, L the loss.
-//
-// Why averaging is exact. The loss of a step is the mean over the global batch. Split it into W
-// equal slices S_r of b examples each; then
-//     L(θ) = 1/B Σ_{i<B} ℓ_i(θ) = 1/W Σ_r ( 1/b Σ_{i∈S_r} ℓ_i(θ) ) = 1/W Σ_r L_r(θ),
-// and the gradient is linear, so ∇L = 1/W Σ_r ∇L_r: the mean of the per-rank gradients of the
-// per-rank mean losses. After that mean every rank holds the same ∇L, so the same optimizer step
-// keeps the W copies of θ equal, as long as they started equal (the constructor broadcasts rank 0's
-// θ). Only the order of the sums differs from one process on the whole batch: the results agree
-// to rounding, not bit for bit. With unequal slices the mean would weight the short slice's
-// examples more; the examples refuse a batch that W does not divide.
-//
-// Buckets. One all-reduce per parameter would pay MPI's latency ~50 times per step; one for all
-// of them would need a buffer of every gradient. DDP packs the dense gradients into buckets of at
-// most bucket_bytes (PyTorch's bucket_cap_mb, 25 MiB), copies each bucket's gradients into one
-// flat buffer, all-reduces it, and copies the means back.
-//
-// Row-sparse gradients (Embedding with sparse) are not packed: their rows differ by rank, so each
-// is combined by distributed::all_reduce(SparseGrad): the union of the ranks' rows, summed row by
-// row, divided by W. Lazy Adam then updates the same rows on every rank. A parameter whose
-// gradient is dense on some rank (a tied table: the head's product is dense) takes the dense
-// path on every rank, the sparse ones densified first, so the sum stays right.
-//
-// The training loop calls sync_gradients() itself, between backward and the step:
+// Legend: W ranks, B global batch, b = B/W rows per rank, θ the parameters, L the loss.
+// ∇L = (1/W) Σ_r ∇L_r: the mean of the ranks' gradients is the whole batch's gradient, when the
+// slices are equal and every rank starts from the same θ (the constructor broadcasts rank 0's).
+// distributed/README.md explains: "Why the mean of the gradients is the gradient", "Buckets"
+// (dense and row-sparse gradients), "The training loop" (why the loop calls the sync itself):
 //     opt.zero_grad();  loss.backward();  ddp.sync_gradients();  clip_grad_norm_(...);  opt.step();
-// PyTorch's DDP wraps the module's forward and starts each bucket's all-reduce from autograd hooks
-// while backward still runs. xgrad's modules have no common forward signature and its autograd no
-// per-parameter hooks, and the explicit call shows where the communication happens. It gives up
-// the overlap of communication with backward (bench/README.md, T4, gives the all-reduce's share).
 //
 // ref: Li et al. 2020, "PyTorch Distributed: Experiences on Accelerating Data Parallel Training";
 // PyTorch docs, torch.nn.parallel.DistributedDataParallel.
@@ -44,10 +21,17 @@
 
 namespace xgrad::distributed {
 
-struct DDPOptions {
-    // Dense gradients per all-reduce, in bytes; a parameter larger than this is a bucket alone.
-    std::size_t bucket_bytes = std::size_t(25) << 20;
-    DDPOptions& set_bucket_bytes(std::size_t b) { bucket_bytes = b; return *this; }
+// As LibTorch's options: DDPOptions().bucket_bytes(1 << 20).
+class DDPOptions {
+public:
+    DDPOptions& bucket_bytes(std::size_t v) { bucket_bytes_ = v; return *this; }
+
+    // Dense gradients per all-reduce, bytes (25 MiB, PyTorch's bucket_cap_mb); a larger parameter
+    // is a bucket alone.
+    std::size_t bucket_bytes() const { return bucket_bytes_; }
+
+private:
+    std::size_t bucket_bytes_ = std::size_t(25) << 20;
 };
 
 // The parameters whose dense gradients share one all-reduce, in named_parameters() order.
@@ -72,7 +56,7 @@ public:
     // first line where a rank's model differs from rank 0's, or for bucket_bytes 0.
     explicit DistributedDataParallel(nn::Module& module, DDPOptions options = {});
 
-    // Every parameter's gradient becomes its mean over the ranks (see above). A parameter no rank
+    // Every parameter's gradient becomes its mean over the ranks (distributed/README.md). A parameter no rank
     // has a gradient for keeps none; one that only some ranks have counts as zeros on the others.
     // Collective. Call after the last backward of the step, before clipping and opt.step(). With
     // one rank it returns at once. Forgetting it is not detected: the ranks' weights drift apart.

@@ -3,29 +3,12 @@
 // Legend: W processes ("ranks") numbered r = 0..W−1; n values per rank; k rows of a row-sparse
 // gradient of a (V, d) table.
 //
-// Data parallelism runs W copies of one program (mpirun -np W). They share nothing but messages,
-// and these five collectives, each called by every rank in the same order, are the only messages
-// xgrad sends (PyTorch's torch.distributed names):
-//
-//   broadcast(t, root)     t ← t of rank `root`                              on every rank
-//   all_reduce(t, Sum)     t ← t₀ + t₁ + … + t_{W−1}                          on every rank
-//   all_reduce(t, Mean)    t ← (t₀ + … + t_{W−1}) / W
-//   all_gather(t)          (W, ...) ← [t₀; t₁; …; t_{W−1}]                    on every rank
-//   barrier()              returns once every rank has called it
-//
-// The transport is Open MPI's (MPI-3, distributed/backend_mpi.cpp); xgrad writes none of its own.
-// A process not started by mpirun (no launcher in its environment), or a build without MPI
-// (distributed/backend_single.cpp), is rank 0 of a world of 1, where every collective returns its
-// input: the same program runs alone, unchanged.
-//
-// Every collective first compares what the ranks called: the collective, its op or root, the
-// shape, and whether the arguments are valid (one all-gather of a 64-bit hash). When they differ,
-// or when the arguments are invalid, every rank throws the same ValueError, instead of handing MPI
-// buffers of different sizes or leaving a rank waiting. What no check can see is a rank that
-// skips a call: its next call then pairs with the others' skipped one. An MPI failure is a
-// std::runtime_error with MPI's message. A rank that throws while the others wait in a collective
-// would leave them waiting: programs end every rank with abort() (the examples do it in
-// examples/common/cli.cpp). Before init(), in a process started by mpirun, every collective throws.
+// The collectives below (torch.distributed's names; the table in distributed/README.md, "The
+// collectives") are the only messages xgrad sends: every rank calls each, in the same order. The
+// transport is Open MPI's (backend_mpi.cpp). A process not started by mpirun, or a build without
+// MPI (backend_single.cpp), is rank 0 of a world of 1, where every collective returns its input.
+// A rank that skips a call is not detected (its next call pairs with the others' skipped one). A
+// rank that throws while the others wait ends them all with abort() (the README's "Faults").
 //
 // ref: MPI Forum, MPI-3.1 standard, ch. 5 (collective communication); PyTorch docs, torch.distributed.
 #pragma once
@@ -74,8 +57,9 @@ std::string describe();
 [[noreturn]] void abort(int code);
 
 // ---- collectives on tensors: every rank calls each one, in the same order ---------------------
-// Each throws ValueError on every rank when the ranks' calls differ (collective, op, root, shape)
-// or when an argument is invalid on any rank, and before init() under mpirun.
+// Each first compares the ranks' calls (one all-gather of a 64-bit hash) and throws the same
+// ValueError on every rank when they differ (collective, op, root, shape), when an argument is
+// invalid on any rank, and before init() under mpirun; an MPI failure is a std::runtime_error.
 void barrier();
 // t's values (any shape, same on every rank) become root's. Bumps t's version. No autograd.
 // Throws ValueError for an undefined t or a root outside [0, W).

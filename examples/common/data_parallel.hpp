@@ -16,7 +16,7 @@
 //     B 12, W 2, N 2:   k 0: rank 0 rows 0..2, rank 1 rows 3..5;   k 1: rank 0 rows 6..8, rank 1 rows 9..11
 //
 // Over the N·W pieces every row is used once, and every piece has b rows, so the mean of the
-// W·N piece losses is the mean over the global batch (distributed/ddp.hpp has the argument):
+// W·N piece losses is the mean over the global batch (distributed/README.md has the argument):
 // each micro-step adds ∇(CE_k / N) to the gradients, and DistributedDataParallel averages the W
 // sums. W·N must divide B: with unequal pieces that mean would weight the rows of a short piece more.
 #pragma once

@@ -1,5 +1,5 @@
 // tests/distributed/test_ddp.cpp — DistributedDataParallel: the broadcast, the buckets, the mean of
-// dense, row-sparse and mixed gradients by hand, and the claim of distributed/ddp.hpp itself:
+// dense, row-sparse and mixed gradients by hand, and the claim of distributed/README.md itself:
 // W ranks on slices of a batch take the same steps as one process on the whole batch.
 //
 // The equivalence tests need no second program: every rank also trains a reference copy of the
@@ -62,7 +62,7 @@ TEST_CASE("ddp: ranks whose models differ are refused on every rank, naming the 
                         Catch::Contains("the model (parameters, buffers, bucket_bytes): rank 1 differs from rank 0") &&
                             Catch::Contains("'parameter fc.bias (2) frozen' on rank 1"));
     xgrad::testing::TinyNet net;  // a different bucket cap, or an invalid one, on rank 1 only
-    REQUIRE_THROWS_WITH(dist::DistributedDataParallel(net, dist::DDPOptions().set_bucket_bytes(r == 1 ? 8 : 100)),
+    REQUIRE_THROWS_WITH(dist::DistributedDataParallel(net, dist::DDPOptions().bucket_bytes(r == 1 ? 8 : 100)),
                         Catch::Contains("'bucket_bytes 8' on rank 1 and 'bucket_bytes 100' on rank 0"));
     nn::Linear a(3, r == 1 ? 3 : 2);
     REQUIRE_THROWS_WITH(dist::DistributedDataParallel(a), Catch::Contains("'parameter weight (3, 3)' on rank 1"));
@@ -74,18 +74,18 @@ TEST_CASE("ddp: dense gradients are packed into buckets of at most bucket_bytes"
     REQUIRE(one.buckets().size() == 1);  // 23 values fit in 25 MiB
     REQUIRE(one.buckets()[0].numel == 23);
     // A cap of 8 values: emb.weight alone (larger than the cap), then fc.weight + fc.bias = 8.
-    dist::DistributedDataParallel small(net, dist::DDPOptions().set_bucket_bytes(8 * sizeof(real)));
+    dist::DistributedDataParallel small(net, dist::DDPOptions().bucket_bytes(8 * sizeof(real)));
     REQUIRE(small.buckets().size() == 2);
     REQUIRE(small.buckets()[0].names == std::vector<std::string>{"emb.weight"});
     REQUIRE(small.buckets()[1].names == std::vector<std::string>{"fc.weight", "fc.bias"});
-    REQUIRE_THROWS_WITH(dist::DistributedDataParallel(net, dist::DDPOptions().set_bucket_bytes(0)),
+    REQUIRE_THROWS_WITH(dist::DistributedDataParallel(net, dist::DDPOptions().bucket_bytes(0)),
                         Catch::Contains("bucket_bytes must be positive"));
 }
 
 TEST_CASE("ddp: sync_gradients leaves the mean of the ranks' gradients on every rank", "[distributed][ddp]") {
     const int W = dist::world_size(), r = dist::rank();
     xgrad::testing::TinyNet net;
-    dist::DistributedDataParallel ddp(net, dist::DDPOptions().set_bucket_bytes(8 * sizeof(real)));
+    dist::DistributedDataParallel ddp(net, dist::DDPOptions().bucket_bytes(8 * sizeof(real)));
     // Rank r's gradients: (r + 1) everywhere on fc.weight, (r + 1)·[1, −1] on fc.bias; emb none.
     net.fc->weight.set_grad(full({2, 3}, real(r + 1)));
     net.fc->bias.set_grad(Tensor{real(r + 1), -real(r + 1)});

@@ -13,7 +13,10 @@ line directly above its opening fence says how:
                                 <cstdint>, <iostream>, <vector>, `using namespace xgrad;`), float library
   <!-- check: compile body -->  the same, wrapped in a function body (statements)
   <!-- check: compile f64 -->, <!-- check: compile f64 body -->   as above against xgrad_f64
-A ```cpp block without such a line is an error. A ```text block of program output may be preceded by
+A ```cpp block without such a line is an error. So is a compile block that defines main: a program
+must compile alone as printed, with its own includes and no hidden prelude, so it is a real file of
+the build shown whole with `check: file` (distributed/README.md shows examples/ddp_basics.cpp).
+A ```text block of program output may be preceded by
   <!-- check: output CMD [tol=R] -->   CMD runs from the build directory; see check_output.py
 A figure from a long run sits between <!-- long-run: NAME [lines=/REGEX/] --> and <!-- /long-run -->
 and is rewritten only by tests/docs/long_runs.sh (never by hand). bench/README.md is written whole
@@ -30,6 +33,8 @@ import sys
 
 MARK = re.compile(r"^<!--\s*check:\s*(file|excerpt|compile|output)\b(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)")
+MAIN = re.compile(r"^\s*(int|auto)\s+main\s*\(", re.M)  # a block that defines main is a program
+PROGRAM = "a program (it defines main) is checked as a file, `<!-- check: file PATH -->`, never after the prelude"
 PRELUDE = """#include <xgrad/core/ops.hpp>
 #include <xgrad/core/gradcheck.hpp>
 #include <xgrad/nn/nn.hpp>
@@ -148,6 +153,8 @@ def check(root, given=()):
                     err = f"check: compile above a ```{b['lang']} block (only cpp)"
                 elif set(arg.split()) - {"f64", "body"}:
                     err = f"check: compile takes only f64 and body, not {arg!r}"
+                elif MAIN.search("\n".join(b["lines"])):
+                    err = PROGRAM
             elif kind == "output" and b["lang"] != "text":
                 err = f"check: output above a ```{b['lang']} block (only text)"
             if err:
@@ -182,6 +189,8 @@ def extract(root, outdir, given=()):
             stem = re.sub(r"\W", "_", rel) + f"_{b['line']}"
             if b["lang"] == "cpp" and not mark:
                 text = f'#error "{rel}:{b["line"]}: a ```cpp block with no <!-- check: ... --> line above it"\n'
+            elif mark and mark[0] == "compile" and b["lang"] == "cpp" and MAIN.search("\n".join(b["lines"])):
+                text = f'#error "{rel}:{b["line"]}: {PROGRAM}"\n'
             elif mark and mark[0] == "compile" and b["lang"] == "cpp":
                 opts = mark[1].split()
                 flavour = "f64" if "f64" in opts else "float"

@@ -55,6 +55,19 @@ class Snippets(unittest.TestCase):
         self.assertIn("fail_unmarked.md:17: a check line that is not of the conventions", lines[3])
         self.assertEqual(lines[4], "snippets: 4 error(s)")
 
+    def test_a_program_marked_compile_is_an_error(self):
+        rc, text = quiet(snippets.check, ROOT, [FIX / "fail_program.md"])
+        self.assertEqual(rc, 1)
+        lines = text.splitlines()
+        self.assertIn("fail_program.md:4: a program (it defines main) is checked as a file", lines[0])
+        self.assertEqual(lines[1], "snippets: 1 error(s)")
+        with tempfile.TemporaryDirectory() as d:
+            _, listing = quiet(snippets.extract, ROOT, pathlib.Path(d), [FIX / "fail_program.md"])
+            files = {pathlib.Path(p).stem.rsplit("_", 1)[1]: pathlib.Path(p) for p in listing.split()}
+            program, fragment = files["4"], files["11"]  # by the line of the block's fence
+            self.assertTrue(program.read_text().startswith('#error "tests/docs/fixtures/fail_program.md:4: a program'))
+            self.assertIn("Tensor x = ones({2, 2});  // a fragment", fragment.read_text())
+
     def test_excerpt_needs_dots_to_skip(self):
         body = ["int main() {", "Tensor y = matmul(x, w).tanh().sum();"]  # not consecutive in the file
         self.assertIsNotNone(snippets.check_excerpt(ROOT, "tests/docs/fixtures/tiny.cpp", body))
