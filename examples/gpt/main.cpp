@@ -14,9 +14,10 @@
 // Run:  build/examples/gpt                 (the defaults; minutes on one core)
 //       build/examples/gpt --help          (every flag, with units and defaults)
 //       mpirun -np 2 build/examples/gpt    (2 processes, each on its half of every batch; README.md)
-// Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png, checkpoint.safetensors
-// (model, optimizer and the text's vocabulary, for --resume) and model.safetensors (the weights
-// under nanoGPT's names, for bench/gpt_to_torch.py, with the vocabulary sampling needs).
+// Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png,
+// checkpoint.safetensors (model, optimizer and the text's vocabulary, for --resume and --init-from)
+// and model.safetensors (the weights under nanoGPT's names, for bench/gpt_to_torch.py, with the
+// vocabulary sampling needs).
 // Under mpirun every rank trains the same model on its slice of each batch (common/data_parallel.hpp)
 // and rank 0 alone prints and writes.
 #include <algorithm>
@@ -223,8 +224,8 @@ static void print_graph_memory(LanguageModel& model, const Ids& val, int b) {
 // (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
 // sums, so every rank holds ∇ of the mean loss over the B windows and takes the same step.
 // Returns Σ_k CE_k / N, this rank's mean over its N·b windows (nats).
-static double train_step(LanguageModel& model, optim::Optimizer& opt, distributed::DistributedDataParallel& ddp,
-                         const Batch& batch, const examples::BatchSplit& batch_split, const Config& cfg) {
+static double data_parallel_step(LanguageModel& model, optim::Optimizer& opt, distributed::DistributedDataParallel& ddp,
+                                 const Batch& batch, const examples::BatchSplit& batch_split, const Config& cfg) {
     opt.zero_grad();
     double loss_sum = 0;
     for (int k = 0; k < cfg.grad_accum; ++k) {
@@ -350,7 +351,7 @@ static int run(const Config& cfg, bool prompt_given) {
         sync_timer.start_step();
         const double lr = *opt->param_groups()[0].lr;
         const Batch batch = sample_batch(d.split.train, cfg.batch_size, int(model_cfg.block), batch_rng);  // (B, T), (B, T)
-        const double loss_sum = train_step(model, *opt, ddp, batch, batch_split, cfg);
+        const double loss_sum = data_parallel_step(model, *opt, ddp, batch, batch_split, cfg);
         sync_timer.end_step(ddp.last_sync());
         const double train_loss = examples::mean_over_ranks(loss_sum);  // the B windows' mean CE, nats
         examples::check_finite_loss(step + 1, train_loss);
