@@ -93,6 +93,7 @@ void check_same_data(const std::string& path, const nn::Metadata& meta, const Te
             "the text the checkpoint was trained on",
             path, bytes, hash, bytes_now, hash_now));
 }
+
 // Strictly one decimal integer in [0, INT_MAX] (core/parse.hpp): std::stoi read "5abc" as 5
 // and "1e3" as 1.
 int checkpoint_step(const std::string& path, const std::string& saved) {
@@ -214,6 +215,10 @@ int load_model_weights(const std::string& path, nn::Module& model, const RunFlag
     };
     const int step = checkpoint_step(path, meta("train.step"));
     for (const auto& [flag, value] : model_flags) {
+        if (!file.metadata.count(kFlag + flag))
+            throw std::runtime_error(fmt::format("{}: records no {} (a checkpoint written before the flag existed), "
+                                                 "so its model's shape cannot be checked; train anew",
+                                                 path, flag));
         const std::string saved = meta(kFlag + flag);
         if (saved != value)
             throw std::runtime_error(fmt::format("{}: a model saved with {} {}, but this run has {} {}; the weights "
