@@ -79,27 +79,40 @@ static std::vector<Tensor> attention_by_hand(const Tensor& Q, const Tensor& K, c
     return {scores, weights, context};
 }
 
-int main() {
-    // ---- the toy table of the embedding lesson: one row per token, d = 3 features -----------
-    const Tensor X({{ 1.0, 0.0, 1.0},    // robot
-                    { 0.9, 0.1, 0.8},    // arm
-                    { 0.0, 1.0, 0.0},    // box
-                    {-1.0, 0.0, 0.5}});  // tool
-    const std::size_t T = 4, d = 3;      // 4 tokens, 3 features
-    // A trained model learns Wq, Wk, Wv. These small fixed ones are chosen to be read:
-    // Wq = I, so each query is the token's own embedding; Wk = I too, so every score is a dot
-    // product from the embedding lesson (robot·arm = 1.7) divided by √3; Wv keeps features 0
-    // and 2 and drops feature 1, so the context vectors are visibly mixtures of the rows.
-    const Tensor Wq({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}});
-    const Tensor Wk({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}});
-    const Tensor Wv({{1, 0, 0}, {0, 0, 0}, {0, 0, 1}});
-    // Q, K, V (T, d) = X (T, d) · W (d, d)
-    const Tensor Q = matmul(X, Wq), K = matmul(X, Wk), V = matmul(X, Wv);
-    fmt::print("Attention over the sequence robot arm box tool (T = {}, d = {})\n", T, d);
+static const std::size_t T = 4, d = 3;  // 4 tokens, 3 features
 
-    // ---- without a mask: every token sees every token ------------------------------------
-    // scores (T, T) = Q (T, d) · Kᵀ (d, T) / √d
-    const Tensor scores = matmul(Q, transpose(K, 0, 1)) * real(1 / std::sqrt(double(d)));
+// ---- the toy table of the embedding lesson: one row per token, d = 3 features -----------
+static Tensor toy_table() {
+    return Tensor({{ 1.0, 0.0, 1.0},    // robot
+                   { 0.9, 0.1, 0.8},    // arm
+                   { 0.0, 1.0, 0.0},    // box
+                   {-1.0, 0.0, 0.5}});  // tool
+}
+
+// ---- the projections --------------------------------------------------------------------
+// A trained model learns Wq, Wk, Wv. These small fixed ones are chosen to be read:
+// Wq = I, so each query is the token's own embedding; Wk = I too, so every score is a dot
+// product from the embedding lesson (robot·arm = 1.7) divided by √3; Wv keeps features 0
+// and 2 and drops feature 1, so the context vectors are visibly mixtures of the rows.
+struct Projections {
+    Tensor Wq, Wk, Wv;  // (d, d) each
+};
+
+static Projections fixed_projections() {
+    return {Tensor({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}),
+            Tensor({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}),
+            Tensor({{1, 0, 0}, {0, 0, 0}, {0, 0, 1}})};
+}
+
+// scores (T, T) = Q (T, d) · Kᵀ (d, T) / √d: how well each query matches each key
+static Tensor scaled_scores(const Tensor& Q, const Tensor& K) {
+    return matmul(Q, transpose(K, 0, 1)) * real(1 / std::sqrt(double(d)));
+}
+
+// ---- without a mask: every token sees every token ------------------------------------
+// Returns the weights (T, T), for the heatmap.
+static Tensor attention_without_mask(const Tensor& Q, const Tensor& K, const Tensor& V) {
+    const Tensor scores = scaled_scores(Q, K);
     // weights (T, T) = softmax over each row (over the keys)
     const Tensor weights = softmax(scores, -1);
     // context (T, d) = weights (T, T) · V (T, d)
@@ -117,8 +130,13 @@ int main() {
     expect_close("every row of the weights sums to 1", sum(weights, -1), ones({T}));
     expect_close("context against a loop in double", context, hand[2]);
     expect_close("scaled_dot_product_attention(Q, K, V) = context", F::scaled_dot_product_attention(Q, K, V), context);
+    return weights;
+}
 
-    // ---- with the causal mask: token t sees tokens 0..t ------------------------------------
+// ---- with the causal mask: token t sees tokens 0..t ------------------------------------
+// Returns the weights (T, T), for the heatmap.
+static Tensor attention_with_causal_mask(const Tensor& Q, const Tensor& K, const Tensor& V) {
+    const Tensor scores = scaled_scores(Q, K);
     // blocked (T, T) = 1 above the diagonal; those scores become -inf, so e^-inf = 0 weight
     const Tensor blocked = triu(ones({T, T}), 1);
     const Tensor scores_c = masked_fill(scores, blocked, -std::numeric_limits<real>::infinity());
@@ -137,28 +155,36 @@ int main() {
     expect_close("causal context against a loop in double", context_c, hand_c[2]);
     expect_close("scaled_dot_product_attention(..., is_causal) = causal context",
                  F::scaled_dot_product_attention(Q, K, V, Tensor(), /*is_causal=*/true), context_c);
+    return weights_c;
+}
 
-    // ---- the permutation check --------------------------------------------------------------
+// ---- the permutation check --------------------------------------------------------------
+// Attention over the rows of x, without a mask: a causal mask is itself a notion of order.
+static Tensor attend(const Tensor& x, const Projections& W) {
+    return F::scaled_dot_product_attention(matmul(x, W.Wq), matmul(x, W.Wk), matmul(x, W.Wv));
+}
+
+static void permutation_check(const Tensor& X, const Projections& W) {
     // Reorder the tokens to box robot tool arm (perm[i] = the old position of new token i).
     const IndexTensor perm{2, 0, 3, 1};
-    auto attend = [&](const Tensor& x) {  // no mask: a causal mask is itself a notion of order
-        return F::scaled_dot_product_attention(matmul(x, Wq), matmul(x, Wk), matmul(x, Wv));
-    };
     fmt::print("\nPermutation check: the sequence reordered to box robot tool arm\n");
     // Without positions: out(permuted x) = the rows of out(x), permuted the same way.
     expect_close("no positions: out(P·X) = P·out(X), attention is blind to order",
-                 attend(index_select(X, 0, perm)), index_select(attend(X), 0, perm));
+                 attend(index_select(X, 0, perm), W), index_select(attend(X, W), 0, perm));
     // With sinusoidal positions added by slot (Vaswani et al. 2017, §3.5), a token's vector
     // depends on where it stands, and the same check fails: order now matters.
     const Tensor pe = nn::sinusoidal_positions(std::int64_t(T), std::int64_t(d));  // (T, d)
-    const Tensor moved = attend(index_select(X, 0, perm) + pe) - index_select(attend(X + pe), 0, perm);
+    const Tensor moved = attend(index_select(X, 0, perm) + pe, W) - index_select(attend(X + pe, W), 0, perm);
     const double gap = xt::amax(xt::abs(moved.data()))();
     const bool order_matters = gap > 1e-2;  // far above float rounding (6e-8 in the check before)
     fmt::print("  check {:<66} max |diff| {:.1e}  {}\n", "with positions: out(P·X + PE) differs from P·out(X + PE)",
                gap, order_matters ? "ok" : "MISMATCH");
     failures += !order_matters;
+}
 
-    // ---- the heatmap ------------------------------------------------------------------------
+// ---- the heatmap ------------------------------------------------------------------------
+// Both weight matrices side by side, in out/attention_basics/weights.png (gnuplot).
+static void draw_heatmap(const Tensor& weights, const Tensor& weights_c) {
     const std::string dir = "out/attention_basics";
     std::filesystem::create_directories(dir);
     std::ofstream data(dir + "/weights.dat");
@@ -181,7 +207,18 @@ int main() {
            << "'' index " << block << " matrix using 1:2:(sprintf('%.2f', $3)) with labels\n";
     gp << "unset multiplot\n";
     fmt::print("\n{}\n", examples::run_gnuplot(dir + "/weights.gp", gp.str(), dir + "/weights.png", "wrote"));
+}
 
+int main() {
+    const Tensor X = toy_table();
+    const Projections W = fixed_projections();
+    // Q, K, V (T, d) = X (T, d) · W (d, d)
+    const Tensor Q = matmul(X, W.Wq), K = matmul(X, W.Wk), V = matmul(X, W.Wv);
+    fmt::print("Attention over the sequence robot arm box tool (T = {}, d = {})\n", T, d);
+    const Tensor weights = attention_without_mask(Q, K, V);
+    const Tensor weights_c = attention_with_causal_mask(Q, K, V);
+    permutation_check(X, W);
+    draw_heatmap(weights, weights_c);
     fmt::print("\n{}\n", failures == 0 ? "All values check." : fmt::format("{} MISMATCHES", failures));
     return failures == 0 ? 0 : 1;
 }

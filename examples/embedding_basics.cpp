@@ -38,19 +38,22 @@ static double cosine(const Tensor& a, const Tensor& b) {
     return dot / std::sqrt(sum(a * a).item() * sum(b * b).item());
 }
 
-int main() {
-    // ---- 1. the toy table ------------------------------------------------------------------
-    // One row per token; columns are 3 learned features (here set by hand, as in the lesson).
+// ---- 1. the toy table ------------------------------------------------------------------
+// One row per token; columns are 3 learned features (here set by hand, as in the lesson).
+static Tensor toy_table() {
     //                 f0    f1   f2
     Tensor E({{ 1.0, 0.0, 1.0},    // 0 robot
               { 0.9, 0.1, 0.8},    // 1 arm
               { 0.0, 1.0, 0.0},    // 2 box
               {-1.0, 0.0, 0.5}});  // 3 tool
-    const std::int64_t V = 4;
     fmt::print("1. The toy table E, shape {} (V tokens × d features)\n", shape_str(E.shape()));
     expect("parameter count V·d", double(E.numel()), 12);
+    return E;
+}
 
-    // ---- 2. lookup is row selection, and equals the one-hot product ------------------------
+// ---- 2. lookup is row selection, and equals the one-hot product ------------------------
+static void lookup(const Tensor& E) {
+    const std::int64_t V = E.size(0);
     IndexTensor ids{0, 1, 2};                        // robot, arm, box
     Tensor X = index_select(E, 0, ids);              // (3, 3): row i is E[ids[i]]
     Tensor X_onehot = matmul(one_hot(ids, V), E);    // (3, 4) @ (4, 3) → (3, 3)
@@ -64,8 +67,10 @@ int main() {
     fmt::print("   a batch of IDs (8, 128) through a (1000, 256) table gives {}\n", shape_str(batch.shape()));
     expect("batch output dims", double(batch.dim()), 3);
     expect("batch output size", double(batch.numel()), 8.0 * 128 * 256);
+}
 
-    // ---- 3. similarity -----------------------------------------------------------------------
+// ---- 3. similarity -----------------------------------------------------------------------
+static void similarity(const Tensor& E) {
     auto row = [&](std::int64_t i) { return index_select(E, 0, IndexTensor{i}).reshape({-1}); };
     fmt::print("\n3. Dot products and cosines against robot\n");
     expect("robot · arm", sum(row(0) * row(1)).item(), 1.7);
@@ -77,8 +82,10 @@ int main() {
     Tensor a({3, 4}), b({4, 3});
     expect("[3, 4] · [4, 3]", sum(a * b).item(), 24);
     expect("cos([3, 4], [4, 3])", cosine(a, b), 0.96);
+}
 
-    // ---- 4. real table sizes ------------------------------------------------------------------
+// ---- 4. real table sizes ------------------------------------------------------------------
+static void table_sizes() {
     fmt::print("\n4. Table sizes\n");
     const double gpt2_params = 50257.0 * 768;
     expect("GPT-2 small table: 50,257 × 768 parameters", gpt2_params, 38597376);
@@ -88,30 +95,30 @@ int main() {
 
     // Measure the training memory of a real GPT-2-sized table with Adam, using xgrad's own
     // report: parameter + gradient + exp_avg + exp_avg_sq = 4 copies of the table.
-    {
-        nn::Embedding gpt2(50257, 768);
-        optim::Adam opt(gpt2.named_parameters(), optim::AdamOptions(1e-3));
-        Tensor out = gpt2.forward(IndexTensor{{464, 3290, 318, 257}});  // 4 token IDs
-        sum(out).backward();
-        opt.step();
-        const optim::MemoryReport report = opt.memory_report();
-        std::cout << report << "\n";
-        const optim::MemoryRow total = report.total();
-        const double table_bytes = gpt2_params * sizeof(real);
-        expect("parameter bytes / table bytes", double(total.param_bytes) / table_bytes, 1);
-        // The step counter (8 bytes) is the only part not a multiple of the table.
-        expect("(param + grad + Adam state) / table bytes",
-               double(total.param_bytes + total.grad_bytes + total.state_bytes()) / table_bytes, 4, 1e-6);
-    }
+    nn::Embedding gpt2(50257, 768);
+    optim::Adam opt(gpt2.named_parameters(), optim::AdamOptions(1e-3));
+    Tensor out = gpt2.forward(IndexTensor{{464, 3290, 318, 257}});  // 4 token IDs
+    sum(out).backward();
+    opt.step();
+    const optim::MemoryReport report = opt.memory_report();
+    std::cout << report << "\n";
+    const optim::MemoryRow total = report.total();
+    const double table_bytes = gpt2_params * sizeof(real);
+    expect("parameter bytes / table bytes", double(total.param_bytes) / table_bytes, 1);
+    // The step counter (8 bytes) is the only part not a multiple of the table.
+    expect("(param + grad + Adam state) / table bytes",
+           double(total.param_bytes + total.grad_bytes + total.state_bytes()) / table_bytes, 4, 1e-6);
+}
 
-    // ---- 5. the sparse gradient ----------------------------------------------------------------
-    // loss = Σ lookup(ids): dL/dE[r] = (number of times r appears) · 1, other rows exactly 0.
+// ---- 5. the sparse gradient ----------------------------------------------------------------
+// loss = Σ lookup(ids): dL/dE[r] = (number of times r appears) · 1, other rows exactly 0.
+static void sparse_gradient(const Tensor& E) {
     Tensor E2 = E.detach().requires_grad_();
     sum(index_select(E2, 0, IndexTensor{0, 2, 2})).backward();  // robot once, box twice
     fmt::print("\n5. After one backward through the lookup of [robot, box, box]\n");
     const Tensor g = E2.grad();
     std::size_t nonzero_rows = 0;
-    for (std::int64_t r = 0; r < V; ++r) {
+    for (std::int64_t r = 0; r < E.size(0); ++r) {
         bool any = false;
         for (std::int64_t j = 0; j < 3; ++j) any = any || g.at({r, j}) != 0;
         nonzero_rows += any;
@@ -120,7 +127,14 @@ int main() {
     expect("dL/dE[robot, 0] (looked up once)", g.at({0, 0}), 1);
     expect("dL/dE[box, 0] (looked up twice: summed)", g.at({2, 0}), 2);
     expect("dL/dE[arm, 0] (never looked up)", g.at({1, 0}), 0);
+}
 
+int main() {
+    const Tensor E = toy_table();
+    lookup(E);
+    similarity(E);
+    table_sizes();
+    sparse_gradient(E);
     fmt::print("\n{}\n", failures == 0 ? "All values match the lesson." : fmt::format("{} MISMATCHES", failures));
     return failures == 0 ? 0 : 1;
 }

@@ -4,7 +4,8 @@
 # Run A trains a tiny GPT 60 steps in one go. Run B stops after 30 steps (saving model and
 # AdamW state, the step and the batch sampler's state), then a second process resumes. Both
 # write loss.csv (step, minibatch loss, val loss on the fixed set, lr); the files must be
-# identical, byte for byte, and so must the final weights.
+# identical, byte for byte, and so must the final weights. Then --init-from starts a new run
+# from A's weights.
 # Usage: gpt_resume.sh path/to/gpt
 set -euo pipefail
 bin=$1
@@ -33,4 +34,26 @@ if "$bin" "${common[@]}" --out "$work/B" --lr 0.002 --resume "$work/B/checkpoint
     echo "FAIL: a resume with another --lr was accepted"; exit 1
 fi
 grep -q -- "--lr" "$work/C.log" || { echo "FAIL: the refusal does not name --lr"; cat "$work/C.log"; exit 1; }
-echo "PASS: $((lines - 1)) logged steps and the final weights identical after resuming at step 30"
+
+# --init-from: a new run of 10 steps from A's final weights (a fresh AdamW and schedule, loss.csv
+# from step 10) validates lower at step 10 than A did from random weights, and a checkpoint of
+# another width or vocabulary is refused, naming the flag or the character.
+init=(--n-layer 1 --n-head 2 --block-size 16 --batch-size 4 --steps 10 --eval-every 10
+      --eval-batches 2 --sample 0)
+"$bin" "${init[@]}" --data "$work/text.txt" --d 16 --init-from "$work/A/checkpoint.safetensors" --out "$work/D" > "$work/D.log"
+grep -q "the weights after its step 60" "$work/D.log" || { echo "FAIL: --init-from did not say what it loaded"; cat "$work/D.log"; exit 1; }
+val_fresh=$(awk -F, '$1 == 20 { print $3 }' "$work/A/loss.csv")
+val_init=$(awk -F, 'NR == 2 && $1 == 10 { print $3 }' "$work/D/loss.csv")
+awk -v a="$val_init" -v b="$val_fresh" 'BEGIN { exit !(a != "" && b != "" && a < b - 0.01) }' ||
+    { echo "FAIL: --init-from's val loss at its step 10 ($val_init) is not below A's at step 20 ($val_fresh)"; exit 1; }
+if "$bin" "${init[@]}" --data "$work/text.txt" --d 32 --init-from "$work/A/checkpoint.safetensors" --out "$work/E" > "$work/E.log" 2>&1; then
+    echo "FAIL: --init-from a checkpoint of --d 16 into --d 32 was accepted"; exit 1
+fi
+grep -q -- "--d 16" "$work/E.log" || { echo "FAIL: the refusal does not name --d 16"; cat "$work/E.log"; exit 1; }
+tr q '~' < "$work/text.txt" > "$work/other.txt"
+if "$bin" "${init[@]}" --data "$work/other.txt" --d 16 --init-from "$work/A/checkpoint.safetensors" --out "$work/E" > "$work/E.log" 2>&1; then
+    echo "FAIL: --init-from on a text of another vocabulary was accepted"; exit 1
+fi
+grep -q "vocabulary mismatch" "$work/E.log" || { echo "FAIL: the refusal does not say vocabulary"; cat "$work/E.log"; exit 1; }
+echo "PASS: $((lines - 1)) logged steps and the final weights identical after resuming at step 30;" \
+     "--init-from trains on from them (val $val_init at its step 10, against $val_fresh at A's step 20)"

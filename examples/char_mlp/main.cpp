@@ -78,52 +78,130 @@ static RunFlags same_on_all_ranks(const Config& c) {
     return flags;
 }
 
-static int run(const Config& cfg) {
-    const double t0 = now_seconds();
-    manual_seed(cfg.seed);
+// ---- the steps of a run, in the order run() takes them ------------------------------------------
+
+// The output directory (rank 0 writes into it) and, on several ranks or micro-steps, how a batch
+// is split over them (common/data_parallel.hpp).
+static BatchSplit prepare_run(const Config& cfg) {
     set_num_threads(cfg.threads);
-    const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
     const BatchSplit batch_split = split_batch(cfg.batch_size, cfg.grad_accum);
     if (batch_split.world > 1 || batch_split.accum > 1)
         fmt::print("{}\n", world_line(batch_split, cfg.threads, "examples"));
     std::error_code ec;
-    if (rank0) std::filesystem::create_directories(cfg.out, ec);
+    if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
+    return batch_split;
+}
 
-    // ---- data -----------------------------------------------------------------------------
+// The words split 80/10/10, their (block → next char) examples, and the fingerprint of the list.
+struct WordData {
+    Split words;
+    Examples train, val, test;
+    TextFingerprint fingerprint;  // what the ids mean (id 0 '.', ids 1-26 'a'-'z') and which words were read
+};
+
+static WordData load_data(const Config& cfg) {
     const std::vector<std::string> all_words = load_words(cfg.data);
     if (all_words.size() < 10)
         throw std::runtime_error(fmt::format("{}: {} usable words; the 80/10/10 split needs at least 10", cfg.data,
                                              all_words.size()));
-    const Split words = split_words(all_words, cfg.seed);
-    // What the ids mean (id 0 '.', ids 1-26 'a'-'z') and which words were read: a resume on
-    // another list is refused (common/checkpoint.hpp).
+    WordData d;
+    d.words = split_words(all_words, cfg.seed);
+    // A resume on another list is refused (common/checkpoint.hpp).
     std::string vocab;
     for (std::int64_t id = 0; id < kVocab; ++id) vocab.push_back(id_to_char(id));
     std::string text;
     for (const std::string& w : all_words) text += w + '\n';
-    const TextFingerprint data = fingerprint(vocab, text);
-    const Examples train = make_examples(words.train, cfg.block_size);
-    const Examples val = make_examples(words.val, cfg.block_size);
-    const Examples test = make_examples(words.test, cfg.block_size);
+    d.fingerprint = fingerprint(vocab, text);
+    d.train = make_examples(d.words.train, cfg.block_size);
+    d.val = make_examples(d.words.val, cfg.block_size);
+    d.test = make_examples(d.words.test, cfg.block_size);
     fmt::print("data   {}: {} words → train {} / val {} / test {} words\n", cfg.data, all_words.size(),
-               words.train.size(), words.val.size(), words.test.size());
+               d.words.train.size(), d.words.val.size(), d.words.test.size());
     fmt::print("       examples (block {} → next char): train {} / val {} / test {}\n", cfg.block_size,
-               train.size(), val.size(), test.size());
+               d.train.size(), d.val.size(), d.test.size());
+    return d;
+}
 
-    // ---- model and optimizer -----------------------------------------------------------------
+// --resume: the model, AdamW's moments, the step and the batch sampler as saved, the schedule at
+// that step. Returns the step to start from (0 without --resume).
+static int restore(const Config& cfg, CharMLP& model, optim::AdamW& opt, optim::CosineWithWarmup& schedule,
+                   std::mt19937_64& batch_rng, const RunFlags& flags, const TextFingerprint& data) {
+    if (cfg.resume.empty()) return 0;
+    const int start = load_checkpoint(cfg.resume, model, opt, batch_rng, flags, data);
+    schedule.set_step(start);
+    fmt::print("resume {} at step {}\n", cfg.resume, start);
+    return start;
+}
+
+// One step's gradients on the B examples of `batch`: micro-step k takes this rank's b of them
+// (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
+// sums, so every rank holds ∇ of the mean loss over the B examples. Returns Σ_k CE_k / N, this
+// rank's mean over its N·b examples (nats).
+static double accumulate_gradients(CharMLP& model, optim::AdamW& opt, distributed::DistributedDataParallel& ddp,
+                                   const Batch& batch, const BatchSplit& batch_split, int grad_accum) {
+    opt.zero_grad();
+    double loss_sum = 0;
+    for (int k = 0; k < grad_accum; ++k) {
+        const Batch mb = micro_batch(batch, batch_split, k);          // x (b, block), y (b,)
+        Tensor logits = model.forward(mb.x);                          // (b, V)
+        Tensor loss = nn::functional::cross_entropy(logits, mb.y) / real(grad_accum);  // () nats
+        loss.backward();  // the gradients add up over the micro-steps
+        loss_sum += loss.item();
+    }
+    ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
+    return loss_sum;
+}
+
+// After step `step` (1-based): the validation loss every --eval-every steps and at the last
+// (every rank evaluates: the same weights give the same value, so a divergence stops all), a row
+// of loss.csv (rank 0's) every 10 steps and the progress line every 100.
+static void log_step(const Config& cfg, CharMLP& model, const Examples& val, int step, double train_loss, double lr,
+                     std::optional<LossLog>& log, Progress& progress) {
+    const bool eval = step % cfg.eval_every == 0 || step == cfg.steps;
+    const double val_loss = eval ? evaluate(model, val) : nan();
+    if (eval) check_finite_loss(step, val_loss, "validation");
+    if (log && (step % 10 == 0 || eval)) log->write(step, train_loss, val_loss, lr);
+    if (step % 100 == 0 || eval) progress.update(step, train_loss, lr, val_loss);
+}
+
+// The final losses against the bigram baseline, the wall time since t0 and AdamW's memory.
+static void print_losses(CharMLP& model, const WordData& d, const optim::AdamW& opt, double t0, int start) {
+    fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   test {:.4f}\n", evaluate(model, d.train),
+               evaluate(model, d.val), evaluate(model, d.test));
+    fmt::print("bigram baseline  train {:.4f}   val {:.4f}   test {:.4f}   (add-one smoothed counts)\n",
+               bigram_nll(d.words.train, d.words.train), bigram_nll(d.words.train, d.words.val),
+               bigram_nll(d.words.train, d.words.test));
+    fmt::print("wall time        {:.1f} s{}\n", now_seconds() - t0, start > 0 ? " (this process, since the resume)" : "");
+    std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
+              << opt.memory_report() << "\n";
+}
+
+// --sample words, ten to a line, and each of a few letters' nearest letters in the embedding.
+static void print_samples(const Config& cfg, const CharMLP& model) {
+    if (cfg.sample > 0) fmt::print("\n{} sampled words:\n", cfg.sample);
+    std::mt19937_64 sample_rng(cfg.seed);
+    for (int i = 0; i < cfg.sample; ++i)
+        fmt::print("{}{}", sample_word(model, cfg.block_size, sample_rng), i % 10 == 9 || i + 1 == cfg.sample ? "\n" : "  ");
+    fmt::print("\nnearest letters by cosine similarity of their learned embeddings:\n");
+    print_neighbours(model, "aeioubdstz", 4);
+}
+
+// ---- the run: data, model, loop, save, then the reports -----------------------------------------
+static int run(const Config& cfg) {
+    const double t0 = now_seconds();
+    manual_seed(cfg.seed);
+    const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
+    const BatchSplit batch_split = prepare_run(cfg);
+    const WordData d = load_data(cfg);
+
     CharMLP model(kVocab, cfg.block_size, cfg.embed_dim, cfg.hidden);
-    check_same_run(same_on_all_ranks(cfg), data);  // ranks started alike, on the same list
+    check_same_run(same_on_all_ranks(cfg), d.fingerprint);  // ranks started alike, on the same list
     optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
     optim::CosineWithWarmup schedule(opt, cfg.warmup, cfg.steps, /*min_lr=*/cfg.lr / 20);
     std::mt19937_64 batch_rng(cfg.seed);
     const RunFlags flags = trajectory_flags(cfg);
-    int start = 0;
-    if (!cfg.resume.empty()) {
-        start = load_checkpoint(cfg.resume, model, opt, batch_rng, flags, data);
-        schedule.set_step(start);
-        fmt::print("resume {} at step {}\n", cfg.resume, start);
-    }
+    const int start = restore(cfg, model, opt, schedule, batch_rng, flags, d.fingerprint);
     check_same_start(start, batch_rng);
     distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
     fmt::print("model  Embedding({}, {}) → Linear({}, {}) → tanh → Linear({}, {}): {} parameters\n", kVocab,
@@ -131,11 +209,7 @@ static int run(const Config& cfg) {
                model.num_parameters());
     std::cout << opt.memory_report() << "\n";
 
-    // ---- the training loop ------------------------------------------------------------------------
-    // One step: every rank draws the same B examples; micro-step k takes this rank's b of them
-    // (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
-    // sums, so every rank holds ∇ of the mean loss over the B examples and takes the same step.
-    // Every rank evaluates too: the same weights give the same value, so a divergence stops all.
+    // ---- the training loop: every rank draws the same B examples and takes the same step ----------
     std::optional<LossLog> log;  // rank 0's loss.csv; a resumed run continues the file
     if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
     Progress progress(start, cfg.steps);
@@ -143,58 +217,29 @@ static int run(const Config& cfg) {
     SyncTimer sync_timer;  // the all-reduce's share of the steps
     for (int step = start; step < end; ++step) {
         sync_timer.start_step();
-        const Batch batch = sample_batch(train, std::size_t(cfg.batch_size), batch_rng);  // x (B, block), y (B,)
-        opt.zero_grad();
-        double loss_sum = 0;  // Σ_k CE_k / N: this rank's mean over its N·b examples
-        for (int k = 0; k < cfg.grad_accum; ++k) {
-            const Batch mb = micro_batch(batch, batch_split, k);          // x (b, block), y (b,)
-            Tensor logits = model.forward(mb.x);                          // (b, V)
-            Tensor loss = nn::functional::cross_entropy(logits, mb.y) / real(cfg.grad_accum);  // () nats
-            loss.backward();  // the gradients add up over the micro-steps
-            loss_sum += loss.item();
-        }
-        ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
+        const Batch batch = sample_batch(d.train, std::size_t(cfg.batch_size), batch_rng);  // x (B, block), y (B,)
+        const double loss_sum = accumulate_gradients(model, opt, ddp, batch, batch_split, cfg.grad_accum);
         const double train_loss = mean_over_ranks(loss_sum);  // the B examples' mean CE, nats
         check_finite_loss(step + 1, train_loss);             // before the step: the weights stay finite
         const double lr = *opt.param_groups()[0].lr;
         opt.step();
         sync_timer.end_step(ddp.last_sync());
         schedule.step();
-
-        const bool last = step + 1 == cfg.steps;
-        const bool eval = (step + 1) % cfg.eval_every == 0 || last;
-        const double val_loss = eval ? evaluate(model, val) : nan();
-        if (eval) check_finite_loss(step + 1, val_loss, "validation");
-        if (log && ((step + 1) % 10 == 0 || eval)) log->write(step + 1, train_loss, val_loss, lr);
-        if ((step + 1) % 100 == 0 || eval) progress.update(step + 1, train_loss, lr, val_loss);
+        log_step(cfg, model, d.val, step + 1, train_loss, lr, log, progress);
     }
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     if (!rank0) return 0;  // the rest is rank 0's: the checkpoint, the report, the samples
-    save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, data);
+    save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, d.fingerprint);
     if (end < cfg.steps) {
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
                    cfg.out);
         return 0;
     }
 
-    // ---- results ---------------------------------------------------------------------------------
-    fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   test {:.4f}\n", evaluate(model, train),
-               evaluate(model, val), evaluate(model, test));
-    fmt::print("bigram baseline  train {:.4f}   val {:.4f}   test {:.4f}   (add-one smoothed counts)\n",
-               bigram_nll(words.train, words.train), bigram_nll(words.train, words.val),
-               bigram_nll(words.train, words.test));
-    fmt::print("wall time        {:.1f} s{}\n", now_seconds() - t0, start > 0 ? " (this process, since the resume)" : "");
-    std::cout << "\noptimizer memory after training (AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter)\n"
-              << opt.memory_report() << "\n";
-
-    if (cfg.sample > 0) fmt::print("\n{} sampled words:\n", cfg.sample);
-    std::mt19937_64 sample_rng(cfg.seed);
-    for (int i = 0; i < cfg.sample; ++i)
-        fmt::print("{}{}", sample_word(model, cfg.block_size, sample_rng), i % 10 == 9 || i + 1 == cfg.sample ? "\n" : "  ");
-    fmt::print("\nnearest letters by cosine similarity of their learned embeddings:\n");
-    print_neighbours(model, "aeioubdstz", 4);
-
+    // ---- results -------------------------------------------------------------------------------------
+    print_losses(model, d, opt, t0, start);
+    print_samples(cfg, model);
     fmt::print("\nwrote {0}/loss.csv and {0}/checkpoint.safetensors\n{1}\n", cfg.out, plot_losses(cfg.out));
     return 0;
 }

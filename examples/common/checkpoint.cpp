@@ -50,30 +50,40 @@ std::string first_non_finite(const NamedTensors& tensors) {
     return "";
 }
 
-// Refuses a checkpoint whose vocabulary or text differs from this run's (see checkpoint.hpp).
-void check_same_data(const std::string& path, const nn::Metadata& meta, const TextFingerprint& now) {
-    auto get = [&](const std::string& key) {
-        auto it = meta.find(key);
-        if (it == meta.end())
-            throw std::runtime_error(fmt::format("{}: the checkpoint records no vocabulary ('{}' missing), so its token "
-                                                 "ids cannot be checked against this run's text; train afresh",
-                                                 path, key));
-        return it->second;
-    };
+// The value of a data.* key of the checkpoint; throws if it is missing.
+std::string checkpoint_data_key(const std::string& path, const nn::Metadata& meta, const std::string& key) {
+    auto it = meta.find(key);
+    if (it == meta.end())
+        throw std::runtime_error(fmt::format("{}: the checkpoint records no vocabulary ('{}' missing), so its token "
+                                             "ids cannot be checked against this run's text; train afresh",
+                                             path, key));
+    return it->second;
+}
+
+// Refuses a checkpoint whose vocabulary differs from `now` (V bytes, id i = byte i); `advice`
+// ends the message.
+void check_same_vocab(const std::string& path, const nn::Metadata& meta, const std::string& now,
+                      const std::string& advice) {
+    auto get = [&](const std::string& key) { return checkpoint_data_key(path, meta, key); };
     const std::optional<std::string> vocab = from_hex(get(kVocab));
     if (!vocab)
         throw std::runtime_error(fmt::format("{}: '{}' = {} is not a vocabulary (two lowercase hex digits per byte)",
                                              path, kVocab, quoted_text(get(kVocab))));
-    if (*vocab != now.vocab) {
-        const auto at = std::mismatch(vocab->begin(), vocab->end(), now.vocab.begin(), now.vocab.end());
+    if (*vocab != now) {
+        const auto at = std::mismatch(vocab->begin(), vocab->end(), now.begin(), now.end());
         const std::size_t id = std::size_t(at.first - vocab->begin());
         auto byte = [&](const std::string& v) { return id < v.size() ? quoted_text(v.substr(id, 1)) : std::string("nothing"); };
         throw std::runtime_error(fmt::format(
             "{}: vocabulary mismatch: the checkpoint was trained on a vocabulary of {} bytes, this run's text has one of {}; "
-            "token id {} meant {} and would now mean {}. Every id must mean the character the weights learnt: resume "
-            "on the text the checkpoint was trained on",
-            path, vocab->size(), now.vocab.size(), id, byte(*vocab), byte(now.vocab)));
+            "token id {} meant {} and would now mean {}. Every id must mean the character the weights learnt: {}",
+            path, vocab->size(), now.size(), id, byte(*vocab), byte(now), advice));
     }
+}
+
+// Refuses a checkpoint whose vocabulary or text differs from this run's (see checkpoint.hpp).
+void check_same_data(const std::string& path, const nn::Metadata& meta, const TextFingerprint& now) {
+    check_same_vocab(path, meta, now.vocab, "resume on the text the checkpoint was trained on");
+    auto get = [&](const std::string& key) { return checkpoint_data_key(path, meta, key); };
     const std::string bytes = get(kTextBytes), hash = get(kTextHash);
     const std::string bytes_now = std::to_string(now.text_bytes), hash_now = fmt::format("{:016x}", now.text_fnv1a);
     if (bytes != bytes_now || hash != hash_now)
@@ -82,6 +92,16 @@ void check_same_data(const std::string& path, const nn::Metadata& meta, const Te
             "{} bytes with hash {} (the same vocabulary). The resumed run would not continue the saved one: resume on "
             "the text the checkpoint was trained on",
             path, bytes, hash, bytes_now, hash_now));
+}
+
+// Strictly one decimal integer in [0, INT_MAX] (core/parse.hpp): std::stoi read "5abc" as 5
+// and "1e3" as 1.
+int checkpoint_step(const std::string& path, const std::string& saved) {
+    const std::optional<std::int64_t> step = try_parse_int64(saved);
+    if (!step || *step < 0 || *step > INT_MAX)
+        throw std::runtime_error(fmt::format("{}: 'train.step' = {} is not a step count (a decimal integer "
+                                             "in [0, {}])", path, quoted_text(saved), INT_MAX));
+    return static_cast<int>(*step);
 }
 }  // namespace
 
@@ -165,13 +185,7 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
     if (!rng_text || rng_again.str() != rng_saved)
         throw std::runtime_error(fmt::format("{}: 'train.rng' = {} is not a std::mt19937_64 state as "
                                              "operator<< writes it", path, quoted_text(rng_saved)));
-    // Strictly one decimal integer in [0, INT_MAX] (core/parse.hpp): std::stoi read "5abc" as 5
-    // and "1e3" as 1.
-    const std::string step_saved = meta("train.step");
-    const std::optional<std::int64_t> step = try_parse_int64(step_saved);
-    if (!step || *step < 0 || *step > INT_MAX)
-        throw std::runtime_error(fmt::format("{}: 'train.step' = {} is not a step count (a decimal integer "
-                                             "in [0, {}])", path, quoted_text(step_saved), INT_MAX));
+    const int step = checkpoint_step(path, meta("train.step"));
 
     // Both loads validate before they change anything; if the optimizer's fails, put the
     // model back so that a failed resume leaves no trace.
@@ -185,7 +199,39 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
         throw;
     }
     rng = restored;
-    return static_cast<int>(*step);
+    return step;
+}
+
+int load_model_weights(const std::string& path, nn::Module& model, const RunFlags& model_flags,
+                       const std::string& vocab) {
+    const nn::SafetensorsFile file = nn::load_safetensors(path);
+    auto meta = [&](const std::string& key) {
+        auto it = file.metadata.find(key);
+        if (it == file.metadata.end())
+            throw std::runtime_error(fmt::format("{}: not a training checkpoint (no '{}'); --init-from takes the "
+                                                 "checkpoint.safetensors a run writes, not model.safetensors",
+                                                 path, key));
+        return it->second;
+    };
+    const int step = checkpoint_step(path, meta("train.step"));
+    for (const auto& [flag, value] : model_flags) {
+        if (!file.metadata.count(kFlag + flag))
+            throw std::runtime_error(fmt::format("{}: records no {} (a checkpoint written before the flag existed), "
+                                                 "so its model's shape cannot be checked; train anew",
+                                                 path, flag));
+        const std::string saved = meta(kFlag + flag);
+        if (saved != value)
+            throw std::runtime_error(fmt::format("{}: a model saved with {} {}, but this run has {} {}; the weights "
+                                                 "fit only a model of the same shape: pass {} {}",
+                                                 path, flag, saved, flag, value, flag, saved));
+    }
+    check_same_vocab(path, file.metadata, vocab, "train on a text with the same characters");
+    NamedTensors model_state;
+    std::string rest;
+    for (const auto& [name, t] : file.tensors)
+        if (strip(name, kModel, rest)) model_state.emplace_back(rest, t);
+    model.load_state_dict(model_state);
+    return step;
 }
 
 }  // namespace examples

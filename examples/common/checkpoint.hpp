@@ -1,20 +1,15 @@
 // examples/common/checkpoint.hpp — one safetensors file holding a whole training state: any
 // nn::Module, its optimizer, the step count and the batch sampler's generator (char_mlp and gpt
-// save and resume with it).
+// save, resume and start new runs with it).
 //
-//   tensors   "model.<param>"            the model's parameters (emb.weight, fc1.weight, ...)
-//             "optim.<param>.<buffer>"   AdamW's exp_avg / exp_avg_sq
-//   metadata  "optim.<key>"              the optimizer's step counts, lrs and options
-//             "train.step"               the number of steps done
-//             "train.rng"                the batch sampler's std::mt19937_64 state (text)
-//             "flag.--steps", "flag.--lr", ...  every flag that shapes the trajectory
-//             "data.vocab_hex"           what the token ids mean: byte i of the vocabulary (id i) as
-//                                        2 hex digits, so any byte 0x00-0xff survives the JSON header
-//             "data.text_bytes", "data.text_fnv1a64"   the training text's length and hash
-// Restoring all of it makes a resumed run take exactly the steps the uninterrupted run takes;
-// the flags and the data are compared on load, so a resume with other flags, or on a text whose
-// bytes differ from the saved run's (the same --data path, edited), is refused, not half-honoured:
-// token id 5 must mean the character it meant when the weights learnt it (nanoGPT's meta.pkl).
+//   tensors   "model.<param>", "optim.<param>.<buffer>"   the parameters; AdamW's exp_avg, exp_avg_sq
+//   metadata  "optim.<key>", "train.step", "train.rng"    the optimizer's counts, the step, the sampler
+//             "flag.--steps", ...                         every flag that shapes the trajectory
+//             "data.vocab_hex", "data.text_bytes", "data.text_fnv1a64"   the vocabulary (byte i as 2
+//                                                         hex digits) and the text's length and hash
+// A resume takes exactly the steps of the uninterrupted run; other flags or another text are
+// refused, since token id 5 must keep its character (nanoGPT's meta.pkl). examples/gpt/README.md,
+// "Checkpoints: resume, train further, sample", explains the file and its three uses.
 #pragma once
 
 #include <cstdint>
@@ -65,5 +60,13 @@ void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, co
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
                     std::mt19937_64& rng, const RunFlags& flags,
                     const std::optional<TextFingerprint>& data = std::nullopt);
+
+// Loads only the model's weights ("model.*") of a checkpoint, for a new run that starts from them
+// (gpt's --init-from); returns the step they were saved at. Throws std::runtime_error, leaving the
+// model untouched, if the file is not a training checkpoint, records another value of one of
+// `model_flags` (naming the flag and both values) or a vocabulary other than `vocab` (V bytes,
+// id i = byte i; naming the first id that differs); nn::Module::load_state_dict's errors else.
+int load_model_weights(const std::string& path, xgrad::nn::Module& model, const RunFlags& model_flags,
+                       const std::string& vocab);
 
 }  // namespace examples

@@ -3,22 +3,12 @@
 // rank runs the same configuration, and the loss averaged over the ranks.
 //
 // Legend: B global batch (--batch-size), W ranks, r this rank, N micro-steps per optimizer step
-// (--grad-accum, nanoGPT's gradient_accumulation_steps), b = B/(W·N) rows per rank and micro-step,
-// k = 0..N−1 the micro-step.
+// (--grad-accum, nanoGPT's gradient_accumulation_steps), b = B/(W·N) rows per rank and micro-step.
 //
-// Every rank draws the same global batch of B rows from the same batch_rng, exactly as one
-// process does, so the generator's state, and with it the checkpoint, is the same at any W.
-// Micro-step k takes the rows [k·B/N, (k+1)·B/N) of it, and rank r the r-th of W equal parts:
-//
-//     rows of (k, r) = [k·B/N + r·b,  k·B/N + (r+1)·b)          b = B/(W·N)
-//
-//     B 12, W 2, N 1:   rank 0 rows 0..5,  rank 1 rows 6..11
-//     B 12, W 2, N 2:   k 0: rank 0 rows 0..2, rank 1 rows 3..5;   k 1: rank 0 rows 6..8, rank 1 rows 9..11
-//
-// Over the N·W pieces every row is used once, and every piece has b rows, so the mean of the
-// W·N piece losses is the mean over the global batch (distributed/README.md has the argument):
-// each micro-step adds ∇(CE_k / N) to the gradients, and DistributedDataParallel averages the W
-// sums. W·N must divide B: with unequal pieces that mean would weight the rows of a short piece more.
+// Every rank draws the same B rows from the same batch_rng, as one process does; micro-step k of
+// rank r takes the rows [k·B/N + r·b, k·B/N + (r+1)·b). Every row is used once and every piece has
+// b rows, so the mean of the W·N piece losses is the mean over B; W·N must divide B.
+// examples/gpt/README.md, "Several processes (MPI)", has the rule with examples and its argument.
 #pragma once
 
 #include <cstdint>

@@ -9,19 +9,9 @@
 //       x = h + feed_forward(ffn_norm(h))         (B, T, d)   SwiGLU: w2(silu(w1 x) ⊙ w3 x), d → F → d
 //   logits = norm(x) · outputᵀ                    (B, T, V)   output tied to tok_embeddings, or its own
 //
-// What differs from GPT-2's block (model.hpp), each a change the field kept:
-//   RMSNorm instead of LayerNorm: no mean subtracted, no bias (Zhang & Sennrich 2019);
-//   SwiGLU instead of GELU: a gate silu(w1 x) times a second projection w3 x (Shazeer 2020), with
-//     F = 8d/3 rounded up to a multiple of 64 so that its three matrices hold about the 8d² of
-//     GPT-2's two (d 128: F = 384);
-//   rope instead of a position table (Su et al. 2021); no biases anywhere;
-//   Hkv ≤ H K/V heads (Ainslie et al. 2023): the KV cache holds Hkv heads, not H.
-// Parameter names are Meta's (facebookresearch/llama model.py, class Transformer), so a checkpoint
-// loads by name into that model, as into bench/llama.py: tok_embeddings.weight (V, d),
-// layers.<i>.attention.wq/wk/wv/wo.weight, layers.<i>.feed_forward.w1/w2/w3.weight,
-// layers.<i>.attention_norm.weight, layers.<i>.ffn_norm.weight, norm.weight, output.weight (V, d);
-// a tied output is stored once, as tok_embeddings.weight. Hugging Face's LlamaForCausalLM names
-// them otherwise and pairs rope's features as halves, so its checkpoints need Meta's permutation.
+// RMSNorm, SwiGLU (F = 8d/3 rounded up to a multiple of 64), rope, no biases, Hkv ≤ H K/V heads;
+// parameter names are Meta's (facebookresearch/llama model.py), the tied output stored once as
+// tok_embeddings.weight. examples/gpt/README.md, "GPT-2's block and LLaMA's", compares the two.
 // ref: Touvron et al. 2023, "LLaMA"; facebookresearch/llama model.py.
 #pragma once
 

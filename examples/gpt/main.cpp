@@ -14,9 +14,10 @@
 // Run:  build/examples/gpt                 (the defaults; minutes on one core)
 //       build/examples/gpt --help          (every flag, with units and defaults)
 //       mpirun -np 2 build/examples/gpt    (2 processes, each on its half of every batch; README.md)
-// Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png, checkpoint.safetensors
-// (model, optimizer and the text's vocabulary, for --resume) and model.safetensors (the weights
-// under nanoGPT's names, for bench/gpt_to_torch.py, with the vocabulary sampling needs).
+// Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png,
+// checkpoint.safetensors (model, optimizer and the text's vocabulary, for --resume and --init-from)
+// and model.safetensors (the weights under nanoGPT's names, for bench/gpt_to_torch.py, with the
+// vocabulary sampling needs).
 // Under mpirun every rank trains the same model on its slice of each batch (common/data_parallel.hpp)
 // and rank 0 alone prints and writes.
 #include <algorithm>
@@ -57,7 +58,7 @@ struct Config {
     int grad_accum = 1;           // N, micro-steps per step, each of B/(W·N) windows per rank
     double lr = 1e-3;             // peak learning rate, reached after the warmup
     double min_lr = 1e-4;         // the cosine decay's floor, reached at the last step
-    int warmup = 100;             // steps of linear warmup from 0
+    int warmup = 100;             // steps of linear warmup from 0 (capped at steps/10 unless given)
     double beta1 = 0.9, beta2 = 0.99;
     double weight_decay = 0.1;    // AdamW's decoupled λ, on the ≥2-D weights only
     double grad_clip = 1.0;       // max global gradient norm (0: no clipping)
@@ -65,7 +66,8 @@ struct Config {
     int threads = 1;              // xgrad threads (set_num_threads, core/threads.hpp)
     std::string data;             // empty: the KJV from `bible`
     std::string out = "out/gpt";
-    std::string resume;
+    std::string resume;           // checkpoint.safetensors to continue exactly
+    std::string init_from;        // checkpoint.safetensors whose weights start a new run
     int stop_after = 0;
     bool eval_only = false;       // with --resume: print the fixed-set validation loss and exit
     int eval_every = 250;         // steps between validation losses
@@ -110,23 +112,33 @@ static examples::RunFlags same_on_all_ranks(const Config& c) {
     return flags;
 }
 
-static int run(Config cfg, bool prompt_given) {
-    const double t0 = examples::now_seconds();
+// ---- the steps of a run, in the order run() takes them ------------------------------------------
+
+// The output directory (rank 0 writes into it) and, on several ranks or micro-steps, how a batch
+// is split over them (common/data_parallel.hpp).
+static examples::BatchSplit prepare_run(const Config& cfg) {
     set_num_threads(cfg.threads);
-    const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
     const examples::BatchSplit batch_split = examples::split_batch(cfg.batch_size, cfg.grad_accum);
     if (batch_split.world > 1 || batch_split.accum > 1)
         fmt::print("{}\n", examples::world_line(batch_split, cfg.threads, "windows"));
     std::error_code ec;
-    if (rank0) std::filesystem::create_directories(cfg.out, ec);
+    if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
+    return batch_split;
+}
 
-    // ---- data ------------------------------------------------------------------------------
+// The text as ids: its vocabulary, the 90/10 split, and the fingerprint stored in every file written.
+struct TextData {
+    Vocab vocab;
+    Split split;                          // ids: train (the first 90%), val (the rest)
+    examples::TextFingerprint fingerprint;
+};
+
+static TextData load_data(const Config& cfg, bool prompt_given) {
     const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
     const std::string text = examples::read_text(cfg.data);
-    const Vocab vocab = build_vocab(text);
-    const Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
-    cfg.model.vocab = vocab.size();
+    Vocab vocab = build_vocab(text);
+    Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
     fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
                split.train.size(), split.val.size());
     if (prompt_given && cfg.sample > 0) {  // a prompt the text cannot encode is refused now, not after training
@@ -136,61 +148,200 @@ static int run(Config cfg, bool prompt_given) {
             throw std::invalid_argument(fmt::format("--prompt {}: {}", quoted_text(cfg.prompt), e.what()));
         }
     }
-    const examples::TextFingerprint data = examples::fingerprint(vocab.chars, text);  // stored in every file written
+    examples::TextFingerprint fingerprint = examples::fingerprint(vocab.chars, text);
+    return {std::move(vocab), std::move(split), std::move(fingerprint)};
+}
 
-    // ---- model, optimizer, schedule ----------------------------------------------------------
-    manual_seed(cfg.seed);
-    const std::unique_ptr<LanguageModel> model_ptr = make_model(cfg.model);  // GPT or Llama (--arch)
-    LanguageModel& model = *model_ptr;
-    examples::check_same_run(same_on_all_ranks(cfg), data);  // ranks started alike, on the same text
-    auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
-    optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
-    std::mt19937_64 batch_rng(cfg.seed);
-    const RunFlags flags = trajectory_flags(cfg);
-    int start = 0;
-    if (!cfg.resume.empty()) {
-        start = examples::load_checkpoint(cfg.resume, model, *opt, batch_rng, flags, data);
-        schedule.set_step(start);
-        fmt::print("resume {} at step {}\n", cfg.resume, start);
+// The flags that fix the model's shape: --init-from needs the saved model's values of all of them.
+static RunFlags model_flags(const Config& c) {
+    const RunFlags all = trajectory_flags(c);
+    RunFlags flags;
+    for (const char* f : {"--arch", "--n-layer", "--n-head", "--n-kv-head", "--d", "--ffn-hidden", "--block-size",
+                          "--pos", "--no-tie", "--no-bias"})
+        flags[f] = all.at(f);
+    return flags;
+}
+
+// Where the run starts; returns the step. --resume: the model, AdamW's moments, the step and the
+// batch sampler as saved, the schedule at that step (the run continues exactly). --init-from
+// (nanoGPT's init_from): the saved model's weights only; AdamW, the schedule and the batches start
+// afresh at step 0 (training a finished model further).
+static int restore(const Config& cfg, LanguageModel& model, optim::Optimizer& opt, optim::CosineWithWarmup& schedule,
+                   std::mt19937_64& batch_rng, const RunFlags& flags, const examples::TextFingerprint& data) {
+    if (!cfg.init_from.empty()) {
+        const int saved = examples::load_model_weights(cfg.init_from, model, model_flags(cfg), data.vocab);
+        fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n",
+                   cfg.init_from, saved, cfg.steps);
+        return 0;
     }
-    examples::check_same_start(start, batch_rng);
-    distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
+    if (cfg.resume.empty()) return 0;
+    const int start = examples::load_checkpoint(cfg.resume, model, opt, batch_rng, flags, data);
+    schedule.set_step(start);
+    fmt::print("resume {} at step {}\n", cfg.resume, start);
+    return start;
+}
+
+static void print_model(const LanguageModel& model) {
     const GPTConfig& m = model.config();
     const std::string kv_heads = m.n_kv_head == 0 ? "" : fmt::format(" (K/V heads {})", m.n_kv_head);
     fmt::print("model  {}: L {}, H {}{}, d {}, block {}, pos {}, head {}: {} parameters{}\n",
                m.arch == "llama" ? "LLaMA" : "GPT", m.n_layer, m.n_head, kv_heads, m.d, m.block, m.pos,
                m.tie ? (m.arch == "llama" ? "tied to tok_embeddings" : "tied to wte") : "untied", model.num_parameters(),
                m.tie ? " (the tied table counted once)" : "");
-    // The heatmap's line: Genesis 1:1, or (another text without those characters) the start of val.
-    auto heatmap = [&] {
-        std::string line = cfg.heatmap_text;
-        if (std::any_of(line.begin(), line.end(), [&](char ch) { return vocab.id[static_cast<unsigned char>(ch)] < 0; }))
-            line = vocab.decode(Ids(split.val.begin(), split.val.begin() + std::min<std::ptrdiff_t>(m.block, 60)));
-        const std::int64_t layer = cfg.heatmap_layer < 0 ? m.n_layer - 1 : cfg.heatmap_layer;
-        return plot_attention(model, vocab, line, layer, cfg.heatmap_head, cfg.out);
-    };
-    if (cfg.eval_only) {  // bench/gpt_to_torch.py compares this line with PyTorch's figure
-        fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
-                   evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
-        if (rank0) fmt::print("{}\n", heatmap());
-        return 0;
-    }
-    // ---- the graph's memory, once, on the first fixed validation windows (no rng drawn) --------
-    // A rank's graph holds one micro-batch of b = B/(W·N) windows at a time.
-    if (rank0) {
-        const int b = batch_split.per_rank();
-        const std::vector<std::size_t> first(fixed_offsets(split.val.size(), int(m.block), std::size_t(b)));
-        const Batch w = windows(split.val, first, int(m.block));
-        const std::size_t before = malloc_in_use();
-        Tensor loss = nn::functional::cross_entropy(model.forward(w.x), w.y);
-        fmt::print("{}", graph_memory_report(loss, model, b, malloc_in_use() - before));
-    }
+}
 
-    // ---- the training loop ------------------------------------------------------------------------
-    // One step: every rank draws the same B windows; micro-step k takes this rank's b of them
-    // (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
-    // sums, so every rank holds ∇ of the mean loss over the B windows and takes the same step.
-    // Every rank evaluates too: the same weights give the same value, so a divergence stops all.
+// attention.csv/png: one head's weights on Genesis 1:1, or (another text without those
+// characters) on the start of val. Returns the note to print.
+static std::string draw_heatmap(const Config& cfg, LanguageModel& model, const TextData& d) {
+    const GPTConfig& m = model.config();
+    std::string line = cfg.heatmap_text;
+    if (std::any_of(line.begin(), line.end(), [&](char ch) { return d.vocab.id[static_cast<unsigned char>(ch)] < 0; }))
+        line = d.vocab.decode(Ids(d.split.val.begin(), d.split.val.begin() + std::min<std::ptrdiff_t>(m.block, 60)));
+    const std::int64_t layer = cfg.heatmap_layer < 0 ? m.n_layer - 1 : cfg.heatmap_layer;
+    return plot_attention(model, d.vocab, line, layer, cfg.heatmap_head, cfg.out);
+}
+
+// --eval-only: the fixed-set validation loss (bench/gpt_to_torch.py compares this line with
+// PyTorch's figure) and the heatmap.
+static int evaluate_only(const Config& cfg, LanguageModel& model, const TextData& d) {
+    fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
+               evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
+    if (distributed::rank() == 0) fmt::print("{}\n", draw_heatmap(cfg, model, d));
+    return 0;
+}
+
+// The graph's memory, once, on the first fixed validation windows (no rng drawn). A rank's graph
+// holds one micro-batch of b = B/(W·N) windows at a time.
+static void print_graph_memory(LanguageModel& model, const Ids& val, int b) {
+    const int T = int(model.config().block);
+    const Batch w = windows(val, fixed_offsets(val.size(), T, std::size_t(b)), T);
+    const std::size_t before = malloc_in_use();
+    Tensor loss = nn::functional::cross_entropy(model.forward(w.x), w.y);
+    fmt::print("{}", graph_memory_report(loss, model, b, malloc_in_use() - before));
+}
+
+// One optimizer step on the B windows of `batch`. Micro-step k takes this rank's b of them
+// (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
+// sums, so every rank holds ∇ of the mean loss over the B windows and takes the same step.
+// Returns Σ_k CE_k / N, this rank's mean over its N·b windows (nats).
+static double data_parallel_step(LanguageModel& model, optim::Optimizer& opt, distributed::DistributedDataParallel& ddp,
+                                 const Batch& batch, const examples::BatchSplit& batch_split, const Config& cfg) {
+    opt.zero_grad();
+    double loss_sum = 0;
+    for (int k = 0; k < cfg.grad_accum; ++k) {
+        const Batch mb = examples::micro_batch(batch, batch_split, k);                // (b, T), (b, T)
+        Tensor loss = nn::functional::cross_entropy(model.forward(mb.x), mb.y) / real(cfg.grad_accum);  // ()
+        loss.backward();  // the gradients add up over the micro-steps
+        loss_sum += loss.item();
+    }
+    ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
+    clip_gradients(model, cfg.grad_clip);
+    opt.step();
+    return loss_sum;
+}
+
+// After step `step` (1-based): the validation loss every --eval-every steps and at the last
+// (every rank evaluates: the same weights give the same value, so a divergence stops all), and
+// every 10 steps a row of loss.csv (rank 0's) and the progress line.
+static void log_step(const Config& cfg, LanguageModel& model, const Ids& val, int step, double train_loss, double lr,
+                     std::optional<LossLog>& log, Progress& progress) {
+    const bool eval = step % cfg.eval_every == 0 || step == cfg.steps;
+    const double val_loss = eval ? evaluate_fixed(model, val, cfg.batch_size, cfg.eval_batches) : nan();
+    if (eval) examples::check_finite_loss(step, val_loss, "validation");
+    if (log && (step % 10 == 0 || eval)) log->write(step, train_loss, val_loss, lr);
+    if (step % 10 == 0 || eval) progress.update(step, train_loss, lr, val_loss);
+}
+
+// checkpoint.safetensors (for --resume and --init-from) and model.safetensors (nanoGPT's names,
+// with the vocabulary sampling needs).
+static void save(const Config& cfg, const LanguageModel& model, const optim::Optimizer& opt, int step,
+                 const std::mt19937_64& batch_rng, const RunFlags& flags, const examples::TextFingerprint& data) {
+    examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, step, batch_rng, flags, data);
+    nn::Metadata model_meta = examples::fingerprint_metadata(data);
+    model_meta["format"] = "pt";
+    nn::save_safetensors(cfg.out + "/model.safetensors", model.state_dict(), model_meta);
+}
+
+// The final losses against the bigram baseline, and the wall time since t0.
+static void print_losses(const Config& cfg, LanguageModel& model, const TextData& d, double t0, int start) {
+    std::mt19937_64 eval_rng(cfg.seed + 1);
+    const double val_fixed = evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches);
+    const double val_random = evaluate_random(model, d.split.val, cfg.batch_size, cfg.eval_batches, eval_rng);
+    const double train_random = evaluate_random(model, d.split.train, cfg.batch_size, cfg.eval_batches, eval_rng);
+    fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
+               "val over {} random batches {:.4f})\n",
+               train_random, val_fixed, cfg.eval_batches, cfg.batch_size, cfg.eval_batches, val_random);
+    const std::int64_t V = d.vocab.size();
+    fmt::print("bigram baseline  train {:.4f}   val {:.4f}   (add-one smoothed counts from train)\n",
+               bigram_nll(d.split.train, d.split.train, V), bigram_nll(d.split.train, d.split.val, V));
+    fmt::print("wall time        {:.1f} s{}\n", examples::now_seconds() - t0,
+               start > 0 ? " (this process, since the resume)" : "");
+}
+
+// AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter. The 5 largest tensors, or all.
+static void print_optimizer_memory(const optim::Optimizer& opt, bool verbose) {
+    const optim::MemoryReport memory = opt.memory_report();
+    fmt::print("\noptimizer memory after training ({})\n",
+               verbose ? std::string("every tensor")
+                       : fmt::format("the 5 largest of {} tensors; --verbose for all", memory.rows.size()));
+    if (verbose) std::cout << memory << "\n";
+    else fmt::print("{}\n", optim::memory_summary(memory, 5));
+}
+
+// --sample characters after the prompt (generate.hpp), and what the KV cache held.
+static void print_samples(const Config& cfg, LanguageModel& model, const TextData& d, bool prompt_given) {
+    std::string prompt = cfg.prompt;
+    if (!prompt_given) {  // the default prompt, in a text that lacks its characters
+        const bool ok = std::all_of(prompt.begin(), prompt.end(),
+                                    [&](char ch) { return d.vocab.id[static_cast<unsigned char>(ch)] >= 0; });
+        if (!ok) prompt = d.vocab.decode(Ids(d.split.val.begin(), d.split.val.begin() + 1));
+    }
+    std::mt19937_64 sample_rng(cfg.seed);
+    const GenerateOptions gen{cfg.sample, cfg.temperature, cfg.top_k, cfg.kv_cache};
+    GenerateStats stats;
+    const double t_sample = examples::now_seconds();
+    const std::string text_out = sample_text(model, d.vocab, prompt, gen, sample_rng, &stats);
+    const double seconds = examples::now_seconds() - t_sample;
+    fmt::print("\n{} sampled characters (temperature {}, top-k {}) after the prompt:\n{}{}\n", cfg.sample,
+               cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k), prompt, text_out);
+    fmt::print("\nsampling  {:.1f} characters/s, KV cache {}: {} positions run through the model for {} characters",
+               cfg.sample / seconds, cfg.kv_cache ? "on" : "off", stats.positions_run, cfg.sample);
+    if (cfg.kv_cache) {
+        const std::size_t layer = stats.cache_bytes.empty() ? 0 : stats.cache_bytes.front();
+        fmt::print(" ({} rebuilt past the block)\nKV cache  {} layers × {} = {}: {} bytes per position "
+                   "(2 · L · K/V heads · hd · 4 B) × block {}",
+                   stats.rebuilds, stats.cache_bytes.size(), optim::human_bytes(layer),
+                   optim::human_bytes(layer * stats.cache_bytes.size()), model.kv_cache_bytes_per_token(),
+                   model.config().block);
+    }
+    fmt::print("\n");
+}
+
+// ---- the run: data, model, loop, save, then the reports (as nanoGPT's train.py) ------------------
+static int run(const Config& cfg, bool prompt_given) {
+    const double t0 = examples::now_seconds();
+    const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
+    const examples::BatchSplit batch_split = prepare_run(cfg);
+    const TextData d = load_data(cfg, prompt_given);
+    GPTConfig model_cfg = cfg.model;
+    model_cfg.vocab = d.vocab.size();
+
+    manual_seed(cfg.seed);
+    const std::unique_ptr<LanguageModel> model_ptr = make_model(model_cfg);  // GPT or Llama (--arch)
+    LanguageModel& model = *model_ptr;
+    examples::check_same_run(same_on_all_ranks(cfg), d.fingerprint);  // ranks started alike, on the same text
+    auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
+    optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
+    std::mt19937_64 batch_rng(cfg.seed);
+    const RunFlags flags = trajectory_flags(cfg);
+    const int start = restore(cfg, model, *opt, schedule, batch_rng, flags, d.fingerprint);
+    examples::check_same_start(start, batch_rng);
+    distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
+    print_model(model);
+    if (cfg.eval_only) return evaluate_only(cfg, model, d);
+    if (rank0) print_graph_memory(model, d.split.val, batch_split.per_rank());
+
+    // ---- the training loop: every rank draws the same B windows and takes the same step -----------
     std::optional<LossLog> log;  // rank 0's loss.csv
     if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
     Progress progress(start, cfg.steps);
@@ -199,93 +350,32 @@ static int run(Config cfg, bool prompt_given) {
     for (int step = start; step < end; ++step) {
         sync_timer.start_step();
         const double lr = *opt->param_groups()[0].lr;
-        const Batch batch = sample_batch(split.train, cfg.batch_size, int(m.block), batch_rng);  // (B, T), (B, T)
-        opt->zero_grad();
-        double loss_sum = 0;  // Σ_k CE_k / N: this rank's mean over its N·b windows
-        for (int k = 0; k < cfg.grad_accum; ++k) {
-            const Batch mb = examples::micro_batch(batch, batch_split, k);                // (b, T), (b, T)
-            Tensor loss = nn::functional::cross_entropy(model.forward(mb.x), mb.y) / real(cfg.grad_accum);  // ()
-            loss.backward();  // the gradients add up over the micro-steps
-            loss_sum += loss.item();
-        }
-        ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
-        clip_gradients(model, cfg.grad_clip);
-        opt->step();
+        const Batch batch = sample_batch(d.split.train, cfg.batch_size, int(model_cfg.block), batch_rng);  // (B, T), (B, T)
+        const double loss_sum = data_parallel_step(model, *opt, ddp, batch, batch_split, cfg);
         sync_timer.end_step(ddp.last_sync());
         const double train_loss = examples::mean_over_ranks(loss_sum);  // the B windows' mean CE, nats
         examples::check_finite_loss(step + 1, train_loss);
         schedule.step();
-
-        const bool eval = (step + 1) % cfg.eval_every == 0 || step + 1 == cfg.steps;
-        const double val_loss = eval ? evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches) : nan();
-        if (eval) examples::check_finite_loss(step + 1, val_loss, "validation");
-        if (log && ((step + 1) % 10 == 0 || eval)) log->write(step + 1, train_loss, val_loss, lr);
-        if ((step + 1) % 10 == 0 || eval) progress.update(step + 1, train_loss, lr, val_loss);
+        log_step(cfg, model, d.split.val, step + 1, train_loss, lr, log, progress);
     }
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
-    examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, *opt, end, batch_rng, flags, data);
-    nn::Metadata model_meta = examples::fingerprint_metadata(data);  // sampling needs the vocabulary
-    model_meta["format"] = "pt";
-    nn::save_safetensors(cfg.out + "/model.safetensors", model.state_dict(), model_meta);
+    save(cfg, model, *opt, end, batch_rng, flags, d.fingerprint);
     if (end < cfg.steps) {
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
                    cfg.out);
         return 0;
     }
 
-    // ---- results -------------------------------------------------------------------------------------
-    std::mt19937_64 eval_rng(cfg.seed + 1);
-    const double val_fixed = evaluate_fixed(model, split.val, cfg.batch_size, cfg.eval_batches);
-    const double val_random = evaluate_random(model, split.val, cfg.batch_size, cfg.eval_batches, eval_rng);
-    const double train_random = evaluate_random(model, split.train, cfg.batch_size, cfg.eval_batches, eval_rng);
-    fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
-               "val over {} random batches {:.4f})\n",
-               train_random, val_fixed, cfg.eval_batches, cfg.batch_size, cfg.eval_batches, val_random);
-    fmt::print("bigram baseline  train {:.4f}   val {:.4f}   (add-one smoothed counts from train)\n",
-               bigram_nll(split.train, split.train, vocab.size()), bigram_nll(split.train, split.val, vocab.size()));
-    fmt::print("wall time        {:.1f} s{}\n", examples::now_seconds() - t0,
-               start > 0 ? " (this process, since the resume)" : "");
-
-    // AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter. The 5 largest tensors, or all.
-    const optim::MemoryReport memory = opt->memory_report();
-    fmt::print("\noptimizer memory after training ({})\n",
-               cfg.verbose ? std::string("every tensor")
-                           : fmt::format("the 5 largest of {} tensors; --verbose for all", memory.rows.size()));
-    if (cfg.verbose) std::cout << memory << "\n";
-    else fmt::print("{}\n", optim::memory_summary(memory, 5));
-
-    if (cfg.sample > 0 && !prompt_given) {  // the default prompt, in a text that lacks its characters
-        const bool ok = std::all_of(cfg.prompt.begin(), cfg.prompt.end(),
-                                    [&](char ch) { return vocab.id[static_cast<unsigned char>(ch)] >= 0; });
-        if (!ok) cfg.prompt = vocab.decode(Ids(split.val.begin(), split.val.begin() + 1));
-    }
-    if (cfg.sample > 0) {
-        std::mt19937_64 sample_rng(cfg.seed);
-        const GenerateOptions gen{cfg.sample, cfg.temperature, cfg.top_k, cfg.kv_cache};
-        GenerateStats stats;
-        const double t_sample = examples::now_seconds();
-        const std::string text_out = sample_text(model, vocab, cfg.prompt, gen, sample_rng, &stats);
-        const double seconds = examples::now_seconds() - t_sample;
-        fmt::print("\n{} sampled characters (temperature {}, top-k {}) after the prompt:\n{}{}\n", cfg.sample,
-                   cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k), cfg.prompt,
-                   text_out);
-        fmt::print("\nsampling  {:.1f} characters/s, KV cache {}: {} positions run through the model for {} characters",
-                   cfg.sample / seconds, cfg.kv_cache ? "on" : "off", stats.positions_run, cfg.sample);
-        if (cfg.kv_cache) {
-            const std::size_t layer = stats.cache_bytes.empty() ? 0 : stats.cache_bytes.front();
-            fmt::print(" ({} rebuilt past the block)\nKV cache  {} layers × {} = {}: {} bytes per position "
-                       "(2 · L · K/V heads · hd · 4 B) × block {}",
-                       stats.rebuilds, stats.cache_bytes.size(), optim::human_bytes(layer),
-                       optim::human_bytes(layer * stats.cache_bytes.size()), model.kv_cache_bytes_per_token(), m.block);
-        }
-        fmt::print("\n");
-    }
+    // ---- results ------------------------------------------------------------------------------------
+    print_losses(cfg, model, d, t0, start);
+    print_optimizer_memory(*opt, cfg.verbose);
+    if (cfg.sample > 0) print_samples(cfg, model, d, prompt_given);
     fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
     // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
     fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
-    fmt::print("{}\n", heatmap());
+    fmt::print("{}\n", draw_heatmap(cfg, model, d));
     return 0;
 }
 
@@ -312,6 +402,8 @@ static void check_flags(const Config& c) {
     require(c.heatmap_head < m.n_head, fmt::format("--heatmap-head {} is outside [0, {}): the model has --n-head {} heads",
                                                    c.heatmap_head, m.n_head, m.n_head));
     require(!c.eval_only || !c.resume.empty(), "--eval-only needs --resume CHECKPOINT");
+    require(c.resume.empty() || c.init_from.empty(),
+            "--resume continues a run exactly and --init-from starts a new one from its weights: pass one of them");
     // Lower bounds in bytes (model.hpp's and llama.hpp's shapes): L·(4d² + k·d·F) weights
     // (attention 4d² at most, the feed-forward's k = 2 matrices of d × 4d, or LLaMA's k = 3 of
     // d × F), each with its gradient and AdamW's two moments; and the feed-forward's (b, T, F)
@@ -356,7 +448,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--grad-accum", cfg.grad_accum, 1, INT_MAX, "N, micro-steps per step: each rank takes B/(W·N) windows N times and adds up the gradients (the same step, less memory)");
     real_flag(app, "--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW, reached after the warmup");
     real_flag(app, "--min-lr", cfg.min_lr, {0, inf}, "learning rate at the end of the cosine decay (at most --lr)");
-    int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear warmup from 0 to --lr (at most --steps)");
+    auto* warmup = int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear warmup from 0 to --lr (default: 100, or steps/10 if that is smaller); at most --steps");
     real_flag(app, "--beta1", cfg.beta1, {0, 1, false, true}, "AdamW β1");
     real_flag(app, "--beta2", cfg.beta2, {0, 1, false, true}, "AdamW β2");
     real_flag(app, "--weight-decay", cfg.weight_decay, {0, inf}, "AdamW decoupled weight decay λ on the ≥2-D weights (biases and LayerNorm: none)");
@@ -366,6 +458,7 @@ int main(int argc, char** argv) {
     app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
     app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --checkpoint-blocks, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --eval-every and --stop-after must match the saved run (at any number of ranks)");
+    app.add_option("--init-from", cfg.init_from, "checkpoint.safetensors whose model weights start this run (nanoGPT's init_from): AdamW, the schedule and the batches start afresh at step 0, for --steps more; the model flags (--arch, --n-layer, --n-head, --n-kv-head, --d, --ffn-hidden, --block-size, --pos, --no-tie, --no-bias) and the vocabulary must match the saved run's");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
@@ -387,6 +480,7 @@ int main(int argc, char** argv) {
         cfg.kv_cache = kv_cache == "on";
         if (m.arch == "llama" && pos->count() == 0) m.pos = "rope";  // LLaMA's positions
         if (m.arch == "llama" && !no_bias) m.bias = false;          // and no biases
+        if (warmup->count() == 0) cfg.warmup = std::min(cfg.warmup, cfg.steps / 10);
         check_flags(cfg);
         const int status = run(cfg, prompt->count() > 0);
         if (distributed::rank() == 0)  // the memory at its highest, whichever options made it

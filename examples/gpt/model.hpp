@@ -4,26 +4,14 @@
 // Legend: B batch, T time (≤ block), V vocabulary, d width, H heads, hd = d/H, L blocks.
 //
 //   idx (B, T) int64
-//   x = wte[idx] + wpe[0..T)                  (B, T, d)   token vectors plus position vectors
+//   x = wte[idx] + wpe[0..T)                  (B, T, d)   token vectors plus position vectors (--pos)
 //   for each of the L blocks (pre-LayerNorm residual blocks, GPT-2):
 //       x = x + attn(ln_1(x))                 (B, T, d)   tokens look at earlier tokens
 //       x = x + mlp(ln_2(x))                  (B, T, d)   each token thinks alone: d → 4d → GELU → d
 //   logits = ln_f(x) · wteᵀ                   (B, T, V)   the head reuses the token table (tied)
 //
-// Positions (--pos), from nn/positional.hpp: learned (nn::LearnedPositions, the table wpe
-// (block, d), GPT-2), sinusoidal (nn::sinusoidal_positions, fixed sin/cos added like wpe,
-// Vaswani et al. 2017), rope (no added vector: attention rotates q and k by their positions,
-// nn::apply_rotary, Su et al. 2021), none (the causal mask alone tells positions apart).
-//
-// Parameter names are nanoGPT's state_dict names (transformer.wte.weight, transformer.h.0.ln_1.
-// weight, transformer.h.0.attn.c_attn.weight, ...), so a checkpoint loads into nanoGPT's
-// model.py; Linear weights are (out, in) as in PyTorch. With the tied head the table is one
-// parameter, listed, stepped and stored once, as transformer.wte.weight.
-//
-// LanguageModel is what training, sampling (generate.hpp) and the reports use; GPT is one,
-// Llama (llama.hpp, --arch llama) the other. Both have forward_cached, which runs new tokens
-// against a KV cache per layer (nn/kv_cache.hpp) and equals the last rows of forward().
-//
+// Names are nanoGPT's (transformer.wte.weight, ...), Linear weights (out, in). examples/gpt/README.md
+// explains the model ("What it does"), --pos ("Positions"), the KV cache and LLaMA's block.
 // ref: Radford et al. 2019 (GPT-2); Karpathy, nanoGPT model.py.
 #pragma once
 

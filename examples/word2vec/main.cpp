@@ -178,30 +178,38 @@ static void save_outputs(const Config& cfg, const Vocab& vocab, const Tensor& E)
                vocab.size(), cfg.dim);
 }
 
-static int run(const Config& cfg) {
-    const double start = examples::now_seconds();
-    manual_seed(cfg.seed);
-    set_num_threads(cfg.threads);
-    std::mt19937_64 rng(cfg.seed);
+// ---- the steps of a run, in the order run() takes them ------------------------------------------
 
-    // ---- data --------------------------------------------------------------------------------
+// The corpus as ids, with what training draws from: the subsampling probabilities and the
+// negative sampler.
+struct Corpus {
+    Vocab vocab;
+    std::vector<std::int32_t> ids;  // (N,) the tokens seen at least --min-count times
+    std::vector<double> keep;       // (V,) the probability that subsampling keeps an occurrence
+    NegativeSampler sampler;        // P_n ∝ count^0.75
+    double pairs_per_epoch;         // the expected (centre, context) pairs of one epoch
+};
+
+// Lower bounds in bytes, now that V is known: the two (V, d) tables with their gradients and
+// Adam's two moments, and one step's gathered vectors, B·(1+k) rows of u and B of v.
+static void check_memory_for(const Config& cfg, std::int64_t vocab_size) {
+    const double V = double(vocab_size), d = cfg.dim, B = cfg.batch_size, k = cfg.negatives;
+    examples::check_memory({{"the tables 2·V·d, with gradients and Adam's two moments", 4 * 2 * V * d * sizeof(real)},
+                            {"the vectors B·(2+k)·d one step gathers", B * (2 + k) * d * sizeof(real)}},
+                           fmt::format("--batch-size {}, --dim {}, --negatives {} or raise --min-count {}",
+                                       cfg.batch_size, cfg.dim, cfg.negatives, cfg.min_count));
+}
+
+static Corpus load_corpus(const Config& cfg) {
     const std::vector<std::string> tokens = read_corpus(cfg.corpus);
-    const Vocab vocab = build_vocab(tokens, cfg.min_count);
+    Vocab vocab = build_vocab(tokens, cfg.min_count);
     if (vocab.size() < 2)
         throw std::runtime_error(fmt::format("only {} word(s) occur at least --min-count = {} times", vocab.size(),
                                              cfg.min_count));
-    // Lower bounds in bytes, now that V is known: the two (V, d) tables with their gradients and
-    // Adam's two moments, and one step's gathered vectors, B·(1+k) rows of u and B of v.
-    {
-        const double V = double(vocab.size()), d = cfg.dim, B = cfg.batch_size, k = cfg.negatives;
-        examples::check_memory({{"the tables 2·V·d, with gradients and Adam's two moments", 4 * 2 * V * d * sizeof(real)},
-                                {"the vectors B·(2+k)·d one step gathers", B * (2 + k) * d * sizeof(real)}},
-                               fmt::format("--batch-size {}, --dim {}, --negatives {} or raise --min-count {}",
-                                           cfg.batch_size, cfg.dim, cfg.negatives, cfg.min_count));
-    }
-    const std::vector<std::int32_t> ids = encode(tokens, vocab);                 // (N,)
-    const std::vector<double> keep = keep_probabilities(vocab, cfg.sample);      // (V,)
-    const NegativeSampler sampler(vocab.counts);                                 // P_n ∝ count^0.75
+    check_memory_for(cfg, vocab.size());
+    std::vector<std::int32_t> ids = encode(tokens, vocab);                 // (N,)
+    std::vector<double> keep = keep_probabilities(vocab, cfg.sample);      // (V,)
+    NegativeSampler sampler(vocab.counts);                                 // P_n ∝ count^0.75
     double kept = 0;  // expected tokens per epoch after subsampling
     for (std::size_t w = 0; w < keep.size(); ++w) kept += keep[w] * double(vocab.counts[w]);
     const double pairs_per_epoch = kept * (cfg.window + 1);  // E[2b] = window + 1 contexts per centre
@@ -213,77 +221,107 @@ static int run(const Config& cfg) {
                cfg.sample, kept, 100 * kept / double(ids.size()), keep[0], vocab.counts[0]);
     fmt::print("        about {:.2f} M (centre, context) pairs per epoch, {} negatives each\n", pairs_per_epoch / 1e6,
                cfg.negatives);
+    return {std::move(vocab), std::move(ids), std::move(keep), std::move(sampler), pairs_per_epoch};
+}
 
-    // ---- model and optimizer --------------------------------------------------------------------
-    SkipGram model(vocab.size(), cfg.dim, /*sparse=*/true, rng);
-    const Array initial_in = model.in_embed->weight.data();  // (V, d) a copy: how far rows move (pictures)
-    optim::Adam opt(model.named_parameters(), optim::AdamOptions(cfg.lr));
-    fmt::print("model   in_embed ({0}, {1}) + out_embed ({0}, {1}): {2} parameters\n", vocab.size(), cfg.dim,
-               model.num_parameters());
-    std::cout << opt.memory_report() << "\n";
+// One step on the pairs [begin, end): the mean loss per pair (nats), after its step.
+static double train_step(SkipGram& model, optim::Adam& opt, const Batch& batch, std::size_t pairs, int step) {
+    Tensor logits = model.forward(batch.centres, batch.contexts);                     // (B, 1+k)
+    Tensor loss = binary_cross_entropy_with_logits(logits, batch.targets, nn::Reduction::Sum)
+                  / real(pairs);                                                      // () nats per pair
+    examples::check_finite_loss(step + 1, loss.item());
+    opt.zero_grad();
+    loss.backward();   // row-sparse gradients: ≤ B rows of v, ≤ B·(1+k) rows of u
+    opt.step();        // lazy Adam: only those rows of θ, m, v change
+    return loss.item();
+}
 
-    // ---- the training loop ------------------------------------------------------------------------
-    const double total_pairs = pairs_per_epoch * cfg.epochs;  // for the learning-rate schedule
-    const int report_every = std::max(1, int(total_pairs / cfg.batch_size / 20));
-    TouchedRows touched;
-    double pairs_done = 0, loss_sum = 0, t_report = examples::now_seconds();
-    int step = 0, loss_steps = 0;
-    for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
-        const std::vector<Pair> pairs = epoch_pairs(ids, keep, cfg.window, rng);  // subsampled, shuffled
-        for (std::size_t begin = 0; begin < pairs.size(); begin += std::size_t(cfg.batch_size), ++step) {
-            const std::size_t end = std::min(pairs.size(), begin + std::size_t(cfg.batch_size));
-            const double lr = cfg.lr * std::max(1e-4, 1 - pairs_done / total_pairs);  // linear decay, as word2vec.c
-            for (auto& group : opt.param_groups()) group.lr = lr;
-
-            Batch batch = make_batch(pairs, begin, end, cfg.negatives, sampler, rng);
-            Tensor logits = model.forward(batch.centres, batch.contexts);                     // (B, 1+k)
-            Tensor loss = binary_cross_entropy_with_logits(logits, batch.targets, nn::Reduction::Sum)
-                          / real(end - begin);                                                // () nats per pair
-            examples::check_finite_loss(step + 1, loss.item());
-            opt.zero_grad();
-            loss.backward();   // row-sparse gradients: ≤ B rows of v, ≤ B·(1+k) rows of u
-            opt.step();        // lazy Adam: only those rows of θ, m, v change
-
-            touched.add(model);
-            pairs_done += double(end - begin), loss_sum += loss.item(), ++loss_steps;
-            if ((step + 1) % report_every == 0) {
-                const double now = examples::now_seconds();
-                fmt::print("epoch {} step {:6d}  loss {:.3f} nats/pair  lr {:.2e}  {:.0f}k pairs/s\n", epoch, step + 1,
-                           loss_sum / loss_steps, lr, loss_steps * cfg.batch_size / (now - t_report) / 1e3);
-                loss_sum = 0, loss_steps = 0, t_report = now;
-            }
-        }
+// The mean loss and the speed over the steps since the last line, about 20 lines a run.
+struct LossReport {
+    int every;  // steps between lines
+    double loss_sum = 0, t_last = examples::now_seconds();
+    int steps = 0;
+    void add(const Config& cfg, int epoch, int step, double loss, double lr) {
+        loss_sum += loss, ++steps;
+        if ((step + 1) % every != 0) return;
+        const double now = examples::now_seconds();
+        fmt::print("epoch {} step {:6d}  loss {:.3f} nats/pair  lr {:.2e}  {:.0f}k pairs/s\n", epoch, step + 1,
+                   loss_sum / steps, lr, steps * cfg.batch_size / (now - t_last) / 1e3);
+        loss_sum = 0, steps = 0, t_last = now;
     }
-    const double train_seconds = examples::now_seconds() - start;
-    fmt::print("trained {} steps, {:.2f} M pairs in {:.1f} s since start\n", step, pairs_done / 1e6, train_seconds);
+};
 
-    // ---- what the sparse path saved ----------------------------------------------------------------
-    const double V = double(vocab.size());
+// What the sparse path saved: the rows each backward touched, against V, and Adam's state.
+static void print_sparsity(const TouchedRows& touched, std::int64_t vocab_size, const optim::Adam& opt) {
+    const double V = double(vocab_size);
     fmt::print("\nembedding backward, mean per step (EmbeddingStats):\n");
     fmt::print("  in_embed : {:6.0f} lookups, {:6.0f} distinct rows touched = {:5.1f}% of V = {}\n",
                touched.in_tokens / touched.steps, touched.in_rows / touched.steps,
-               100 * touched.in_rows / touched.steps / V, vocab.size());
+               100 * touched.in_rows / touched.steps / V, vocab_size);
     fmt::print("  out_embed: {:6.0f} lookups, {:6.0f} distinct rows touched = {:5.1f}% of V\n",
                touched.out_tokens / touched.steps, touched.out_rows / touched.steps,
                100 * touched.out_rows / touched.steps / V);
     std::cout << "\noptimizer state after training:\n" << opt.memory_report() << "\n";
-    std::mt19937_64 cmp_rng(cfg.seed + 1);  // its own generator: the timed batches do not depend on --epochs
-    const std::vector<Pair> cmp_pairs = cfg.compare_dense > 0 ? epoch_pairs(ids, keep, cfg.window, cmp_rng) : std::vector<Pair>{};
-    if (!cmp_pairs.empty()) {
-        const auto& pairs = cmp_pairs;
-        std::vector<Batch> batches;
-        for (std::size_t i = 0; i <= std::size_t(cfg.compare_dense); ++i) {  // + 1: the untimed first step
-            const std::size_t begin = (i * std::size_t(cfg.batch_size)) % pairs.size();
-            const std::size_t end = std::min(pairs.size(), begin + std::size_t(cfg.batch_size));
-            batches.push_back(make_batch(pairs, begin, end, cfg.negatives, sampler, cmp_rng));
-        }
-        compare_dense(cfg, vocab.size(), batches);
+}
+
+// --compare-dense steps (+ 1, the untimed first) on batches of a fresh epoch, drawn from their own
+// generator so that they do not depend on --epochs; then compare_dense times them.
+static void time_lazy_against_dense(const Config& cfg, const Corpus& c) {
+    std::mt19937_64 cmp_rng(cfg.seed + 1);
+    const std::vector<Pair> pairs = cfg.compare_dense > 0 ? epoch_pairs(c.ids, c.keep, cfg.window, cmp_rng) : std::vector<Pair>{};
+    if (pairs.empty()) return;
+    std::vector<Batch> batches;
+    for (std::size_t i = 0; i <= std::size_t(cfg.compare_dense); ++i) {
+        const std::size_t begin = (i * std::size_t(cfg.batch_size)) % pairs.size();
+        const std::size_t end = std::min(pairs.size(), begin + std::size_t(cfg.batch_size));
+        batches.push_back(make_batch(pairs, begin, end, cfg.negatives, c.sampler, cmp_rng));
     }
+    compare_dense(cfg, c.vocab.size(), batches);
+}
+
+// ---- the run: data, model, loop, then the results ------------------------------------------------
+static int run(const Config& cfg) {
+    const double start = examples::now_seconds();
+    manual_seed(cfg.seed);
+    set_num_threads(cfg.threads);
+    std::mt19937_64 rng(cfg.seed);
+    const Corpus c = load_corpus(cfg);
+
+    SkipGram model(c.vocab.size(), cfg.dim, /*sparse=*/true, rng);
+    const Array initial_in = model.in_embed->weight.data();  // (V, d) a copy: how far rows move (pictures)
+    optim::Adam opt(model.named_parameters(), optim::AdamOptions(cfg.lr));
+    fmt::print("model   in_embed ({0}, {1}) + out_embed ({0}, {1}): {2} parameters\n", c.vocab.size(), cfg.dim,
+               model.num_parameters());
+    std::cout << opt.memory_report() << "\n";
+
+    // ---- the training loop: each epoch subsamples and shuffles the pairs afresh ---------------------
+    const double total_pairs = c.pairs_per_epoch * cfg.epochs;  // for the learning-rate schedule
+    LossReport report{std::max(1, int(total_pairs / cfg.batch_size / 20))};
+    TouchedRows touched;
+    double pairs_done = 0;
+    int step = 0;
+    for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
+        const std::vector<Pair> pairs = epoch_pairs(c.ids, c.keep, cfg.window, rng);  // subsampled, shuffled
+        for (std::size_t begin = 0; begin < pairs.size(); begin += std::size_t(cfg.batch_size), ++step) {
+            const std::size_t end = std::min(pairs.size(), begin + std::size_t(cfg.batch_size));
+            const double lr = cfg.lr * std::max(1e-4, 1 - pairs_done / total_pairs);  // linear decay, as word2vec.c
+            for (auto& group : opt.param_groups()) group.lr = lr;
+            const Batch batch = make_batch(pairs, begin, end, cfg.negatives, c.sampler, rng);
+            const double loss = train_step(model, opt, batch, end - begin, step);
+            touched.add(model);
+            pairs_done += double(end - begin);
+            report.add(cfg, epoch, step, loss, lr);
+        }
+    }
+    fmt::print("trained {} steps, {:.2f} M pairs in {:.1f} s since start\n", step, pairs_done / 1e6,
+               examples::now_seconds() - start);
+    print_sparsity(touched, c.vocab.size(), opt);
+    time_lazy_against_dense(cfg, c);
 
     // ---- results ----------------------------------------------------------------------------------
-    print_results(vocab, model.in_embed->weight.data());
-    draw_pictures(cfg, vocab, initial_in, model.in_embed->weight.data());
-    save_outputs(cfg, vocab, model.in_embed->weight);
+    print_results(c.vocab, model.in_embed->weight.data());
+    draw_pictures(cfg, c.vocab, initial_in, model.in_embed->weight.data());
+    save_outputs(cfg, c.vocab, model.in_embed->weight);
     fmt::print("wall time {:.1f} s\n", examples::now_seconds() - start);
     return 0;
 }

@@ -1,24 +1,16 @@
 // examples/word2vec/model.hpp — skip-gram with negative sampling (Mikolov et al. 2013).
 //
-// Every word w has two vectors: v_w, its "input" vector, used when w is the centre word, and
-// u_w, its "output" vector, used when w is a context word. For a centre c, its true context o
-// and k negatives n_1..n_k drawn from P_n (corpus.hpp), the loss of one pair is
+// Every word w has an input vector v_w (as the centre) and an output vector u_w (as a context).
+// For a centre c, its true context o and k negatives n_i drawn from P_n (corpus.hpp):
 //
 //     ℓ(c, o) = −log σ(u_o·v_c) − Σ_{i=1..k} log σ(−u_{n_i}·v_c)          (paper, eq. 4)
 //
-// i.e. logistic regression that tells the true context (label 1) from noise (label 0). Since
-// −log σ(x) = BCE(x, 1) and −log σ(−x) = BCE(x, 0), ℓ is the binary cross-entropy of the k+1
-// logits x_j = u_j·v_c against the targets (1, 0, …, 0), summed over j.
-//
-// Shapes, per batch of B pairs with k negatives each:
-//   centres  (B, 1)   int64  → in_embed   → v (B, 1, d)
-//   contexts (B, 1+k) int64  → out_embed  → u (B, 1+k, d)
-//   u @ v               (B, 1+k, 1)     v viewed as (B, d, 1): B matrix-vector products
-//   reshape             (B, 1+k)        the logits x_j = u_j·v_c
-//
-// Both tables are nn::Embedding(V, d, sparse=true): a batch touches at most B rows of
-// in_embed and B·(1+k) rows of out_embed, so each backward yields a row-sparse gradient of
-// those rows only, and Adam updates only them (optim/adam.hpp, the lazy update).
+// = the binary cross-entropy of the k+1 logits x_j = u_j·v_c against (1, 0, …, 0), summed.
+//   centres (B, 1) → in_embed → v (B, 1, d);   contexts (B, 1+k) → out_embed → u (B, 1+k, d)
+//   logits (B, 1+k) = u @ v, v viewed as (B, d, 1)
+// Both tables are sparse: a backward touches ≤ B rows of in_embed and ≤ B·(1+k) of out_embed, and
+// Adam updates only those (optim/adam.hpp). examples/word2vec/README.md, "The model in one
+// screen", derives it.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The examples' command lines, run whole: every bad flag is refused up front with a message that
-# names it, a diverged run stops without a checkpoint, a resume on another text is refused, and
-# an --out full of shell and gnuplot metacharacters still gets its pictures.
+# names it, a diverged run stops without a checkpoint, a resume on another text is refused, gpt's
+# default --warmup fits a short run, and an --out full of shell and gnuplot metacharacters still
+# gets its pictures.
 #
 # A refusal must exit non-zero, print "<program>: error:" and the expected words, take no
 # training step (no "step" line, no loss.csv) and return within 1 s (each run reads at most a
@@ -128,6 +129,15 @@ tac "$work/text.txt" > "$work/reversed.txt"             # the same bytes in anot
 resume_refused gpt "vocabulary mismatch|'q'|'r'" "$work/q-to-tilde.txt" "$gpt" "${gpt_model[@]}"
 resume_refused gpt "text mismatch" "$work/reversed.txt" "$gpt" "${gpt_model[@]}"
 resume_refused char_mlp "text mismatch" "$work/reversed.txt" "$char_mlp" "${mlp_model[@]}"
+
+echo "---- gpt without --warmup adapts it to a short run (min(100, steps/10)); --init-from with --resume is refused"
+rc=0
+"$gpt" --data "$work/text.txt" --n-layer 1 --n-head 2 --d 16 --block-size 16 --batch-size 4 --eval-batches 2 \
+    --sample 0 --steps 8 --out "$work/short" > "$work/log" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && grep -q "^step      8/8" "$work/log" && echo "ok   gpt --steps 8 without --warmup trains" ||
+    { fail "gpt --steps 8 without --warmup: exit $rc"; tail -n 3 "$work/log"; }
+refused "gpt --init-from with --resume" "--resume|--init-from|one of them" -- "$gpt" "${tiny_gpt[@]}" --steps 3 \
+    --resume "$work/short/checkpoint.safetensors" --init-from "$work/short/checkpoint.safetensors"
 
 echo "---- an --out with quotes, \$, \` and a space"
 if command -v gnuplot > /dev/null 2>&1; then

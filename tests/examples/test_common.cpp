@@ -1,9 +1,10 @@
 // tests/examples/test_common.cpp — examples/common: read_text (a file's bytes, and its errors),
 // LossLog (the loss CSV: header, row format, append on resume), ema_smooth and the smoothed column
 // plot_losses writes, the checkpoint's refusal of bad metadata, of another vocabulary or text and
-// of non-finite state (a char_mlp model and its AdamW), the strict numeric flags and the memory
-// check of cli, and gnuplot under a path full of quotes. The loader's fuzzing is in
-// tests/fuzz_checkpoint.cpp; the programs' whole command lines are tested by tests/examples/cli.sh.
+// of non-finite state (a char_mlp model and its AdamW), load_model_weights (gpt's --init-from),
+// the strict numeric flags and the memory check of cli, and gnuplot under a path full of quotes.
+// The loader's fuzzing is in tests/fuzz_checkpoint.cpp; the programs' whole command lines are
+// tested by tests/examples/cli.sh.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -299,6 +300,50 @@ TEST_CASE("ckpt: a checkpoint written before a flag existed names the flag", "[e
     const std::string msg =
         message_of<std::runtime_error>([&] { examples::load_checkpoint(path, model, opt, rng, newer); });
     CHECK_THAT(msg, Contains("records no --arch (a checkpoint written before the flag existed)"));
+}
+
+TEST_CASE("ckpt: load_model_weights loads the weights alone and refuses another shape or vocabulary",
+          "[examples_common][ckpt]") {
+    SmallRun run;
+    auto& [dir, path, seed, model, opt, rng, flags] = run;
+    const std::string vocab = "abc";
+    const examples::RunFlags shape{{"--embed-dim", "4"}, {"--hidden", "8"}};
+    examples::RunFlags saved_flags = shape;
+    saved_flags["--steps"] = "10";
+    examples::save_checkpoint(path, model, opt, 7, rng, saved_flags, examples::fingerprint(vocab, "abcabc"));
+
+    // A fresh model and optimizer: the weights become the saved ones, the optimizer and rng stay.
+    manual_seed(4);
+    char_mlp::CharMLP fresh{27, 3, 4, 8};
+    optim::AdamW fresh_opt{fresh.named_parameters(), optim::AdamWOptions(3e-3)};
+    auto same_weights = [](const nn::Module& a, const nn::Module& b) {
+        const NamedTensors sa = a.state_dict(), sb = b.state_dict();
+        bool same = sa.size() == sb.size();
+        for (std::size_t i = 0; same && i < sa.size(); ++i)
+            same = sa[i].first == sb[i].first && sa[i].second.data() == sb[i].second.data();
+        return same;
+    };
+    REQUIRE_FALSE(same_weights(model, fresh));
+    REQUIRE(examples::load_model_weights(path, fresh, shape, vocab) == 7);
+    CHECK(same_weights(model, fresh));
+    CHECK(fresh_opt.state_dict().tensors.empty());  // no moments loaded: AdamW starts afresh
+
+    // Another width is refused, naming the flag and both values; the model is left as it was.
+    std::string msg = message_of<std::runtime_error>(
+        [&] { examples::load_model_weights(path, fresh, {{"--embed-dim", "5"}, {"--hidden", "8"}}, vocab); });
+    CHECK_THAT(msg, Contains("a model saved with --embed-dim 4, but this run has --embed-dim 5"));
+    CHECK(same_weights(model, fresh));
+    // Another vocabulary is refused, naming the first id whose byte differs.
+    msg = message_of<std::runtime_error>([&] { examples::load_model_weights(path, fresh, shape, "abd"); });
+    CHECK_THAT(msg, Contains("vocabulary mismatch") && Contains("token id 2 meant 'c' and would now mean 'd'"));
+    // A flag the checkpoint does not record, and a file that is not a checkpoint.
+    msg = message_of<std::runtime_error>(
+        [&] { examples::load_model_weights(path, fresh, {{"--block-size", "3"}}, vocab); });
+    CHECK_THAT(msg, Contains("records no --block-size"));
+    const std::string weights_only = dir.file("model.safetensors");
+    nn::save_safetensors(weights_only, model.state_dict());
+    msg = message_of<std::runtime_error>([&] { examples::load_model_weights(weights_only, fresh, shape, vocab); });
+    CHECK_THAT(msg, Contains("not a training checkpoint"));
 }
 
 TEST_CASE("ckpt bug F12: save_checkpoint refuses a NaN or an infinity and leaves the file as it was",
