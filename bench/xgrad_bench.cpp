@@ -47,7 +47,7 @@
 #include "gpt/generate.hpp"  // examples/gpt: generation for T4gen
 #include "gpt/model.hpp"     // examples/gpt: the GPT of T1
 #endif
-#include <xgrad/nn/attention_tiled.hpp>
+#include <xgrad/nn/attention/tiled.hpp>
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
 
@@ -251,7 +251,7 @@ void T2_softmax(benchmark::State& state) {
 }
 
 // Causal attention on q, k, v (B, H, T, hd): the model's self-attention without its projections,
-// through the fused kernel that CausalSelfAttention::forward picks (nn/attention_fused.hpp).
+// through the fused kernel that CausalSelfAttention::forward picks (nn/attention/fused.hpp).
 void T2_sdpa_causal(benchmark::State& state) {
     manual_seed(kSeed);
     const Shape s{kB, kH, kT, kD / kH};  // (B, H, T, hd)
@@ -260,7 +260,7 @@ void T2_sdpa_causal(benchmark::State& state) {
     });
 }
 
-// The same through the composed steps of nn/attention.cpp: what the fused kernel saves.
+// The same through the composed steps of nn/attention/composed.cpp: what the fused kernel saves.
 // xgrad only; compare.py does not pair it.
 void T2_sdpa_causal_composed(benchmark::State& state) {
     manual_seed(kSeed);
@@ -272,7 +272,7 @@ void T2_sdpa_causal_composed(benchmark::State& state) {
 
 // ---- T5: causal attention forward + backward at long T (B 1, H 4, hd 32) --------------------------
 // One iteration as T2's run_op, on q, k, v (1, 4, T, 32): T5_attention_tiled/T runs
-// tiled_causal_attention (nn/attention_tiled.hpp), T5_attention_fused/T fused_causal_attention.
+// tiled_causal_attention (nn/attention/tiled.hpp), T5_attention_fused/T fused_causal_attention.
 // The counter saved_bytes: the heap bytes one forward leaves allocated for its backward, i.e.
 // malloc's bytes in use (mallinfo2: arenas + mmapped blocks) after the forward minus before, minus
 // the output's own bytes. It is measured once, before the timed steps.

@@ -1,14 +1,16 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
-// RMSNorm, the SwiGLU feed-forward, Dropout, Sequential, ModuleList, attention (composed, fused
-// and tiled), the functional layers and losses, initialisers (nn::init), safetensors checkpoints,
-// weight tying and positional encodings.
+// RMSNorm, the SwiGLU feed-forward, Dropout, Sequential, ModuleList, attention (the module and
+// the composed, fused, tiled and cached kernels), the KV cache, the functional layers and losses,
+// initialisers (nn::init), safetensors checkpoints, weight tying and positional encodings.
 #pragma once
 
 #include <xgrad/core/ops.hpp>  // the core ops, for programs that include only this header
 #include <xgrad/nn/activation.hpp>
 #include <xgrad/nn/attention.hpp>
-#include <xgrad/nn/attention_fused.hpp>
-#include <xgrad/nn/attention_tiled.hpp>
+#include <xgrad/nn/attention/cached.hpp>
+#include <xgrad/nn/attention/composed.hpp>
+#include <xgrad/nn/attention/fused.hpp>
+#include <xgrad/nn/attention/tiled.hpp>
 #include <xgrad/nn/dropout.hpp>
 #include <xgrad/nn/embedding.hpp>
 #include <xgrad/nn/feed_forward.hpp>

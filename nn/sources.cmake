@@ -12,8 +12,11 @@ list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/linear.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tying.cpp
   ${CMAKE_CURRENT_LIST_DIR}/positional.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention/detail/shape.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention/composed.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention/fused.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention/tiled.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/attention/cached.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/attention_fused.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/attention_tiled.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kv_cache.cpp
 )

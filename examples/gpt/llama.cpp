@@ -9,13 +9,13 @@ namespace F = nn::functional;
 constexpr double kNormEps = 1e-5;  // Meta's ModelArgs.norm_eps
 
 LlamaBlock::LlamaBlock(const GPTConfig& c) {
-    const nn::CausalSelfAttentionOptions opts = nn::CausalSelfAttentionOptions()
-                                                    .set_dropout(c.dropout)
-                                                    .set_bias(false)
-                                                    .set_rope(true)
-                                                    .set_fused(c.fused_attention)
-                                                    .set_n_kv_head(c.n_kv_head)
-                                                    .set_separate(true);
+    const auto opts = nn::CausalSelfAttentionOptions()
+                          .dropout(c.dropout)
+                          .bias(false)
+                          .rope(true)
+                          .fast_kernels(c.fused_attention)
+                          .n_kv_head(c.n_kv_head)
+                          .llama_names(true);  // wq, wk, wv, wo
     const std::int64_t hidden = c.ffn_hidden > 0 ? c.ffn_hidden : nn::swiglu_hidden_width(c.d);
     attention = register_module("attention", std::make_shared<nn::CausalSelfAttention>(c.d, c.n_head, opts));
     feed_forward = register_module("feed_forward", std::make_shared<nn::SwiGLU>(c.d, hidden));

@@ -23,12 +23,12 @@ Tensor MLP::forward(const Tensor& x) const {
 }
 
 Block::Block(const GPTConfig& c) {
-    nn::CausalSelfAttentionOptions opts;
-    opts.dropout = c.dropout;
-    opts.bias = c.bias;
-    opts.rope = c.pos == "rope";
-    opts.fused = c.fused_attention;
-    opts.n_kv_head = c.n_kv_head;
+    const auto opts = nn::CausalSelfAttentionOptions()
+                          .dropout(c.dropout)
+                          .bias(c.bias)
+                          .rope(c.pos == "rope")
+                          .fast_kernels(c.fused_attention)
+                          .n_kv_head(c.n_kv_head);
     ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
     attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(c.d, c.n_head, opts));
     ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
@@ -149,7 +149,7 @@ void LanguageModel::init_gpt2(const std::string& norm, const std::vector<std::st
 }
 
 std::vector<nn::KVCache> LanguageModel::make_kv_caches() const {
-    return std::vector<nn::KVCache>(std::size_t(config_.n_layer), nn::KVCache(config_.block));
+    return nn::KVCache::per_layer(config_.n_layer, config_.block);
 }
 
 std::size_t LanguageModel::kv_cache_bytes_per_token() const {

@@ -39,7 +39,7 @@ struct GPTConfig {
     bool tie = true;               // head weight = wte.weight
     bool bias = true;              // biases in every Linear and LayerNorm (not the head)
     double dropout = 0.0;          // after the embeddings, in attention, after each residual branch
-    bool fused_attention = true;   // CausalSelfAttentionOptions::fused: the fused kernel where exact
+    bool fused_attention = true;   // CausalSelfAttentionOptions::fast_kernels: fused or tiled where exact
     std::string arch = "gpt2";     // gpt2 (this file) | llama (llama.hpp)
     std::int64_t n_kv_head = 0;    // K/V heads, dividing n_head (grouped-query attention); 0 = n_head
     std::int64_t ffn_hidden = 0;   // llama: SwiGLU's hidden width; 0 = nn::swiglu_hidden_width(d)

@@ -38,7 +38,7 @@ public:
         wpe = register_module("wpe", std::make_shared<nn::Embedding>(T, d));  // (T, d) learned positions
         ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(d));
         attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(
-                                           d, H, nn::CausalSelfAttentionOptions().set_bias(false)));
+                                           d, H, nn::CausalSelfAttentionOptions().bias(false)));
         ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(d));
         fc1 = register_module("fc1", std::make_shared<nn::Linear>(d, 4 * d));
         fc2 = register_module("fc2", std::make_shared<nn::Linear>(4 * d, d));

@@ -58,7 +58,7 @@ struct Block : nn::Module {
     explicit Block(std::int64_t d) {
         ln_1 = register_module("ln_1", std::make_shared<nn::LayerNorm>(d));
         attn = register_module("attn", std::make_shared<nn::CausalSelfAttention>(
-                                           d, 2, nn::CausalSelfAttentionOptions().set_dropout(0.2)));
+                                           d, 2, nn::CausalSelfAttentionOptions().dropout(0.2)));
         ln_2 = register_module("ln_2", std::make_shared<nn::LayerNorm>(d));
         fc = register_module("fc", std::make_shared<nn::Linear>(d, 4 * d));
         proj = register_module("proj", std::make_shared<nn::Linear>(4 * d, d));

@@ -90,7 +90,7 @@ TEST_CASE("gpt reference: the untied head matches PyTorch", "[gpt][reference]") 
     check_against_pytorch("notie", "learned", false);
 }
 
-// The same model with CausalSelfAttentionOptions::fused off: the composed attention path.
+// The same model with CausalSelfAttentionOptions::fast_kernels off: the composed attention path.
 TEST_CASE("gpt reference: the composed attention path matches PyTorch too", "[gpt][reference]") {
     check_against_pytorch("learned", "learned", true, /*fused=*/false);
     check_against_pytorch("rope", "rope", true, /*fused=*/false);

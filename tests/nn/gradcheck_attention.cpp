@@ -1,4 +1,5 @@
-// tests/nn/gradcheck_attention.cpp — the composed attention of nn/attention.
+// tests/nn/gradcheck_attention.cpp — the composed attention of nn/attention/composed.cpp and
+// the module of nn/attention.cpp.
 //
 // scaled_dot_product_attention is composed from core ops, each gradchecked on its own; these
 // check the composition: with and without the causal mask, with a 0/1 mask, with a query whose
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include <xgrad/nn/attention.hpp>
-#include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/attention/fused.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -122,12 +123,12 @@ TEST_CASE("CausalSelfAttention: gradcheck with a key-padding mask") {
     gradcheck_module(m, leaf({2, 3, 4}), pad);
 }
 
-TEST_CASE("CausalSelfAttention: gradcheck of the composed branches - fused = false, and dropout") {
+TEST_CASE("CausalSelfAttention: gradcheck of the composed branches - fast_kernels off, and dropout") {
     manual_seed(11);
-    nn::CausalSelfAttention composed(/*d=*/4, /*n_head=*/2, nn::CausalSelfAttentionOptions().set_fused(false));
+    nn::CausalSelfAttention composed(/*d=*/4, /*n_head=*/2, nn::CausalSelfAttentionOptions().fast_kernels(false));
     gradcheck_module(composed, leaf({2, 3, 4}), Tensor());
     // dropout: the same seed before every forward makes the draws, hence the function, fixed
-    nn::CausalSelfAttention dropped(/*d=*/4, /*n_head=*/2, nn::CausalSelfAttentionOptions().set_dropout(0.3));
+    nn::CausalSelfAttention dropped(/*d=*/4, /*n_head=*/2, nn::CausalSelfAttentionOptions().dropout(0.3));
     const Tensor x = leaf({2, 3, 4});
     std::vector<Tensor> inputs{x};
     for (const auto& [name, p] : dropped.named_parameters()) inputs.push_back(p);
@@ -151,7 +152,7 @@ TEST_CASE("attention_weights: gradcheck with a mask and a fully masked row") {
 
 TEST_CASE("CausalSelfAttention: gradcheck with rope") {
     manual_seed(9);
-    nn::CausalSelfAttention m(/*d=*/8, /*n_head=*/2, {/*dropout=*/0.0, /*bias=*/true, /*rope=*/true});
+    nn::CausalSelfAttention m(/*d=*/8, /*n_head=*/2, nn::CausalSelfAttentionOptions().rope(true));
     gradcheck_module(m, leaf({1, 3, 8}), Tensor());
 }
 
@@ -161,10 +162,10 @@ TEST_CASE("CausalSelfAttention: gradcheck with grouped-query and multi-query att
     manual_seed(10);
     for (std::int64_t kv : {1, 2}) {
         INFO("n_kv_head " << kv);
-        nn::CausalSelfAttention fused_names(8, 4, nn::CausalSelfAttentionOptions().set_n_kv_head(kv));
+        nn::CausalSelfAttention fused_names(8, 4, nn::CausalSelfAttentionOptions().n_kv_head(kv));
         gradcheck_module(fused_names, leaf({2, 3, 8}), Tensor());
         nn::CausalSelfAttention llama(
-            8, 4, nn::CausalSelfAttentionOptions().set_n_kv_head(kv).set_rope(true).set_bias(false).set_separate(true));
+            8, 4, nn::CausalSelfAttentionOptions().n_kv_head(kv).rope(true).bias(false).llama_names(true));
         gradcheck_module(llama, leaf({1, 4, 8}), Tensor());
     }
 }

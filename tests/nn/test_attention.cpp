@@ -1,4 +1,5 @@
-// tests/nn/test_attention.cpp — value tests of nn/attention (float32).
+// tests/nn/test_attention.cpp — value tests of nn/attention.cpp (the module) and
+// nn/attention/composed.cpp (scaled_dot_product_attention), float32.
 //
 //   * values and gradients against PyTorch 1.13, from tests/reference/attention_reference.json
 //     (written by tests/reference/make_attention_reference.py; a fully masked row there is
@@ -24,7 +25,7 @@
 #include <xtensor/xview.hpp>
 
 #include <xgrad/nn/attention.hpp>
-#include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/attention/fused.hpp>
 #include "test_helpers.hpp"
 #include "reference/reference_json.hpp"
 
@@ -66,7 +67,7 @@ TEST_CASE("CausalSelfAttention: nanoGPT-layout weights give PyTorch's outputs an
     for (const json& c : reference_json("attention_reference.json").at("module")) {
         INFO("case " << c.at("name").get<std::string>());
         nn::CausalSelfAttention m(c.at("d").get<std::int64_t>(), c.at("n_head").get<std::int64_t>(),
-                                  {/*dropout=*/0.0, /*bias=*/true, /*rope=*/c.at("rope").get<bool>()});
+                                  nn::CausalSelfAttentionOptions().rope(c.at("rope").get<bool>()));
         NamedTensors state;
         for (const auto& [name, t] : c.at("state").items()) state.emplace_back(name, tensor_of(t));
         m.load_state_dict(state);  // strict: the names and shapes are nanoGPT's
@@ -83,16 +84,18 @@ TEST_CASE("CausalSelfAttention: nanoGPT-layout weights give PyTorch's outputs an
     }
 }
 
-TEST_CASE("CausalSelfAttentionOptions: the setters chain and set their field") {
-    const auto o = nn::CausalSelfAttentionOptions().set_dropout(0.25).set_bias(false).set_rope(true).set_fused(false);
-    REQUIRE(o.dropout == 0.25);
-    REQUIRE_FALSE(o.bias);
-    REQUIRE(o.rope);
-    REQUIRE_FALSE(o.fused);
-    const auto d = nn::CausalSelfAttentionOptions().set_rope(true);  // the others keep their defaults
-    REQUIRE((d.dropout == 0.0 && d.bias && d.fused));
+TEST_CASE("CausalSelfAttentionOptions: the setters chain and the getters read them") {
+    const auto o = nn::CausalSelfAttentionOptions().dropout(0.25).bias(false).rope(true).fast_kernels(false);
+    REQUIRE(o.dropout() == 0.25);
+    REQUIRE_FALSE(o.bias());
+    REQUIRE(o.rope());
+    REQUIRE_FALSE(o.fast_kernels());
+    const auto n = nn::CausalSelfAttentionOptions().n_kv_head(2).llama_names(true);
+    REQUIRE((n.n_kv_head() == 2 && n.llama_names()));
+    const auto d = nn::CausalSelfAttentionOptions().rope(true);  // the others keep their defaults
+    REQUIRE((d.dropout() == 0.0 && d.bias() && d.fast_kernels() && d.n_kv_head() == 0 && !d.llama_names()));
     // Without biases the module registers c_attn.weight (3d, d) and c_proj.weight (d, d) only.
-    const nn::CausalSelfAttention m(4, 2, nn::CausalSelfAttentionOptions().set_bias(false));
+    const nn::CausalSelfAttention m(4, 2, nn::CausalSelfAttentionOptions().bias(false));
     REQUIRE(m.named_parameters().size() == 2);
 }
 
@@ -266,7 +269,7 @@ TEST_CASE("scaled_dot_product_attention: dropout on the weights") {
 
 TEST_CASE("CausalSelfAttention: dropout is off in eval mode") {
     manual_seed(17);
-    nn::CausalSelfAttention m(/*d=*/4, /*n_head=*/2, {/*dropout=*/0.5});
+    nn::CausalSelfAttention m(/*d=*/4, /*n_head=*/2, nn::CausalSelfAttentionOptions().dropout(0.5));
     const Tensor x = randn({1, 3, 4});
     m.eval();
     REQUIRE(bits_equal(m.forward(x), m.forward(x)));
@@ -308,8 +311,8 @@ TEST_CASE("CausalSelfAttention: bad sizes throw ValueError") {
     REQUIRE_THROWS_AS(nn::CausalSelfAttention(6, 4), ValueError);   // 6 not a multiple of 4
     REQUIRE_THROWS_AS(nn::CausalSelfAttention(0, 1), ValueError);
     REQUIRE_THROWS_AS(nn::CausalSelfAttention(4, 0), ValueError);
-    REQUIRE_THROWS_AS(nn::CausalSelfAttention(6, 2, {0.0, true, /*rope=*/true}), ValueError);  // hd 3 is odd
-    REQUIRE_THROWS_AS(nn::CausalSelfAttention(4, 2, {/*dropout=*/1.0}), ValueError);
+    REQUIRE_THROWS_AS(nn::CausalSelfAttention(6, 2, nn::CausalSelfAttentionOptions().rope(true)), ValueError);  // hd 3 is odd
+    REQUIRE_THROWS_AS(nn::CausalSelfAttention(4, 2, nn::CausalSelfAttentionOptions().dropout(1.0)), ValueError);
     nn::CausalSelfAttention m(4, 2);
     REQUIRE_THROWS_AS(m.forward(zeros({3, 4})), ValueError);        // (T, d): no batch dim
     REQUIRE_THROWS_AS(m.forward(zeros({1, 3, 5})), ValueError);     // d 5 vs 4
@@ -490,7 +493,7 @@ TEST_CASE("scaled_dot_product_attention: 0-d and 1-element masks broadcast as Py
 
 namespace {
 
-// The branches of CausalSelfAttention::forward: fused kernel, attn_mask, dropout, fused = false.
+// The branches of CausalSelfAttention::forward: fused kernel, attn_mask, dropout, fast_kernels off.
 struct Branch {
     const char* name;
     nn::CausalSelfAttentionOptions options;
@@ -499,8 +502,8 @@ struct Branch {
 const Branch kBranches[] = {
     {"fused", nn::CausalSelfAttentionOptions(), false},
     {"attn_mask", nn::CausalSelfAttentionOptions(), true},
-    {"dropout", nn::CausalSelfAttentionOptions().set_dropout(0.3), false},
-    {"fused = false", nn::CausalSelfAttentionOptions().set_fused(false), false},
+    {"dropout", nn::CausalSelfAttentionOptions().dropout(0.3), false},
+    {"fast_kernels off", nn::CausalSelfAttentionOptions().fast_kernels(false), false},
 };
 
 }  // namespace

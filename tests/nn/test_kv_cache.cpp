@@ -1,15 +1,12 @@
 // tests/nn/test_kv_cache.cpp — nn/kv_cache and CausalSelfAttention's cached forward (float32).
+// The kernel that reads the cache, cached_causal_attention: tests/nn/attention/test_cached.cpp.
 //
-//   * KVCache: append copies each (b, kv) run to its place; bytes; clear; refusals;
-//   * cached_causal_attention against its oracle, scaled_dot_product_attention on the repeated
-//     K/V heads with the bottom-right causal mask, for t = 1 and t > 1 and Hkv = 1, 2, 4;
-//     a NaN in a later key reaches no earlier query;
+//   * KVCache: append copies each (b, kv) run to its place; bytes; clear; refusals; per_layer;
 //   * CausalSelfAttention::forward_cached over a sequence fed in pieces equals forward() on the
 //     whole, for both projection layouts, rope on and off, and every Hkv;
 //   * grouped-query attention: Hkv = 1 equals multi-head attention with every head's K/V copied.
 #include <catch2/catch.hpp>
 
-#include <limits>
 #include <vector>
 
 #include <xgrad/nn/attention.hpp>
@@ -18,27 +15,6 @@
 
 using namespace xgrad;
 using namespace xgrad::testing;
-namespace F = xgrad::nn::functional;
-
-namespace {
-
-// (B, Hkv, T, hd) → (B, Hkv·g, T, hd), head h = K/V head h / g (the oracle's repeat, by hand).
-Tensor repeat_heads(const Tensor& t, std::int64_t g) {
-    std::vector<Tensor> heads;
-    for (std::int64_t kv = 0; kv < t.size(1); ++kv)
-        for (std::int64_t r = 0; r < g; ++r) heads.push_back(narrow(t, 1, kv, 1));
-    return concat(heads, 1);
-}
-
-// keep (t, L): query i (position L − t + i) sees keys j ≤ L − t + i.
-Tensor bottom_right_causal(std::int64_t t, std::int64_t L) {
-    Array keep = Array::from_shape({std::size_t(t), std::size_t(L)});
-    for (std::int64_t i = 0; i < t; ++i)
-        for (std::int64_t j = 0; j < L; ++j) keep(i, j) = j <= L - t + i ? 1 : 0;
-    return Tensor(std::move(keep));
-}
-
-}  // namespace
 
 TEST_CASE("KVCache: append places each head's rows after the cached ones", "[kv_cache]") {
     nn::KVCache cache(5);
@@ -62,6 +38,17 @@ TEST_CASE("KVCache: append places each head's rows after the cached ones", "[kv_
     REQUIRE(cache.bytes() == 2 * 1 * 2 * 5 * 3 * sizeof(real));  // the allocation stays
 }
 
+TEST_CASE("KVCache::per_layer: one empty cache per layer, each of max_len positions", "[kv_cache]") {
+    std::vector<nn::KVCache> caches = nn::KVCache::per_layer(3, 5);
+    REQUIRE(caches.size() == 3);
+    for (const nn::KVCache& c : caches) REQUIRE((c.length() == 0 && c.max_len() == 5 && c.bytes() == 0));
+    caches[0].append(ones({1, 1, 2, 4}).data(), ones({1, 1, 2, 4}).data());  // the caches do not share storage
+    REQUIRE((caches[0].length() == 2 && caches[1].length() == 0 && caches[1].bytes() == 0));
+    REQUIRE(nn::KVCache::per_layer(0, 5).empty());
+    REQUIRE_THROWS_WITH(nn::KVCache::per_layer(-1, 5), Catch::Contains("n_layers must be >= 0"));
+    REQUIRE_THROWS_WITH(nn::KVCache::per_layer(2, 0), Catch::Contains("max_len must be >= 1"));
+}
+
 TEST_CASE("KVCache: refusals name the sizes", "[kv_cache]") {
     REQUIRE_THROWS_WITH(nn::KVCache(0), Catch::Contains("max_len must be >= 1; got 0"));
     nn::KVCache cache(3);
@@ -79,69 +66,16 @@ TEST_CASE("KVCache: refusals name the sizes", "[kv_cache]") {
                         Catch::Contains("would need 1.48e+20 bytes"));
 }
 
-TEST_CASE("cached_causal_attention equals sdpa on repeated K/V heads with the bottom-right mask", "[kv_cache]") {
-    manual_seed(7);
-    const std::int64_t B = 2, H = 4, hd = 8, L = 6;
-    NoGradGuard no_grad;
-    for (std::int64_t Hkv : {1, 2, 4}) {
-        for (std::int64_t t : {1, 3, 6}) {
-            INFO("Hkv " << Hkv << ", t " << t);
-            const Tensor k = randn({B, Hkv, L, hd}), v = randn({B, Hkv, L, hd}), q = randn({B, H, t, hd});
-            nn::KVCache cache(9);
-            if (L > t) cache.append(narrow(k, 2, 0, L - t).data(), narrow(v, 2, 0, L - t).data());
-            cache.append(narrow(k, 2, L - t, t).data(), narrow(v, 2, L - t, t).data());
-            const Tensor got = F::cached_causal_attention(q, cache);
-            const Tensor want = F::scaled_dot_product_attention(q, repeat_heads(k, H / Hkv), repeat_heads(v, H / Hkv),
-                                                                bottom_right_causal(t, L));
-            require_values(got, want, 1e-5);
-        }
-    }
-}
-
-TEST_CASE("cached_causal_attention: a NaN in a later key or value reaches no earlier query", "[kv_cache]") {
-    manual_seed(3);
-    NoGradGuard no_grad;
-    Tensor k = randn({1, 1, 4, 2}), v = randn({1, 1, 4, 2});
-    const Tensor q = randn({1, 2, 3, 2});  // 3 new queries at positions 1, 2, 3; H 2 share the one K/V head
-    k.mutable_data()(0, 0, 3, 0) = kNaN;   // position 3: seen by the last query only
-    v.mutable_data()(0, 0, 3, 1) = kNaN;
-    nn::KVCache cache(4);
-    cache.append(k.data(), v.data());
-    const Tensor out = F::cached_causal_attention(q, cache);  // (1, 2, 3, 2)
-    for (std::size_t h = 0; h < 2; ++h) {
-        for (std::size_t i = 0; i < 2; ++i) REQUIRE(std::isfinite(out.data()(0, h, i, 0)));
-        REQUIRE(std::isnan(out.data()(0, h, 2, 0)));
-    }
-}
-
-TEST_CASE("cached_causal_attention: refusals", "[kv_cache]") {
-    nn::KVCache cache(4);
-    NoGradGuard no_grad;
-    REQUIRE_THROWS_WITH(F::cached_causal_attention(randn({1, 2, 1, 4}), cache), Catch::Contains("the cache is empty"));
-    cache.append(randn({1, 2, 2, 4}).data(), randn({1, 2, 2, 4}).data());
-    REQUIRE_THROWS_WITH(F::cached_causal_attention(randn({1, 3, 1, 4}), cache),
-                        Catch::Contains("3 heads are not a multiple of the cache's 2"));
-    REQUIRE_THROWS_WITH(F::cached_causal_attention(randn({1, 2, 1, 5}), cache), Catch::Contains("does not match"));
-    REQUIRE_THROWS_WITH(F::cached_causal_attention(randn({1, 2, 3, 4}), cache),
-                        Catch::Contains("3 positions; the cache holds 2"));
-}
-
-TEST_CASE("cached_causal_attention refuses a q that requires grad while grad mode is on", "[kv_cache]") {
-    nn::KVCache cache(2);
-    cache.append(randn({1, 1, 1, 2}).data(), randn({1, 1, 1, 2}).data());
-    REQUIRE_THROWS_WITH(F::cached_causal_attention(randn({1, 1, 1, 2}, true), cache),
-                        Catch::Contains("NoGradGuard"));
-}
 
 TEST_CASE("CausalSelfAttention: forward_cached in pieces equals forward on the whole sequence", "[kv_cache]") {
     const std::int64_t B = 2, T = 7, d = 16, H = 4;
-    for (bool separate : {false, true}) {
+    for (bool llama_names : {false, true}) {
         for (bool rope : {false, true}) {
             for (std::int64_t Hkv : {1, 2, 4}) {
-                INFO("separate " << separate << ", rope " << rope << ", Hkv " << Hkv);
+                INFO("llama_names " << llama_names << ", rope " << rope << ", Hkv " << Hkv);
                 manual_seed(11);
                 const nn::CausalSelfAttention attn(
-                    d, H, nn::CausalSelfAttentionOptions().set_rope(rope).set_n_kv_head(Hkv).set_separate(separate));
+                    d, H, nn::CausalSelfAttentionOptions().rope(rope).n_kv_head(Hkv).llama_names(llama_names));
                 const Tensor x = randn({B, T, d});
                 const Tensor whole = attn.forward(x);  // (B, T, d)
                 nn::KVCache cache(T);
@@ -161,7 +95,7 @@ TEST_CASE("CausalSelfAttention: forward_cached in pieces equals forward on the w
 TEST_CASE("grouped-query attention with one K/V head is multi-head attention with that head copied", "[kv_cache]") {
     manual_seed(5);
     const std::int64_t d = 8, H = 2, hd = 4;
-    const nn::CausalSelfAttention mqa(d, H, nn::CausalSelfAttentionOptions().set_n_kv_head(1));
+    const nn::CausalSelfAttention mqa(d, H, nn::CausalSelfAttentionOptions().n_kv_head(1));
     const nn::CausalSelfAttention mha(d, H);
     REQUIRE(mqa.c_attn->weight.shape() == Shape{d + 2 * hd, d});  // q (d) | k (hd) | v (hd)
     // mha's c_attn rows [q | k | v] = [q | k k | v v]: each head gets the one K/V head's rows
@@ -176,6 +110,6 @@ TEST_CASE("grouped-query attention with one K/V head is multi-head attention wit
     mha.c_proj->bias.set_data(mqa.c_proj->bias.data());
     const Tensor x = randn({2, 5, d});
     require_values(mqa.forward(x), mha.forward(x), 1e-5);
-    REQUIRE_THROWS_WITH(nn::CausalSelfAttention(d, 4, nn::CausalSelfAttentionOptions().set_n_kv_head(3)),
+    REQUIRE_THROWS_WITH(nn::CausalSelfAttention(d, 4, nn::CausalSelfAttentionOptions().n_kv_head(3)),
                         Catch::Contains("n_kv_head (3) must divide n_head (4)"));
 }

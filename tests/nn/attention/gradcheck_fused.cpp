@@ -1,23 +1,23 @@
-// tests/nn/gradcheck_attention_fused.cpp — the fused causal kernel of nn/attention_fused.cpp on its
-// own (its values against the composed oracle are in test_attention_fused.cpp).
+// tests/nn/attention/gradcheck_fused.cpp — the fused causal kernel of nn/attention/fused.cpp on its
+// own (its values against the composed oracle are in test_fused.cpp).
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
-// gradcheck_attention_fused && build/tests/gradcheck_attention_fused`.
+// gradcheck_fused && build/tests/gradcheck_fused`.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <vector>
 
 #include <xgrad/nn/attention.hpp>
-#include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/attention/fused.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
 using namespace xgrad::testing;
 namespace F = xgrad::nn::functional;
 
-// The fused kernel (nn/attention_fused.cpp) on its own, with Tq ≠ Tk both ways and a given
+// The fused kernel (nn/attention/fused.cpp) on its own, with Tq ≠ Tk both ways and a given
 // scale: the cases the model's square T × T attention does not reach.
 TEST_CASE("fused_causal_attention: gradcheck with Tq != Tk and a scale") {
     manual_seed(41);

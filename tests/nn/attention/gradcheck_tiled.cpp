@@ -1,14 +1,14 @@
-// tests/nn/gradcheck_attention_tiled.cpp — the tiled causal kernel of nn/attention_tiled.cpp on its
-// own (its values against the composed oracle are in test_attention_tiled.cpp).
+// tests/nn/attention/gradcheck_tiled.cpp — the tiled causal kernel of nn/attention/tiled.cpp on its
+// own (its values against the composed oracle are in test_tiled.cpp).
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
-// gradcheck_attention_tiled && build/tests/gradcheck_attention_tiled`.
+// gradcheck_tiled && build/tests/gradcheck_tiled`.
 #include <catch2/catch.hpp>
 
 #include <vector>
 
-#include <xgrad/nn/attention_tiled.hpp>
+#include <xgrad/nn/attention/tiled.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;

@@ -1,10 +1,10 @@
-// tests/nn/test_attention_fused.cpp — the fused kernel fused_causal_attention (nn/attention_fused.cpp)
-// against its oracle, the composed scaled_dot_product_attention with is_causal (nn/attention.cpp).
+// tests/nn/attention/test_fused.cpp — the fused kernel fused_causal_attention (nn/attention/fused.cpp)
+// against its oracle, the composed scaled_dot_product_attention with is_causal (nn/attention/composed.cpp).
 // Values and the gradients of q, k and v for a G whose entries all differ, to 1e-5, on shapes
 // with Tq = Tk, Tq < Tk and Tq > Tk, no leading dims and two, head widths that are and are not a
-// multiple of the SIMD width, and a given scale. Then CausalSelfAttention with options.fused on
+// multiple of the SIMD width, and a given scale. Then CausalSelfAttention with fast_kernels on
 // and off. Shapes: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv); x (B, T, d).
-// The double-precision gradcheck of the kernel alone is in gradcheck_attention_fused.cpp.
+// The double-precision gradcheck of the kernel alone is in gradcheck_fused.cpp.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -14,7 +14,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/nn/attention.hpp>
-#include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/attention/fused.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -81,8 +81,8 @@ TEST_CASE("fused_causal_attention: bad shapes throw ValueError naming the op", "
 TEST_CASE("CausalSelfAttention: the fused and the composed path give the same values and gradients",
           "[nn][attention][fused]") {
     manual_seed(5);
-    nn::CausalSelfAttentionOptions fused_opts, composed_opts;
-    composed_opts.fused = false;
+    const auto fused_opts = nn::CausalSelfAttentionOptions();
+    const auto composed_opts = nn::CausalSelfAttentionOptions().fast_kernels(false);
     nn::CausalSelfAttention fused(/*d=*/12, /*n_head=*/3, fused_opts), composed(12, 3, composed_opts);
     composed.load_state_dict(fused.state_dict());
     const Tensor x0 = randn({2, 10, 12}), G = randn({2, 10, 12});

@@ -1,11 +1,11 @@
-// tests/nn/test_attention_tiled.cpp — the tiled kernel tiled_causal_attention (nn/attention_tiled.cpp)
+// tests/nn/attention/test_tiled.cpp — the tiled kernel tiled_causal_attention (nn/attention/tiled.cpp)
 // against its oracle, the composed scaled_dot_product_attention with is_causal, or with the mask
-// tril(ones({Tq, Tk}), diagonal) for another diagonal (nn/attention.cpp).
+// tril(ones({Tq, Tk}), diagonal) for another diagonal (nn/attention/composed.cpp).
 // Values and the gradients of q, k and v for a G whose entries all differ, to 1e-5, on sizes below,
 // at and across the tiles (64 and 256 rows or keys), Tq < Tk and Tq > Tk, no leading dims and two; rows that see no
 // key; a NaN or an inf in a future key and value; one and two threads; one case by hand; and
 // CausalSelfAttention's choice of kernel. Shapes: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv).
-// The double-precision gradcheck of the kernel alone is in gradcheck_attention_tiled.cpp.
+// The double-precision gradcheck of the kernel alone is in gradcheck_tiled.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -16,7 +16,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/masking.hpp>
 #include <xgrad/nn/attention.hpp>
-#include <xgrad/nn/attention_tiled.hpp>
+#include <xgrad/nn/attention/tiled.hpp>
 #include "test_helpers.hpp"
 
 using namespace xgrad;
@@ -198,8 +198,7 @@ TEST_CASE("tiled_causal_attention: bad shapes throw ValueError naming the op", "
 TEST_CASE("CausalSelfAttention: the tiled kernel from kTiledFromT on, the fused one below, both the composed",
           "[nn][attention][tiled]") {
     manual_seed(11);
-    nn::CausalSelfAttentionOptions composed_opts;
-    composed_opts.fused = false;
+    const auto composed_opts = nn::CausalSelfAttentionOptions().fast_kernels(false);
     nn::CausalSelfAttention fast(/*d=*/8, /*n_head=*/2), composed(8, 2, composed_opts);
     composed.load_state_dict(fast.state_dict());
     for (std::int64_t T : {nn::CausalSelfAttention::kTiledFromT - 1, nn::CausalSelfAttention::kTiledFromT}) {

@@ -1,4 +1,4 @@
-// nn/attention_tiled.cpp — causal attention in tiles, forward and backward (FlashAttention-2).
+// nn/attention/tiled.cpp — causal attention in tiles, forward and backward (FlashAttention-2).
 //
 // Legend: N = Π of the leading dims (B·H) matrices; per matrix q (Tq, hd), k (Tk, hd), v (Tk, hv),
 // out (Tq, hv). A tile is a block of Br queries [i0, i1) against a block of Bc keys [j0, j1).
@@ -27,7 +27,7 @@
 // products go through gemm_visible (core/masked_matmul.hpp), so a NaN or inf in a hidden k or v
 // reaches no row that may not see it.
 // ref: Dao 2023, "FlashAttention-2", Algorithms 1 and 2; Milakov & Gimelshein 2018 (online softmax).
-#include <xgrad/nn/attention_tiled.hpp>
+#include <xgrad/nn/attention/tiled.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -41,7 +41,7 @@
 #include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/parallel.hpp>
 #include <xgrad/core/detail/simd.hpp>
-#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/attention/detail/shape.hpp>
 
 namespace xgrad::nn::functional {
 

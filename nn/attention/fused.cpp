@@ -1,6 +1,6 @@
-// nn/attention_fused.cpp — causal attention as one fused op, forward and backward.
+// nn/attention/fused.cpp — causal attention as one fused op, forward and backward.
 //
-// Oracle and tests: nn/attention_fused.hpp. Per matrix n: two gemm calls and one row softmax,
+// Oracle and tests: nn/attention/fused.hpp. Per matrix n: two gemm calls and one row softmax,
 // where the composed form materialises kᵀ, scores, masked scores and weights (N, Tq, Tk).
 // Legend: N = Π of the leading dims (B·H), Tq queries, Tk keys, hd head width, hv value width.
 // q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv), out (..., Tq, hv); P (N, Tq, Tk) the weights.
@@ -15,7 +15,7 @@
 // The four products that sum over Tq or Tk are gemm_visible (core/masked_matmul.hpp): gemm, with
 // any row that met a non-finite value across the diagonal summed again over j ≤ i.
 // ref: Vaswani et al. 2017, eq. (1); llm.c attention_backward (train_gpt2.c).
-#include <xgrad/nn/attention_fused.hpp>
+#include <xgrad/nn/attention/fused.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -27,7 +27,7 @@
 #include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/parallel.hpp>
 #include <xgrad/core/softmax.hpp>
-#include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/attention/detail/shape.hpp>
 
 namespace xgrad::nn::functional {
 

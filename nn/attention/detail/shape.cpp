@@ -1,0 +1,47 @@
+// nn/attention/detail/shape.cpp — the shared argument checks of attention (shape.hpp).
+#include <xgrad/nn/attention/detail/shape.hpp>
+
+namespace xgrad::nn::functional::detail {
+
+AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, const char* op) {
+    check(q.defined() && k.defined() && (!v || v->defined()), op, "q, k and v must be defined tensors");
+    const ArrayShape sq = array_shape(q.data()), sk = array_shape(k.data());
+    const ArrayShape sv = v ? array_shape(v->data()) : sk;
+    check(sq.size() >= 2 && sq.size() == sk.size() && sq.size() == sv.size(), op,
+          "q, k, v must have the same rank, at least 2 ((..., T, hd)); got q {}, k {}, v {}", shape_str(sq),
+          shape_str(sk), shape_str(sv));
+    const std::size_t n = sq.size();
+    AttentionSizes s;
+    s.lead.assign(sq.begin(), sq.end() - 2);
+    s.Tq = sq[n - 2], s.hd = sq[n - 1], s.Tk = sk[n - 2], s.hv = sv[n - 1];
+    check(ArrayShape(sk.begin(), sk.end() - 2) == s.lead && ArrayShape(sv.begin(), sv.end() - 2) == s.lead, op,
+          "q, k, v must share their leading dims (...); got q {}, k {}, v {}", shape_str(sq), shape_str(sk),
+          shape_str(sv));
+    check(sk[n - 1] == s.hd, op, "q and k must have the same head width hd; got q {} and k {}", shape_str(sq),
+          shape_str(sk));
+    check(sv[n - 2] == s.Tk, op, "k and v must have the same number of keys Tk; got k {} and v {}",
+          shape_str(sk), shape_str(sv));
+    check(s.hd > 0, op, "the head width hd must be positive; got q {}", shape_str(sq));
+    check(s.Tk > 0, op, "there must be at least one key; got k {}", shape_str(sk));
+    return s;
+}
+
+void check_mask(const Tensor& mask, const ArrayShape& target, const char* op) {
+    const ArrayShape sm = array_shape(mask.data());
+    bool fits = sm.size() <= target.size();
+    for (std::size_t i = 0; fits && i < sm.size(); ++i) {
+        const std::size_t m = sm[sm.size() - 1 - i], t = target[target.size() - 1 - i];
+        fits = m == t || m == 1;
+    }
+    check(fits, op, "attn_mask of shape {} does not broadcast to (..., Tq, Tk) = {}", shape_str(sm),
+          shape_str(target));
+    const real* p = mask.data().data();
+    for (std::size_t i = 0; i < mask.data().size(); ++i) {
+        check(p[i] == 0 || p[i] == 1, op,
+              "attn_mask must hold 0 (may not attend) or 1 (may attend); found {} at flat index {}. "
+              "An additive mask (0 / -inf) means the opposite: convert it with eq(mask, 0)",
+              double(p[i]), i);
+    }
+}
+
+}  // namespace xgrad::nn::functional::detail

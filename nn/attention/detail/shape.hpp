@@ -1,0 +1,23 @@
+// nn/attention/detail/shape.hpp — internal: the argument checks that the attention kernels
+// (nn/attention/*.cpp) and the module (nn/attention.cpp) share. Not installed.
+#pragma once
+
+#include <cstddef>
+
+#include <xgrad/core/tensor.hpp>
+
+namespace xgrad::nn::functional::detail {
+
+// The sizes of one attention call: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv).
+struct AttentionSizes {
+    ArrayShape lead;  // the leading dims "..."
+    std::size_t Tq = 0, Tk = 0, hd = 0, hv = 0;
+};
+
+// Checks q, k and v (v may be null) as scaled_dot_product_attention documents; op names the caller.
+AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, const char* op);
+
+// Checks that attn_mask broadcasts to `target` (..., Tq, Tk) and holds only the values 0 and 1.
+void check_mask(const Tensor& mask, const ArrayShape& target, const char* op);
+
+}  // namespace xgrad::nn::functional::detail
