@@ -14,7 +14,9 @@ Fails (exit 1, one line per finding) when
   * a function of the library or of the examples is longer than 80 lines (signature to closing brace);
   * a header of the library or of the examples opens with more than 15 comment lines (one home per
     explanation: a header points to the README section that explains);
-  * a public library header includes an internal one (under a detail/ folder, which is not installed).
+  * a public library header includes an internal one (under a detail/ folder, which is not installed);
+  * a README names a file (`dir/name.ext` in backquotes) that does not exist, relative to the
+    source tree or to the README's folder: the reading paths name every file on them.
 """
 import pathlib
 import re
@@ -35,6 +37,8 @@ TIMING = re.compile(r"\b\d[\d,.]*\s?(?:ns|µs|us|ms|GFLOP/s|GB/s|steps/s|tokens/
                     r"|\bbench/?\s*(?:workload\s*)?[WT]\d|\bperf\b|\bmeasured\b")
 ISSUE = re.compile(r"\bissue\s+#?\d+|(?<![\w/&])#\d{1,4}\b", re.IGNORECASE)
 HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+# A file named in a README's prose: `core/autograd.cpp`, `examples/gpt/main.cpp`.
+NAMED_FILE = re.compile(r"`([\w.-]+(?:/[\w.-]+)+\.(?:cpp|hpp|md|py|sh|cmake|txt))`")
 # Upstream issue references are citations, not this project's history.
 UPSTREAM = re.compile(r"(pytorch|xtensor|xsimd|openblas|gcc|llvm|catch2|nanogpt|llm\.c)[\w\-/ ]*(#|issue\s+)\d+",
                       re.IGNORECASE)
@@ -207,6 +211,10 @@ def main():
             h = history(line)
             if h:
                 findings.append(f"{f.relative_to(ROOT)}:{n}: history in a doc ({h.group(0)!r})")
+            if not in_fence:
+                for name in NAMED_FILE.findall(line):
+                    if not (ROOT / name).exists() and not (f.parent / name).exists():
+                        findings.append(f"{f.relative_to(ROOT)}:{n}: names {name}, which does not exist")
     for f in sorted((ROOT / "tests").glob("**/*.[ch]pp")):
         n = len(f.read_text().splitlines())
         if n > TEST_FILE_LINES_MAX:

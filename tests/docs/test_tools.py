@@ -150,6 +150,10 @@ class Aesthetics(unittest.TestCase):
     def test_opening_comment_lines_stop_at_the_first_code(self):
         self.assertEqual(lint_text.opening_comment_lines("// a\n\n// b\n#pragma once\n// c\n"), 2)
 
+    def test_files_named_in_prose(self):
+        line = "2. `core/autograd.cpp`, `nn/attention/composed.cpp`; `make test`, `out/`, `<xgrad/xgrad.hpp>`"
+        self.assertEqual(lint_text.NAMED_FILE.findall(line), ["core/autograd.cpp", "nn/attention/composed.cpp"])
+
     def test_findings_on_a_tree(self):
         with tempfile.TemporaryDirectory() as d:
             root = pathlib.Path(d)
