@@ -64,7 +64,8 @@ Array gather_rows(const Array& table, const IndexTensor& ids) {
 
 // The row scatter, dense: the (kept, d) rows of g with their ids; the engine adds each into its row
 // of weight.grad (allocated as zeros once). A non-leaf weight gets them densified.
-Grads scatter_rows(const Array& g, const IndexTensor& ids, std::int64_t pad, std::size_t d, EmbeddingStats* stats) {
+Grads scatter_rows(const Array& g, const IndexTensor& ids, std::int64_t pad, std::size_t d,
+                   EmbeddingStats* stats) {
     const std::size_t P = ids.numel();
     const std::int64_t* id = ids.data().data();
     RowSparseGrad r;
@@ -78,7 +79,8 @@ Grads scatter_rows(const Array& g, const IndexTensor& ids, std::int64_t pad, std
     if (stats) {
         std::vector<std::int64_t> distinct(r.indices);  // sorted only to count them
         std::sort(distinct.begin(), distinct.end());
-        const std::size_t k = static_cast<std::size_t>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+        const std::size_t k =
+            static_cast<std::size_t>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
         stats->tokens = P;
         stats->rows_touched = k;
         stats->duplicates = kept - k;

@@ -25,7 +25,7 @@ public:
     CrossEntropyOptions& label_smoothing(double v) { label_smoothing_ = v; return *this; }
 
     Reduction reduction() const { return reduction_; }              // (Mean)
-    std::int64_t ignore_index() const { return ignore_index_; }     // targets equal to it count nothing (-100)
+    std::int64_t ignore_index() const { return ignore_index_; }     // its targets count nothing (-100)
     double label_smoothing() const { return label_smoothing_; }     // in [0, 1] (0)
 
 private:

@@ -1,6 +1,6 @@
 // nn/module.hpp — Module: a named tree of parameters and submodules, as in PyTorch.
 //
-// A model derives from Module; its constructor registers what it owns (a whole one: README.md, "Your own project"):
+// A model derives from Module; its constructor registers what it owns:
 //     struct MLP : nn::Module {
 //         std::shared_ptr<nn::Linear> fc1, fc2;
 //         MLP() {

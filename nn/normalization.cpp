@@ -159,7 +159,8 @@ std::pair<real, real> norm_row_statistics(const real* xr, std::size_t D, double 
 }
 
 // The normalised output of one row: x̂ = (x - m)·rs, y = x̂·w + b.
-void norm_row_output(const real* xr, real m, real rs, const real* pw, const real* pb, real* yr, std::size_t D) {
+void norm_row_output(const real* xr, real m, real rs, const real* pw, const real* pb, real* yr,
+                     std::size_t D) {
     for_row(0, D, [&](auto v, std::size_t j) {
         using V = decltype(v);
         const V xhat = (load<V>(xr + j) - V(m)) * V(rs);
@@ -281,8 +282,9 @@ Tensor fused_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     if (has_b) inputs.push_back(bias);
     NormSaved saved{x, weight, normalized_shape, std::move(mean), std::move(rstd), N, D, center, has_w, has_b,
                     x.requires_grad(), has_w && weight.requires_grad(), has_b && bias.requires_grad()};
-    return make_result(std::move(y), op, inputs,
-                       [s = std::move(saved)](const Array& grad_out, const Array&) { return norm_backward(s, grad_out); });
+    return make_result(std::move(y), op, inputs, [s = std::move(saved)](const Array& grad_out, const Array&) {
+        return norm_backward(s, grad_out);
+    });
 }
 
 }  // namespace
