@@ -246,8 +246,8 @@ TEST_CASE("fused cross_entropy equals the composed nll_loss(log_softmax(x))", "[
     for (auto r : {nn::Reduction::Mean, nn::Reduction::Sum}) {
         x.reset_grad();
         xc.reset_grad();
-        Tensor fused = F::cross_entropy(x, t, {r});
-        Tensor composed = F::nll_loss(log_softmax(xc, -1), t, {r});
+        Tensor fused = F::cross_entropy(x, t, ce(r));
+        Tensor composed = F::nll_loss(log_softmax(xc, -1), t, ce(r));
         REQUIRE(fused.item() == Approx(composed.item()).epsilon(1e-5));
         fused.backward();
         composed.backward();
