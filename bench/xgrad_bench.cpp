@@ -95,7 +95,7 @@ struct EmbeddingStep {
     std::size_t next = 0;
 
     EmbeddingStep(std::size_t V, std::size_t d, std::size_t P, bool sparse, bool one_hot)
-        : emb((manual_seed(kSeed), std::int64_t(V)), std::int64_t(d), nn::EmbeddingOptions().set_sparse(sparse)),
+        : emb((manual_seed(kSeed), std::int64_t(V)), std::int64_t(d), nn::EmbeddingOptions().sparse(sparse)),
           opt(emb.named_parameters(), optim::AdamOptions(1e-3)),
           G(randn({std::int64_t(P), std::int64_t(d)})),
           one_hot_path(one_hot) {

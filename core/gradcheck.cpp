@@ -48,22 +48,22 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
         for (std::size_t i = 0; i < x.data().size(); ++i) {
             real& xi = x.mutable_data().data()[i];
             const real saved = xi;
-            xi = static_cast<real>(saved + opt.eps);
+            xi = static_cast<real>(saved + opt.eps());
             const double plus = loss_value();
-            xi = static_cast<real>(saved - opt.eps);
+            xi = static_cast<real>(saved - opt.eps());
             const double minus = loss_value();
             xi = saved;
-            const double numeric = (plus - minus) / (2 * opt.eps);
+            const double numeric = (plus - minus) / (2 * opt.eps());
             const double a = analytic.data()[i];
             const double err = std::abs(a - numeric);
             r.max_abs_error = std::max(r.max_abs_error, err);
             ++r.checked;
-            if ((!(err <= opt.atol + opt.rtol * std::abs(numeric))) && r.ok) {
+            if ((!(err <= opt.atol() + opt.rtol() * std::abs(numeric))) && r.ok) {
                 r.ok = false;
                 r.message = fmt::format(
                     "gradcheck: input {} (shape {}), element {}: analytic {:.8g} vs numeric {:.8g} "
                     "(|diff| {:.3g} > atol {} + rtol {} * |numeric|)",
-                    k, shape_str(x.shape()), i, a, numeric, err, opt.atol, opt.rtol);
+                    k, shape_str(x.shape()), i, a, numeric, err, opt.atol(), opt.rtol());
             }
         }
     }

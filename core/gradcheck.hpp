@@ -17,15 +17,23 @@
 
 namespace xgrad {
 
-struct GradcheckOptions {
+// gradcheck's step and tolerances; setters chain, as LibTorch's: GradcheckOptions().eps(1e-6).rtol(0.02)
+class GradcheckOptions {
+public:
+    GradcheckOptions& eps(double v) { eps_ = v; return *this; }
+    GradcheckOptions& atol(double v) { atol_ = v; return *this; }
+    GradcheckOptions& rtol(double v) { rtol_ = v; return *this; }
+
+    double eps() const { return eps_; }    // the finite-difference step
+    double atol() const { return atol_; }  // absolute tolerance
+    double rtol() const { return rtol_; }  // relative tolerance, times |numeric|
+
+private:
 #ifdef XGRAD_DOUBLE
-    double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+    double eps_ = 1e-6, atol_ = 1e-5, rtol_ = 1e-3;
 #else
-    double eps = 1e-2, atol = 1e-2, rtol = 1e-2;  // float32: only coarse errors are caught
+    double eps_ = 1e-2, atol_ = 1e-2, rtol_ = 1e-2;  // float32: only coarse errors are caught
 #endif
-    GradcheckOptions& set_eps(double v) { eps = v; return *this; }
-    GradcheckOptions& set_atol(double v) { atol = v; return *this; }
-    GradcheckOptions& set_rtol(double v) { rtol = v; return *this; }
 };
 
 struct GradcheckResult {

@@ -40,14 +40,21 @@ Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std
 
 }  // namespace functional
 
-struct EmbeddingOptions {
+// The Embedding module's options; setters chain, as LibTorch's:
+//   nn::Embedding(V, d, nn::EmbeddingOptions().padding_idx(0).sparse(true))
+class EmbeddingOptions {
+public:
     // This row gets no gradient and starts at zeros; in [-V, V), negative from the end.
-    std::optional<std::int64_t> padding_idx;
+    EmbeddingOptions& padding_idx(std::optional<std::int64_t> v) { padding_idx_ = v; return *this; }
     // A row-sparse gradient (k rows) instead of dense (V, d); Adam and AdamW update only those.
-    bool sparse = false;
+    EmbeddingOptions& sparse(bool v) { sparse_ = v; return *this; }
 
-    EmbeddingOptions& set_padding_idx(std::int64_t p) { padding_idx = p; return *this; }
-    EmbeddingOptions& set_sparse(bool s) { sparse = s; return *this; }
+    const std::optional<std::int64_t>& padding_idx() const { return padding_idx_; }  // (none)
+    bool sparse() const { return sparse_; }                                            // (false)
+
+private:
+    std::optional<std::int64_t> padding_idx_;
+    bool sparse_ = false;
 };
 
 class Embedding : public Module {

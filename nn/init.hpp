@@ -8,16 +8,10 @@
 //   kaiming_uniform_(w, a, ...) U(±gain·√(3 / fan)),  gain = calculate_gain(nonlinearity, a)   He et al. 2015
 //   kaiming_normal_(w, a, ...)  N(0, gain² / fan)
 // Fans of w (out, in, k...): fan_in = in·Πk, fan_out = out·Πk (a conv's receptive field Πk).
-//
-// Each writes through mutable_data() (the version is bumped) under a NoGradGuard, records no graph,
-// draws from the process generator (manual_seed) and returns w, the same handle.
-//
-// The modules' defaults, as PyTorch's:
-//   Linear(in, out): weight and bias U(±1/√in), which is kaiming_uniform_(w, a = √5).
-//   Embedding(V, d): N(0, 1), so that a looked-up row has unit variance.
-// A table tied to an output head (nn/tying.hpp) wants normal_(w, 0, 0.02), GPT-2's init: with N(0, 1)
-// rows a logit h·w has std ‖h‖ (≈ √d after a LayerNorm) and the first loss is far above ln V; with
-// 0.02 the logits are near 0, the softmax near uniform, and the first loss ≈ ln V nats.
+// Each writes through mutable_data() under a NoGradGuard (no graph; the version is bumped), draws
+// from the process generator (manual_seed) and returns w. The modules' defaults are PyTorch's:
+// Linear U(±1/√in) = kaiming_uniform_(w, a = √5); Embedding N(0, 1). Why a tied head wants GPT-2's
+// normal_(w, 0, 0.02) instead: README.md, "Your own project".
 // ref: PyTorch docs, torch.nn.init; Radford et al. 2019 (GPT-2), nanoGPT model.py _init_weights.
 #pragma once
 

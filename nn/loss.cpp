@@ -45,7 +45,7 @@ namespace {
 std::pair<std::size_t, std::size_t> class_shapes(const Tensor& logits, const IndexTensor& targets,
                                                  const CrossEntropyOptions& o, const char* op) {
     check_defined(logits, op, "the input");
-    check_reduction(o.reduction, op);
+    check_reduction(o.reduction(), op);
     const ArrayShape ls = array_shape(logits.data()), ts = array_shape(targets.data());
     check(ls.size() >= 2 && ls.size() == ts.size() + 1 && std::equal(ts.begin(), ts.end(), ls.begin()), op,
           "logits {} and targets {} do not match: expected logits (N, C) with targets (N,), "
@@ -55,9 +55,9 @@ std::pair<std::size_t, std::size_t> class_shapes(const Tensor& logits, const Ind
     check(C > 0, op, "logits {} have no classes", lazy_shape(ls));
     const std::int64_t* t = targets.data().data();
     for (std::size_t i = 0; i < N; ++i) {
-        if (t[i] == o.ignore_index || (t[i] >= 0 && t[i] < static_cast<std::int64_t>(C))) continue;
+        if (t[i] == o.ignore_index() || (t[i] >= 0 && t[i] < static_cast<std::int64_t>(C))) continue;
         throw IndexError(fmt::format("{}: target {} at position {} out of range [0, {}) (ignore_index is {})", op,
-                                     t[i], position_str(i, ts), C, o.ignore_index));
+                                     t[i], position_str(i, ts), C, o.ignore_index()));
     }
     return {N, C};
 }
@@ -115,12 +115,12 @@ real row_max(const real* x, std::size_t C) {
 
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const CrossEntropyOptions& o) {
     const char* op = "cross_entropy";
-    check(o.label_smoothing >= 0 && o.label_smoothing <= 1, op, "label_smoothing {} outside [0, 1]",
-          o.label_smoothing);
+    check(o.label_smoothing() >= 0 && o.label_smoothing() <= 1, op, "label_smoothing {} outside [0, 1]",
+          o.label_smoothing());
     const auto [N, C] = class_shapes(logits, targets, o, op);
     const real* x = logits.data().data();
     const std::int64_t* t = targets.data().data();
-    const double eps = o.label_smoothing;
+    const double eps = o.label_smoothing();
 
     // Pass 1: e^(x - m) for all of (N, C). Pass 2, per row: Σ in double, lse, the loss, p_c = e^(x_c - lse).
     Array probs(ArrayShape{N, C});  // softmax, saved for the backward
@@ -136,7 +136,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
     std::vector<double> loss(N, 0.0);
     std::size_t n_valid = 0;
     for (std::size_t i = 0; i < N; ++i) {
-        if (t[i] == o.ignore_index) continue;
+        if (t[i] == o.ignore_index()) continue;
         ++n_valid;
         const real* xi = x + i * C;
         real* pi = probs.data() + i * C;
@@ -147,20 +147,20 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
         const double sum_x = eps > 0 ? sum_double(xi, C) : 0.0;
         loss[i] = (1 - eps) * (lse - xi[t[i]]) + (eps > 0 ? eps * (lse - sum_x / double(C)) : 0.0);
     }
-    return make_result(reduce_rows(loss, o.reduction, n_valid, array_shape(targets.data())), op, {logits},
+    return make_result(reduce_rows(loss, o.reduction(), n_valid, array_shape(targets.data())), op, {logits},
                        [probs = std::move(probs), targets, o, N = N, C = C, n_valid, shape = logits.data().shape()](
                            const Array& g, const Array&) {
                            Array dx(shape);
                            const std::int64_t* t = targets.data().data();
-                           const double eps = o.label_smoothing;
+                           const double eps = o.label_smoothing();
                            for (std::size_t i = 0; i < N; ++i) {
                                real* dxi = dx.data() + i * C;
-                               if (t[i] == o.ignore_index) {
+                               if (t[i] == o.ignore_index()) {
                                    std::fill(dxi, dxi + C, real(0));
                                    continue;
                                }
                                // s · (p_c − ε/C) for every class, then − s·(1 − ε) at the target
-                               const double s = row_scale(g, o.reduction, i, n_valid);
+                               const double s = row_scale(g, o.reduction(), i, n_valid);
                                const real* pi = probs.data() + i * C;
                                const real scale = static_cast<real>(s), smooth = static_cast<real>(eps / double(C));
                                for (std::size_t c = 0; c < C; ++c) dxi[c] = scale * (pi[c] - smooth);
@@ -176,24 +176,24 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
 // ref: PyTorch docs, torch.nn.functional.nll_loss
 Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const CrossEntropyOptions& o) {
     const char* op = "nll_loss";
-    check(o.label_smoothing == 0, op, "label_smoothing is not supported; got {}", o.label_smoothing);
+    check(o.label_smoothing() == 0, op, "label_smoothing is not supported; got {}", o.label_smoothing());
     const auto [N, C] = class_shapes(log_probs, targets, o, op);
     const real* lp = log_probs.data().data();
     const std::int64_t* t = targets.data().data();
     std::vector<double> loss(N, 0.0);
     std::size_t n_valid = 0;
     for (std::size_t i = 0; i < N; ++i) {
-        if (t[i] == o.ignore_index) continue;
+        if (t[i] == o.ignore_index()) continue;
         ++n_valid;
         loss[i] = -double(lp[i * C + std::size_t(t[i])]);
     }
-    return make_result(reduce_rows(loss, o.reduction, n_valid, array_shape(targets.data())), op, {log_probs},
+    return make_result(reduce_rows(loss, o.reduction(), n_valid, array_shape(targets.data())), op, {log_probs},
                        [targets, o, N = N, C = C, n_valid, shape = log_probs.data().shape()](const Array& g, const Array&) {
                            Array dx = xt::zeros<real>(shape);
                            const std::int64_t* t = targets.data().data();
                            for (std::size_t i = 0; i < N; ++i)
-                               if (t[i] != o.ignore_index)
-                                   dx.data()[i * C + std::size_t(t[i])] = -row_scale(g, o.reduction, i, n_valid);
+                               if (t[i] != o.ignore_index())
+                                   dx.data()[i * C + std::size_t(t[i])] = -row_scale(g, o.reduction(), i, n_valid);
                            return make_grads(std::move(dx));
                        });
 }

@@ -16,14 +16,22 @@ enum class Reduction { Mean, Sum, None };
 
 namespace functional {
 
-struct CrossEntropyOptions {
-    Reduction reduction = Reduction::Mean;
-    std::int64_t ignore_index = -100;  // targets equal to this contribute nothing
-    double label_smoothing = 0.0;      // in [0, 1]
+// cross_entropy's and nll_loss's options; setters chain, as LibTorch's:
+//   cross_entropy(logits, y, CrossEntropyOptions().ignore_index(0).label_smoothing(0.1))
+class CrossEntropyOptions {
+public:
+    CrossEntropyOptions& reduction(Reduction v) { reduction_ = v; return *this; }
+    CrossEntropyOptions& ignore_index(std::int64_t v) { ignore_index_ = v; return *this; }
+    CrossEntropyOptions& label_smoothing(double v) { label_smoothing_ = v; return *this; }
 
-    CrossEntropyOptions& set_reduction(Reduction r) { reduction = r; return *this; }
-    CrossEntropyOptions& set_ignore_index(std::int64_t i) { ignore_index = i; return *this; }
-    CrossEntropyOptions& set_label_smoothing(double e) { label_smoothing = e; return *this; }
+    Reduction reduction() const { return reduction_; }              // (Mean)
+    std::int64_t ignore_index() const { return ignore_index_; }     // its targets count nothing (-100)
+    double label_smoothing() const { return label_smoothing_; }     // in [0, 1] (0)
+
+private:
+    Reduction reduction_ = Reduction::Mean;
+    std::int64_t ignore_index_ = -100;
+    double label_smoothing_ = 0.0;
 };
 
 // Softmax cross-entropy, fused. logits (N, C) with targets (N,), or (B, T, C) with (B, T): the

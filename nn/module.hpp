@@ -1,7 +1,6 @@
 // nn/module.hpp — Module: a named tree of parameters and submodules, as in PyTorch.
 //
-// A model is a class deriving from Module. Its constructor registers what it owns:
-//
+// A model derives from Module; its constructor registers what it owns:
 //     struct MLP : nn::Module {
 //         std::shared_ptr<nn::Linear> fc1, fc2;
 //         MLP() {
@@ -10,11 +9,10 @@
 //         }
 //         Tensor forward(const Tensor& x) { return fc2->forward(fc1->forward(x).tanh()); }
 //     };
-//
-// named_parameters() yields "fc1.weight", "fc1.bias", "fc2.weight", ... in registration order;
-// a submodule never registered is invisible to parameters(), the optimizer and save().
-// A buffer is state that is not learned: in state_dict(), never in parameters(), never grad.
-// ref: PyTorch docs, torch.nn.Module and torch.nn.Module.register_buffer
+// named_parameters() yields "fc1.weight", "fc1.bias", "fc2.weight", ... in registration order; a
+// submodule never registered is invisible to parameters(), the optimizer and save(). A buffer is
+// state that is not learned: in state_dict(), never in parameters(), never grad.
+// ref: PyTorch docs, torch.nn.Module
 #pragma once
 
 #include <memory>

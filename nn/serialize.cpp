@@ -275,9 +275,11 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
                                              path, std::strerror(errno)));
 }
 
-SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& options) {
-    check(host_is_little_endian(), "load_safetensors", "big-endian hosts are not supported");
-    // Only regular files: a directory reads as 0 bytes, /dev/zero until memory runs out.
+namespace {
+
+// ---- load: read, parse the header, read the tensors, check the tiling ----------------------------
+// The whole file: only a regular file (a directory reads as 0 bytes, /dev/zero until memory runs out).
+std::string read_checkpoint_bytes(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
         throw std::runtime_error("load_safetensors: '" + path + "' is not a regular file (a directory, device or pipe?)");
@@ -289,16 +291,13 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
     std::string bytes(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
     if (!in.seekg(0) || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
         throw std::runtime_error("load_safetensors: cannot read '" + path + "' (changed while reading?)");
-    const char* op = "load_safetensors";
+    return bytes;
+}
 
-    check(bytes.size() >= 8, op, "'{}' is {} bytes, too short for the 8-byte header length", path, bytes.size());
-    const bool stamped = verify_checksum(bytes, path, options);
-    std::uint64_t n;
-    std::memcpy(&n, bytes.data(), 8);
-    check(n <= kMaxHeader && n <= bytes.size() - 8, op,
-          "'{}' declares a {}-byte header but has {} bytes after the length (limit 100 MB)", path, n,
-          bytes.size() - 8);
-    // Duplicate keys are invalid, but a JSON parser keeps the last: the callback refuses them.
+// The header, bytes [8, 8+n): one JSON object, '{' first, spaces only after its '}' (a parser would
+// stop quietly at a NUL), without duplicate keys (a JSON parser keeps the last: the callback refuses them).
+nlohmann::json parse_safetensors_header(std::string_view text, const std::string& path) {
+    const char* op = "load_safetensors";
     std::vector<std::set<std::string>> keys;  // one set per open object
     auto no_duplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
         using E = nlohmann::json::parse_event_t;
@@ -309,11 +308,9 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
                                          parsed.get<std::string>()));
         return true;
     };
-    // One JSON object, '{' first, spaces only after its '}' (a parser would stop quietly at a NUL).
-    const std::string_view text(bytes.data() + 8, n);
     const std::size_t nul = text.find('\0');
     check(nul == std::string_view::npos, op, "'{}' has a NUL byte in its header, at byte {} of {}", path,
-          8 + nul, 8 + n);
+          8 + nul, 8 + text.size());
     const std::size_t json_end = text.find_last_not_of(' ') + 1;  // 0 if all spaces
     nlohmann::json header;
     try {
@@ -326,14 +323,111 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
     check(text.front() == '{' && text[json_end - 1] == '}', op,
           "'{}' has a header with bytes other than spaces before or after its JSON object (it must start "
           "with '{{' and end with '}}' followed only by spaces)", path);
+    return header;
+}
+
+// Where a tensor's bytes are in the data section.
+struct TensorSpan {
+    std::size_t begin, end;  // byte offsets in the data section
+    std::string name;
+};
+
+// One header entry {"dtype", "shape", "data_offsets"} checked and its bytes read from `data` (the
+// data section, data_size bytes), converted from F32 or F64 to real.
+Array read_safetensors_entry(const std::string& name, const nlohmann::json& e, const char* data,
+                             std::size_t data_size, const std::string& path, TensorSpan& span) {
+    const char* op = "load_safetensors";
+    check(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets") &&
+              e["dtype"].is_string() && e["shape"].is_array() && e["data_offsets"].is_array() &&
+              e["data_offsets"].size() == 2,
+          op, "'{}': entry '{}' lacks dtype, shape or data_offsets", path, name);
+    const std::string dtype = e["dtype"].get<std::string>();
+    check(dtype == "F32" || dtype == "F64", op, "'{}': tensor '{}' has dtype {}; xgrad reads F32 and F64",
+          path, name, dtype);
+    const std::size_t elem = dtype == "F32" ? 4 : 8;
+    ArrayShape shape;
+    std::size_t numel = 1;
+    for (const auto& s : e["shape"]) {
+        check(s.is_number_unsigned(), op, "'{}': tensor '{}' has a non-integer or negative size", path, name);
+        shape.push_back(s.get<std::size_t>());
+        check(shape.back() == 0 || numel <= SIZE_MAX / shape.back(), op, "'{}': tensor '{}' is too large", path, name);
+        numel *= shape.back();
+    }
+    check(numel <= SIZE_MAX / elem, op, "'{}': tensor '{}' of shape {} is too large", path, name,
+          shape_str(shape));
+    const auto& offs = e["data_offsets"];
+    check(offs[0].is_number_unsigned() && offs[1].is_number_unsigned(), op,
+          "'{}': tensor '{}' has invalid data_offsets", path, name);
+    const std::size_t begin = offs[0].get<std::size_t>(), end = offs[1].get<std::size_t>();
+    check(begin <= end && end <= data_size, op,
+          "'{}': tensor '{}' spans bytes [{}, {}) but the data section has {} bytes (truncated file?)",
+          path, name, begin, end, data_size);
+    check(end - begin == numel * elem, op,
+          "'{}': tensor '{}' of shape {} {} needs {} bytes but data_offsets give {}", path, name,
+          shape_str(shape), dtype, numel * elem, end - begin);
+
+    checked_numel(shape, op);  // bounds every size, even beside a 0
+    Array a(shape);
+    const char* src = data + begin;
+    for (std::size_t i = 0; i < numel; ++i) {
+        if (elem == 4) {
+            float v;
+            std::memcpy(&v, src + 4 * i, 4);
+            a.data()[i] = static_cast<real>(v);
+        } else {
+            double v;
+            std::memcpy(&v, src + 8 * i, 8);
+            a.data()[i] = static_cast<real>(v);
+        }
+    }
+    span = {begin, end, name};
+    return a;
+}
+
+// The tensors in file order (JSON objects are parsed in key order), checked to tile the data
+// section exactly, as the reference reader demands: the indices into `spans`, by offset.
+std::vector<std::size_t> file_order(const std::vector<TensorSpan>& spans, std::size_t data_size,
+                                    const std::string& path) {
+    const char* op = "load_safetensors";
+    std::vector<std::size_t> idx(spans.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        return std::tie(spans[a].begin, spans[a].end) < std::tie(spans[b].begin, spans[b].end);
+    });
+    std::size_t expected = 0;
+    for (std::size_t i : idx) {
+        const TensorSpan& t = spans[i];
+        check(t.begin >= expected, op,
+              "'{}': tensor '{}' starts at byte {}, inside the previous tensor, which ends at {} (overlap)", path,
+              t.name, t.begin, expected);
+        check(t.begin == expected, op, "'{}': tensor '{}' starts at byte {}, but the previous tensor ends at {} (a gap)",
+              path, t.name, t.begin, expected);
+        expected = t.end;
+    }
+    check(expected == data_size, op, "'{}': {} trailing byte(s) after the last tensor (the data section has {} bytes)",
+          path, data_size - expected, data_size);
+    return idx;
+}
+
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& options) {
+    check(host_is_little_endian(), "load_safetensors", "big-endian hosts are not supported");
+    const std::string bytes = read_checkpoint_bytes(path);
+    const char* op = "load_safetensors";
+
+    check(bytes.size() >= 8, op, "'{}' is {} bytes, too short for the 8-byte header length", path, bytes.size());
+    const bool stamped = verify_checksum(bytes, path, options);
+    std::uint64_t n;
+    std::memcpy(&n, bytes.data(), 8);
+    check(n <= kMaxHeader && n <= bytes.size() - 8, op,
+          "'{}' declares a {}-byte header but has {} bytes after the length (limit 100 MB)", path, n,
+          bytes.size() - 8);
+    const nlohmann::json header = parse_safetensors_header(std::string_view(bytes.data() + 8, n), path);
     const std::size_t data_begin = 8 + n, data_size = bytes.size() - data_begin;
 
     SafetensorsFile file;
-    struct Span {
-        std::size_t begin, end;  // byte offsets in the data section
-        std::string name;
-    };
-    std::vector<Span> order;  // one per tensor, in header (key) order
+    std::vector<TensorSpan> spans;  // one per tensor, in header (key) order
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string& name = it.key();
         const auto& e = it.value();
@@ -345,71 +439,12 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
             }
             continue;
         }
-        check(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets") &&
-                  e["dtype"].is_string() && e["shape"].is_array() && e["data_offsets"].is_array() &&
-                  e["data_offsets"].size() == 2,
-              op, "'{}': entry '{}' lacks dtype, shape or data_offsets", path, name);
-        const std::string dtype = e["dtype"].get<std::string>();
-        check(dtype == "F32" || dtype == "F64", op, "'{}': tensor '{}' has dtype {}; xgrad reads F32 and F64",
-              path, name, dtype);
-        const std::size_t elem = dtype == "F32" ? 4 : 8;
-        ArrayShape shape;
-        std::size_t numel = 1;
-        for (const auto& s : e["shape"]) {
-            check(s.is_number_unsigned(), op, "'{}': tensor '{}' has a non-integer or negative size", path, name);
-            shape.push_back(s.get<std::size_t>());
-            check(shape.back() == 0 || numel <= SIZE_MAX / shape.back(), op, "'{}': tensor '{}' is too large", path, name);
-            numel *= shape.back();
-        }
-        check(numel <= SIZE_MAX / elem, op, "'{}': tensor '{}' of shape {} is too large", path, name,
-              shape_str(shape));
-        const auto& offs = e["data_offsets"];
-        check(offs[0].is_number_unsigned() && offs[1].is_number_unsigned(), op,
-              "'{}': tensor '{}' has invalid data_offsets", path, name);
-        const std::size_t begin = offs[0].get<std::size_t>(), end = offs[1].get<std::size_t>();
-        check(begin <= end && end <= data_size, op,
-              "'{}': tensor '{}' spans bytes [{}, {}) but the data section has {} bytes (truncated file?)",
-              path, name, begin, end, data_size);
-        check(end - begin == numel * elem, op,
-              "'{}': tensor '{}' of shape {} {} needs {} bytes but data_offsets give {}", path, name,
-              shape_str(shape), dtype, numel * elem, end - begin);
-
-        checked_numel(shape, op);  // bounds every size, even beside a 0
-        Array a(shape);
-        const char* src = bytes.data() + data_begin + begin;
-        for (std::size_t i = 0; i < numel; ++i) {
-            if (elem == 4) {
-                float v;
-                std::memcpy(&v, src + 4 * i, 4);
-                a.data()[i] = static_cast<real>(v);
-            } else {
-                double v;
-                std::memcpy(&v, src + 8 * i, 8);
-                a.data()[i] = static_cast<real>(v);
-            }
-        }
-        order.push_back({begin, end, name});
+        TensorSpan span;
+        Array a = read_safetensors_entry(name, e, bytes.data() + data_begin, data_size, path, span);
+        spans.push_back(std::move(span));
         file.tensors.emplace_back(name, from_array(std::move(a)));
     }
-    // Report tensors in file order (JSON objects are parsed in key order).
-    std::vector<std::size_t> idx(order.size());
-    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        return std::tie(order[a].begin, order[a].end) < std::tie(order[b].begin, order[b].end);
-    });
-    // The tensors must tile the data section exactly, as the reference reader demands.
-    std::size_t expected = 0;
-    for (std::size_t i : idx) {
-        const Span& t = order[i];
-        check(t.begin >= expected, op,
-              "'{}': tensor '{}' starts at byte {}, inside the previous tensor, which ends at {} (overlap)", path,
-              t.name, t.begin, expected);
-        check(t.begin == expected, op, "'{}': tensor '{}' starts at byte {}, but the previous tensor ends at {} (a gap)",
-              path, t.name, t.begin, expected);
-        expected = t.end;
-    }
-    check(expected == data_size, op, "'{}': {} trailing byte(s) after the last tensor (the data section has {} bytes)",
-          path, data_size - expected, data_size);
+    const std::vector<std::size_t> idx = file_order(spans, data_size, path);
     // Verified above; or else it must be absent: a checksum key away from the stamp is a damaged
     // or forged xgrad header, which the opt-out does not cover.
     check(stamped || file.metadata.count(kChecksumKey) == 0, op,

@@ -8,14 +8,10 @@
 //                        "fc1.weight":{"dtype":"F32","shape":[20,10],"data_offsets":[0,800]},...}
 //   bytes [8+N, end)    the tensors' raw little-endian, row-major bytes, back to back;
 //                       data_offsets are relative to byte 8+N
-// The checksum is the CRC-32 (zlib's crc32, as gzip and PNG) of every byte of the file but its
-// own 8 lowercase hex digits, file bytes [40, 48): crc32 of bytes [0, 40) continued over bytes
-// [48, end); in Python, zlib.crc32(b[:40] + b[48:]) of the file's bytes b. It catches every change
-// of up to 32 adjacent bits, and any other change but with probability 2^-32; it detects damage,
-// not tampering (anyone can recompute it).
-//
-// So a file written here opens in Python with safetensors.torch.load_file(path): the checksum is
-// one more string in the string → string metadata.
+// The checksum is zlib's CRC-32 of every byte of the file but its own 8 hex digits, bytes [40, 48)
+// (in Python, zlib.crc32(b[:40] + b[48:])): it catches any change of up to 32 adjacent bits, others
+// but with probability 2^-32; it detects damage, not tampering. As one more metadata string it
+// leaves the file readable by Python's safetensors.torch.load_file(path).
 #pragma once
 
 #include <map>

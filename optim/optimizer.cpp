@@ -38,6 +38,108 @@ bool same_option(const std::string& a, const std::string& b) {
     return x && y && *x == *y;
 }
 
+// ---- reading a saved state ----------------------------------------------------------------------
+// A state being loaded: its metadata and tensors, and which of them were read (the rest are refused).
+class StateReader {
+public:
+    StateReader(const OptimizerState& state, std::string op) : state_(state), op_(std::move(op)) {}
+    const char* op() const { return op_.c_str(); }
+    bool has(const std::string& key) const { return state_.metadata.count(key) > 0; }
+
+    // The value of metadata `key`; throws ValueError if there is none.
+    const std::string& get(const std::string& key) {
+        auto it = state_.metadata.find(key);
+        check(it != state_.metadata.end(), op(), "the state has no metadata key '{}'", key);
+        used_keys_.insert(key);
+        return it->second;
+    }
+
+    // Indexes the tensors by name; throws ValueError for a name that appears twice.
+    void index_tensors() {
+        for (const auto& [name, t] : state_.tensors)
+            check(tensors_.emplace(name, &t).second, op(), "tensor '{}' appears twice in the state", name);
+    }
+
+    // The tensor `name`, or null if there is none.
+    const Tensor* tensor(const std::string& name) {
+        auto it = tensors_.find(name);
+        if (it == tensors_.end()) return nullptr;
+        used_tensors_.insert(name);
+        return it->second;
+    }
+
+    // Throws ValueError naming the tensors, else the metadata keys, that were never read.
+    void check_all_read() const {
+        std::vector<std::string> unknown;
+        for (const auto& [name, t] : tensors_)
+            if (!used_tensors_.count(name)) unknown.push_back(name);
+        check(unknown.empty(), op(), "the state has tensors this optimizer does not expect: {}",
+              fmt::join(unknown, ", "));
+        for (const auto& [key, value] : state_.metadata)
+            if (!used_keys_.count(key)) unknown.push_back(key);
+        check(unknown.empty(), op(), "the state has metadata keys this optimizer does not expect: {}",
+              fmt::join(unknown, ", "));
+    }
+
+private:
+    const OptimizerState& state_;
+    std::string op_;
+    std::map<std::string, const Tensor*> tensors_;
+    std::set<std::string> used_keys_, used_tensors_;
+};
+
+// Group g's (lr, weight_decay), each finite and >= 0.
+std::pair<double, double> read_group_hyper(StateReader& in, std::size_t g) {
+    const std::string lr_key = fmt::format("group.{}.lr", g);
+    const std::string wd_key = fmt::format("group.{}.weight_decay", g);
+    const double lr = parse_double(in.get(lr_key), in.op(), lr_key);
+    const double wd = parse_double(in.get(wd_key), in.op(), wd_key);
+    check(std::isfinite(lr) && lr >= 0 && std::isfinite(wd) && wd >= 0, in.op(),
+          "group {} has lr {} and weight_decay {}; both must be finite and >= 0", g, lr, wd);
+    return {lr, wd};
+}
+
+// Parameter `name`'s state, saved in group g: all of its buffers or none, each of p's shape, and its
+// step count t when the algorithm counts steps (present exactly when the buffers are).
+ParamState read_param_state(StateReader& in, const std::string& name, const Tensor& p, std::size_t g,
+                            const std::vector<std::string>& buffers, bool counts_steps) {
+    check(in.has(name + ".group"), in.op(), "parameter '{}' (param group {}) is not in the state", name, g);
+    const std::int64_t saved_group = parse_int64(in.get(name + ".group"), in.op(), name + ".group");
+    check(saved_group == static_cast<std::int64_t>(g), in.op(),
+          "parameter '{}' is in param group {} in the state but in group {} here", name, saved_group, g);
+    ParamState st;
+    std::vector<std::string> present, missing;
+    for (const auto& b : buffers) {
+        const Tensor* t = in.tensor(name + "." + b);
+        if (!t) {
+            missing.push_back(name + "." + b);
+            continue;
+        }
+        check(t->defined() && t->shape() == p.shape(), in.op(),
+              "tensor '{}' has shape {} but parameter '{}' has shape {}", name + "." + b,
+              t->defined() ? shape_str(t->shape()) : std::string("(undefined)"), name, shape_str(p.shape()));
+        *st.buffer(b) = t->data();  // a copy
+        present.push_back(name + "." + b);
+    }
+    check(present.empty() || missing.empty(), in.op(), "the state has {} but not {}", fmt::join(present, ", "),
+          fmt::join(missing, ", "));
+    st.initialized = !present.empty();
+    if (!counts_steps) return st;
+    const std::string step_key = name + ".step";
+    const bool has_step = in.has(step_key);
+    check(has_step == st.initialized, in.op(), "parameter '{}': the state has {} but {}", name,
+          has_step ? "a step count" : "no step count", st.initialized ? "has buffers" : "no buffers");
+    if (has_step) {
+        // 1 <= t <= 2^53: exact as the double of Adam's 1 − β^t, and far from overflowing int64 at t + 1.
+        const std::string& text = in.get(step_key);
+        st.step = parse_int64(text, in.op(), step_key);
+        check(st.step >= 1 && st.step <= kMaxStep, in.op(),
+              "'{}' = {} is outside [1, 2^53 = {}]: a stepped parameter has t >= 1, and larger counts "
+              "would lose exactness in Adam's bias correction and overflow", step_key, text, kMaxStep);
+    }
+    return st;
+}
+
 }  // namespace
 
 const Array* ParamState::buffer(const std::string& name) const {
@@ -208,108 +310,34 @@ OptimizerState Optimizer::state_dict() const {
 }
 
 void Optimizer::load_state_dict(const OptimizerState& state) {
-    const std::string op = kind_ + ".load_state_dict";
-    const Metadata& md = state.metadata;
-    std::set<std::string> used_keys;
-    auto get = [&](const std::string& key) -> const std::string& {
-        auto it = md.find(key);
-        check(it != md.end(), op.c_str(), "the state has no metadata key '{}'", key);
-        used_keys.insert(key);
-        return it->second;
-    };
-
-    const std::string& saved_kind = get("optimizer");
-    check(saved_kind == kind_, op.c_str(), "the state is from optimizer '{}', this one is '{}'",
-          saved_kind, kind_);
+    StateReader in(state, kind_ + ".load_state_dict");
+    const char* op = in.op();
+    // The same algorithm, options and number of groups.
+    const std::string& saved_kind = in.get("optimizer");
+    check(saved_kind == kind_, op, "the state is from optimizer '{}', this one is '{}'", saved_kind, kind_);
     for (const auto& [key, mine] : options_metadata()) {
-        const std::string& saved = get(key);
-        check(same_option(saved, mine), op.c_str(),
+        const std::string& saved = in.get(key);
+        check(same_option(saved, mine), op,
               "option '{}' is {} in the state but {} in this optimizer; construct the optimizer "
               "with the saved options", key, saved, mine);
     }
-    const std::int64_t n_groups = parse_int64(get("param_groups"), op.c_str(), "param_groups");
-    check(n_groups == static_cast<std::int64_t>(groups_.size()), op.c_str(),
+    const std::int64_t n_groups = parse_int64(in.get("param_groups"), op, "param_groups");
+    check(n_groups == static_cast<std::int64_t>(groups_.size()), op,
           "the state has {} param groups, this optimizer has {}", n_groups, groups_.size());
-
-    std::map<std::string, const Tensor*> tensors;
-    for (const auto& [name, t] : state.tensors) {
-        check(tensors.emplace(name, &t).second, op.c_str(), "tensor '{}' appears twice in the state", name);
-    }
-    std::set<std::string> used_tensors;
+    in.index_tensors();
 
     // Build the new state aside; commit only when everything has been checked.
     std::vector<std::pair<double, double>> new_hyper;  // (lr, weight_decay) per group
     std::map<std::string, ParamState> new_state;
     const std::vector<std::string> buffers = state_buffer_names();
     for (std::size_t g = 0; g < groups_.size(); ++g) {
-        const std::string lr_key = fmt::format("group.{}.lr", g);
-        const std::string wd_key = fmt::format("group.{}.weight_decay", g);
-        const double lr = parse_double(get(lr_key), op.c_str(), lr_key);
-        const double wd = parse_double(get(wd_key), op.c_str(), wd_key);
-        check(std::isfinite(lr) && lr >= 0 && std::isfinite(wd) && wd >= 0, op.c_str(),
-              "group {} has lr {} and weight_decay {}; both must be finite and >= 0", g, lr, wd);
-        new_hyper.emplace_back(lr, wd);
-
+        new_hyper.push_back(read_group_hyper(in, g));
         for (const auto& [name, p] : groups_[g].params) {
-            check(md.count(name + ".group") > 0, op.c_str(),
-                  "parameter '{}' (param group {}) is not in the state", name, g);
-            const std::int64_t saved_group = parse_int64(get(name + ".group"), op.c_str(), name + ".group");
-            check(saved_group == static_cast<std::int64_t>(g), op.c_str(),
-                  "parameter '{}' is in param group {} in the state but in group {} here", name,
-                  saved_group, g);
-            ParamState st;
-            std::vector<std::string> present, missing;
-            for (const auto& b : buffers) {
-                auto it = tensors.find(name + "." + b);
-                if (it == tensors.end()) {
-                    missing.push_back(name + "." + b);
-                    continue;
-                }
-                const Tensor& t = *it->second;
-                check(t.defined() && t.shape() == p.shape(), op.c_str(),
-                      "tensor '{}' has shape {} but parameter '{}' has shape {}", it->first,
-                      t.defined() ? shape_str(t.shape()) : std::string("(undefined)"), name,
-                      shape_str(p.shape()));
-                *st.buffer(b) = t.data();  // a copy
-                present.push_back(it->first);
-                used_tensors.insert(it->first);
-            }
-            check(present.empty() || missing.empty(), op.c_str(),
-                  "the state has {} but not {}", fmt::join(present, ", "), fmt::join(missing, ", "));
-            st.initialized = !present.empty();
-            if (counts_steps()) {
-                const std::string step_key = name + ".step";
-                const bool has_step = md.count(step_key) > 0;
-                check(has_step == st.initialized, op.c_str(),
-                      "parameter '{}': the state has {} but {}", name,
-                      has_step ? "a step count" : "no step count",
-                      st.initialized ? "has buffers" : "no buffers");
-                if (has_step) {
-                    // 1 <= t <= 2^53: exact as the double of Adam's 1 − β^t, and far from
-                    // overflowing int64 at t + 1.
-                    const std::string& text = get(step_key);
-                    st.step = parse_int64(text, op.c_str(), step_key);
-                    check(st.step >= 1 && st.step <= kMaxStep, op.c_str(),
-                          "'{}' = {} is outside [1, 2^53 = {}]: a stepped parameter has t >= 1, and "
-                          "larger counts would lose exactness in Adam's bias correction and "
-                          "overflow", step_key, text, kMaxStep);
-                }
-            }
+            ParamState st = read_param_state(in, name, p, g, buffers, counts_steps());
             if (st.initialized) new_state.emplace(name, std::move(st));
         }
     }
-
-    std::vector<std::string> unknown;
-    for (const auto& [name, t] : tensors) {
-        if (!used_tensors.count(name)) unknown.push_back(name);
-    }
-    check(unknown.empty(), op.c_str(), "the state has tensors this optimizer does not expect: {}",
-          fmt::join(unknown, ", "));
-    for (const auto& [key, value] : md) {
-        if (!used_keys.count(key)) unknown.push_back(key);
-    }
-    check(unknown.empty(), op.c_str(), "the state has metadata keys this optimizer does not expect: {}",
-          fmt::join(unknown, ", "));
+    in.check_all_read();
 
     // Commit (nothing below can throw but allocation).
     for (std::size_t g = 0; g < groups_.size(); ++g) {

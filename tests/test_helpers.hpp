@@ -168,11 +168,8 @@ inline Tensor positive_leaf(const Shape& shape, real lo = 0.5) { return (rand(sh
 
 // cross_entropy's options in one call.
 inline nn::functional::CrossEntropyOptions ce(nn::Reduction r, std::int64_t ignore_index = -100, double smoothing = 0) {
-    nn::functional::CrossEntropyOptions o;
-    o.reduction = r;
-    o.ignore_index = ignore_index;
-    o.label_smoothing = smoothing;
-    return o;
+    return nn::functional::CrossEntropyOptions().reduction(r).ignore_index(ignore_index).label_smoothing(
+        smoothing);
 }
 
 // Whether an op named `op` was recorded anywhere in the graph that made y.

@@ -18,7 +18,7 @@ double evaluate(const CharMLP& model, const Examples& data) {
     for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
         const std::size_t end = std::min(begin + chunk, data.size());
         Batch b = slice(data, begin, end);
-        const nn::functional::CrossEntropyOptions sum_over_rows{nn::Reduction::Sum};
+        const auto sum_over_rows = nn::functional::CrossEntropyOptions().reduction(nn::Reduction::Sum);
         total += nn::functional::cross_entropy(model.forward(b.x), b.y, sum_over_rows).item();
     }
     return total / double(data.size());

@@ -29,7 +29,7 @@ public:
     // logits of size ~√d and saturate σ. u = 0 costs nothing: the first step moves u along
     // ±v_c, and from then on both tables learn.
     SkipGram(std::int64_t vocab, std::int64_t dim, bool sparse, std::mt19937_64& rng) {
-        const auto opts = nn::EmbeddingOptions().set_sparse(sparse);
+        const auto opts = nn::EmbeddingOptions().sparse(sparse);
         in_embed = register_module("in_embed", std::make_shared<nn::Embedding>(vocab, dim, opts));
         out_embed = register_module("out_embed", std::make_shared<nn::Embedding>(vocab, dim, opts));
         const double half_width = 0.5 / static_cast<double>(dim);

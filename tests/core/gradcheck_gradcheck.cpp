@@ -68,9 +68,9 @@ TEST_CASE("mutation: the correct cube backward passes - wrong ones fail", "[grad
         REQUIRE(r.max_abs_error > 0);
     }
     // The 1% error passes once the tolerance is loose enough: options chain as LibTorch's.
-    const auto loose = GradcheckOptions().set_eps(1e-6).set_atol(0).set_rtol(0.02);
-    REQUIRE(loose.eps == 1e-6);
-    REQUIRE(loose.atol == 0);
+    const auto loose = GradcheckOptions().eps(1e-6).atol(0).rtol(0.02);
+    REQUIRE(loose.eps() == 1e-6);
+    REQUIRE(loose.atol() == 0);
     REQUIRE(gradcheck([&](const auto& v) { return cube_with(v[0], small_error); }, {x}, loose).ok);
 }
 

@@ -100,7 +100,7 @@ TEST_CASE("ddp: sync_gradients leaves the mean of the ranks' gradients on every 
 
 TEST_CASE("ddp: a row-sparse table stays row-sparse: the union of the ranks' rows, averaged", "[distributed][ddp]") {
     const int W = dist::world_size(), r = dist::rank();
-    nn::Embedding emb(6, 2, nn::EmbeddingOptions().set_sparse(true));
+    nn::Embedding emb(6, 2, nn::EmbeddingOptions().sparse(true));
     dist::DistributedDataParallel ddp(emb);
     // Rank r looks up rows {r, 5}: dL/dE[row] = 1 for each lookup of the sum of the outputs.
     xgrad::sum(emb.forward(IndexTensor{std::int64_t(r), 5})).backward();
@@ -120,7 +120,7 @@ TEST_CASE("ddp: a row-sparse table stays row-sparse: the union of the ranks' row
 
 TEST_CASE("ddp: a table dense on one rank and row-sparse on another sums as dense", "[distributed][ddp]") {
     const int W = dist::world_size(), r = dist::rank();
-    nn::Embedding emb(4, 2, nn::EmbeddingOptions().set_sparse(true));
+    nn::Embedding emb(4, 2, nn::EmbeddingOptions().sparse(true));
     dist::DistributedDataParallel ddp(emb);
     if (r == 0) xgrad::sum(emb.forward(IndexTensor{std::int64_t(1)}) * real(2)).backward();  // row 1: [2, 2], sparse
     else emb.weight.set_grad(ones({4, 2}));                                                  // dense ones
@@ -192,7 +192,7 @@ TEST_CASE("ddp: a sparse Embedding with lazy Adam takes the steps of one process
         std::shared_ptr<nn::Embedding> emb;
         std::shared_ptr<nn::Linear> fc;
         Net() {
-            emb = register_module("emb", std::make_shared<nn::Embedding>(40, 4, nn::EmbeddingOptions().set_sparse(true)));
+            emb = register_module("emb", std::make_shared<nn::Embedding>(40, 4, nn::EmbeddingOptions().sparse(true)));
             fc = register_module("fc", std::make_shared<nn::Linear>(4, 5));
         }
     };

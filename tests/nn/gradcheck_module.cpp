@@ -29,7 +29,7 @@ TEST_CASE("gradcheck a whole model: Embedding → Linear → GELU → Linear →
         std::shared_ptr<nn::Embedding> emb;
         std::shared_ptr<nn::Sequential> mlp;
         Net() {
-            emb = register_module("emb", std::make_shared<nn::Embedding>(7, 3, nn::EmbeddingOptions().set_padding_idx(0)));
+            emb = register_module("emb", std::make_shared<nn::Embedding>(7, 3, nn::EmbeddingOptions().padding_idx(0)));
             mlp = register_module("mlp", std::make_shared<nn::Sequential>());
             mlp->push_back("fc1", std::make_shared<nn::Linear>(6, 5))
                 .push_back("act", std::make_shared<nn::GELU>())

@@ -20,7 +20,7 @@ static_assert(std::is_same_v<real, double>, "the gradcheck tests must link xgrad
 TEST_CASE("gradcheck a tied model: logits = tanh(E[ids]) Eᵀ + b", "[gradcheck][tying]") {
     for (bool sparse : {false, true}) {
         INFO("sparse table: " << sparse);
-        nn::Embedding wte(5, 3, nn::EmbeddingOptions().set_sparse(sparse));
+        nn::Embedding wte(5, 3, nn::EmbeddingOptions().sparse(sparse));
         nn::Linear head(3, 5);
         nn::tie_weights(head, wte);
         const IndexTensor ids{{0, 3, 3}, {4, 1, 3}};  // (B, T) = (2, 3), with repeats

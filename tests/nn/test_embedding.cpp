@@ -89,8 +89,8 @@ TEST_CASE("Embedding backward touches only the looked-up rows - duplicates sum",
 }
 
 TEST_CASE("Embedding padding_idx: a zero row that gets no gradient", "[nn][embedding]") {
-    nn::Embedding emb(6, 2, nn::EmbeddingOptions().set_padding_idx(3));
-    REQUIRE(emb.options().padding_idx == 3);
+    nn::Embedding emb(6, 2, nn::EmbeddingOptions().padding_idx(3));
+    REQUIRE(emb.options().padding_idx() == 3);
     require_values(Tensor(Array(xt::view(emb.weight.data(), 3))), {0, 0}, 0);
     REQUIRE(emb.weight.at({2, 0}) != 0);  // the other rows are random
     Tensor y = emb.forward(IndexTensor{{1, 3}, {3, 0}});
@@ -99,19 +99,19 @@ TEST_CASE("Embedding padding_idx: a zero row that gets no gradient", "[nn][embed
     require_values(emb.weight.grad(), {{7, 8}, {1, 2}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, 0);
 
     // Negative padding_idx counts from the end: -1 is row V - 1.
-    nn::Embedding last(6, 2, nn::EmbeddingOptions().set_padding_idx(-1));
-    REQUIRE(last.options().padding_idx == 5);
+    nn::Embedding last(6, 2, nn::EmbeddingOptions().padding_idx(-1));
+    REQUIRE(last.options().padding_idx() == 5);
     require_values(Tensor(Array(xt::view(last.weight.data(), 5))), {0, 0}, 0);
     weighted_sum(last.forward(IndexTensor{5, 4}), Tensor({{1, 1}, {2, 2}})).backward();
     require_values(Tensor(Array(xt::view(last.weight.grad().data(), 5))), {0, 0}, 0);
     require_values(Tensor(Array(xt::view(last.weight.grad().data(), 4))), {2, 2}, 0);
-    nn::Embedding first(6, 2, nn::EmbeddingOptions().set_padding_idx(-6));
-    REQUIRE(first.options().padding_idx == 0);
+    nn::Embedding first(6, 2, nn::EmbeddingOptions().padding_idx(-6));
+    REQUIRE(first.options().padding_idx() == 0);
 
     // Out of range: [-V, V).
-    CHECK_THAT(message_of<ValueError>([] { nn::Embedding(6, 2, nn::EmbeddingOptions().set_padding_idx(6)); }),
+    CHECK_THAT(message_of<ValueError>([] { nn::Embedding(6, 2, nn::EmbeddingOptions().padding_idx(6)); }),
                Contains("padding_idx 6 out of range [-6, 6)"));
-    CHECK_THAT(message_of<ValueError>([] { nn::Embedding(6, 2, nn::EmbeddingOptions().set_padding_idx(-7)); }),
+    CHECK_THAT(message_of<ValueError>([] { nn::Embedding(6, 2, nn::EmbeddingOptions().padding_idx(-7)); }),
                Contains("padding_idx -7 out of range [-6, 6)"));
     Tensor w = randn({4, 2}, true);
     CHECK_THAT(message_of<ValueError>([&] { F::embedding(w, IndexTensor{0}, 4); }),
@@ -148,7 +148,7 @@ TEST_CASE("hostile: Embedding: an empty batch of IDs", "[nn][embedding][hostile]
     REQUIRE(emb.last_backward_stats().rows_touched == 0);
     require_values(emb.weight.grad(), zeros({5, 3}), 0);
 
-    nn::Embedding sparse(5, 3, nn::EmbeddingOptions().set_sparse(true));
+    nn::Embedding sparse(5, 3, nn::EmbeddingOptions().sparse(true));
     Tensor ys = sparse.forward(IndexTensor(IndexArray::from_shape({2, 0})));
     REQUIRE(ys.shape() == Shape{2, 0, 3});
     ys.sum().backward();
@@ -160,7 +160,7 @@ TEST_CASE("hostile: Embedding: an empty batch of IDs", "[nn][embedding][hostile]
 TEST_CASE("Embedding sparse=true: a coalesced gradient equal to the dense one", "[nn][embedding][sparse]") {
     manual_seed(7);
     nn::Embedding dense(6, 2);
-    nn::Embedding sparse(6, 2, nn::EmbeddingOptions().set_sparse(true));
+    nn::Embedding sparse(6, 2, nn::EmbeddingOptions().sparse(true));
     sparse.weight.mutable_data() = dense.weight.data();
     IndexTensor ids{{3, 1}, {3, 0}};
     Tensor G = counting({2, 2, 2});
@@ -224,7 +224,7 @@ TEST_CASE("Embedding statistics of the last backward", "[nn][embedding][stats]")
     // V = 5, d = 4, padding 0; ids [[1, 3, 3], [0, 2, 3]]: 6 tokens, one of them padding; the
     // other 5 hit rows {1, 2, 3}, so k = 3 and duplicates = 5 - 3 = 2.
     IndexTensor ids{{1, 3, 3}, {0, 2, 3}};
-    nn::Embedding dense(5, 4, nn::EmbeddingOptions().set_padding_idx(0));
+    nn::Embedding dense(5, 4, nn::EmbeddingOptions().padding_idx(0));
     dense.forward(ids).sum().backward();
     const auto& s = dense.last_backward_stats();
     REQUIRE(s.tokens == 6);
@@ -232,7 +232,7 @@ TEST_CASE("Embedding statistics of the last backward", "[nn][embedding][stats]")
     REQUIRE(s.duplicates == 2);
     REQUIRE(s.bytes_written == 5 * 4 * sizeof(real));  // 5 row additions of d floats: 80 bytes
 
-    nn::Embedding sparse(5, 4, nn::EmbeddingOptions().set_padding_idx(0).set_sparse(true));
+    nn::Embedding sparse(5, 4, nn::EmbeddingOptions().padding_idx(0).sparse(true));
     sparse.forward(ids).sum().backward();
     const auto& ss = sparse.last_backward_stats();
     REQUIRE(ss.tokens == 6);

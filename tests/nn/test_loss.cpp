@@ -39,15 +39,15 @@ double log_sum_exp(const std::vector<double>& x) {
 // cross_entropy
 // =============================================================================================
 
-TEST_CASE("CrossEntropyOptions: the setters chain, set their field and leave the others", "[nn][loss][cross_entropy]") {
+TEST_CASE("CrossEntropyOptions: the setters chain, set their option and leave the others", "[nn][loss][cross_entropy]") {
     const auto o =
-        F::CrossEntropyOptions().set_reduction(nn::Reduction::Sum).set_ignore_index(1).set_label_smoothing(0.25);
-    REQUIRE(o.reduction == nn::Reduction::Sum);
-    REQUIRE(o.ignore_index == 1);
-    REQUIRE(o.label_smoothing == 0.25);
-    const auto d = F::CrossEntropyOptions().set_ignore_index(2);
-    REQUIRE(d.reduction == nn::Reduction::Mean);
-    REQUIRE(d.label_smoothing == 0.0);
+        F::CrossEntropyOptions().reduction(nn::Reduction::Sum).ignore_index(1).label_smoothing(0.25);
+    REQUIRE(o.reduction() == nn::Reduction::Sum);
+    REQUIRE(o.ignore_index() == 1);
+    REQUIRE(o.label_smoothing() == 0.25);
+    const auto d = F::CrossEntropyOptions().ignore_index(2);
+    REQUIRE(d.reduction() == nn::Reduction::Mean);
+    REQUIRE(d.label_smoothing() == 0.0);
     // Zero logits (2, 3): every row's loss is ln 3, smoothed or not (the softmax is uniform).
     // Targets {0, 1} with target 1 ignored, summed: one row, ln 3.
     const Tensor logits = zeros({2, 3});
@@ -78,8 +78,8 @@ TEST_CASE("cross_entropy on a hand-computed 2×3 example", "[nn][loss][cross_ent
         }
 
     // Reductions.
-    REQUIRE(F::cross_entropy(logits, targets, {nn::Reduction::Sum}).item() == Approx(l0 + l1).epsilon(1e-6));
-    Tensor none = F::cross_entropy(logits, targets, {nn::Reduction::None});
+    REQUIRE(F::cross_entropy(logits, targets, ce(nn::Reduction::Sum)).item() == Approx(l0 + l1).epsilon(1e-6));
+    Tensor none = F::cross_entropy(logits, targets, ce(nn::Reduction::None));
     REQUIRE(none.shape() == Shape{2});
     require_values(none, {real(l0), real(l1)}, 1e-6);
     // Reduction::None backward: row i is scaled by its own upstream gradient.
@@ -100,7 +100,7 @@ TEST_CASE("cross_entropy (BxTxC) with (BxT) equals the flattened (B·TxC)", "[nn
     l2.backward();
     REQUIRE(x3.grad().shape() == Shape{2, 3, 4});
     require_values(x3.grad().reshape({6, 4}), x2.grad(), 1e-6);
-    REQUIRE(F::cross_entropy(x3, t3, {nn::Reduction::None}).shape() == Shape{2, 3});
+    REQUIRE(F::cross_entropy(x3, t3, ce(nn::Reduction::None)).shape() == Shape{2, 3});
 }
 
 TEST_CASE("cross_entropy ignore_index: ignored rows count for nothing", "[nn][loss][cross_entropy]") {
@@ -112,12 +112,12 @@ TEST_CASE("cross_entropy ignore_index: ignored rows count for nothing", "[nn][lo
     loss.backward();
     require_values(Tensor(Array(xt::view(logits.grad().data(), 1))), {0, 0, 0}, 0);
     REQUIRE(logits.grad().at({0, 2}) == Approx((std::exp(3 - log_sum_exp({1, 2, 3})) - 1) / 2).margin(1e-7));
-    require_values(F::cross_entropy(logits, targets, {nn::Reduction::None}), {real(l0), 0, real(l2)}, 1e-6);
-    REQUIRE(F::cross_entropy(logits, targets, {nn::Reduction::Sum}).item() == Approx(l0 + l2).epsilon(1e-6));
+    require_values(F::cross_entropy(logits, targets, ce(nn::Reduction::None)), {real(l0), 0, real(l2)}, 1e-6);
+    REQUIRE(F::cross_entropy(logits, targets, ce(nn::Reduction::Sum)).item() == Approx(l0 + l2).epsilon(1e-6));
 
     // A custom ignore_index: -100 is now an ordinary (out-of-range) target.
     F::CrossEntropyOptions o;
-    o.ignore_index = 1;
+    o.ignore_index(1);
     REQUIRE(F::cross_entropy(logits, IndexTensor{2, 1, 0}, o).item() == Approx((l0 + l2) / 2).epsilon(1e-6));
     CHECK_THAT(message_of<IndexError>([&] { F::cross_entropy(logits, targets, o); }), Contains("target -100"));
 }
@@ -129,7 +129,7 @@ TEST_CASE("hostile: cross_entropy with every target ignored: 0 - and a gradient 
     REQUIRE(loss.item() == 0);  // PyTorch gives nan (0/0); xgrad documents 0
     loss.backward();
     require_values(logits.grad(), zeros({2, 3}), 0);
-    REQUIRE(F::cross_entropy(logits, IndexTensor{-100, -100}, {nn::Reduction::Sum}).item() == 0);
+    REQUIRE(F::cross_entropy(logits, IndexTensor{-100, -100}, ce(nn::Reduction::Sum)).item() == 0);
 }
 
 TEST_CASE("hostile: cross_entropy on an empty batch (0xC)", "[nn][loss][cross_entropy][hostile]") {
@@ -139,8 +139,8 @@ TEST_CASE("hostile: cross_entropy on an empty batch (0xC)", "[nn][loss][cross_en
     REQUIRE(loss.item() == 0);
     loss.backward();
     REQUIRE(logits.grad().shape() == Shape{0, 5});
-    REQUIRE(F::cross_entropy(logits, targets, {nn::Reduction::Sum}).item() == 0);
-    REQUIRE(F::cross_entropy(logits, targets, {nn::Reduction::None}).shape() == Shape{0});
+    REQUIRE(F::cross_entropy(logits, targets, ce(nn::Reduction::Sum)).item() == 0);
+    REQUIRE(F::cross_entropy(logits, targets, ce(nn::Reduction::None)).shape() == Shape{0});
     REQUIRE(F::cross_entropy(zeros({2, 0, 5}), IndexTensor(IndexArray::from_shape({2, 0}))).item() == 0);
     // (N, 0): no classes at all.
     CHECK_THAT(message_of<ValueError>([&] { F::cross_entropy(zeros({0, 0}), targets); }), Contains("no classes"));
@@ -149,7 +149,7 @@ TEST_CASE("hostile: cross_entropy on an empty batch (0xC)", "[nn][loss][cross_en
 TEST_CASE("hostile: cross_entropy with extreme logits", "[nn][loss][cross_entropy][hostile]") {
     // 1e4 would overflow e^x in float and double; the max-subtracted form stays finite.
     Tensor big({{1e4, -1e4, 0}, {1e4, -1e4, 0}}, true);
-    Tensor none = F::cross_entropy(big, IndexTensor{0, 1}, {nn::Reduction::None});
+    Tensor none = F::cross_entropy(big, IndexTensor{0, 1}, ce(nn::Reduction::None));
     require_values(none, {0, 2e4}, 1e-6);
     F::cross_entropy(big, IndexTensor{0, 1}).backward();
     // Row 0: p = (1, 0, 0) = onehot → 0. Row 1: p - onehot(1) = (1, -1, 0), / 2.
@@ -172,7 +172,7 @@ TEST_CASE("hostile: cross_entropy with extreme logits", "[nn][loss][cross_entrop
     Tensor t_masked({{-kInf, 1, 2}});
     REQUIRE(F::cross_entropy(t_masked, IndexTensor{0}).item() == kInf);
     F::CrossEntropyOptions smooth;
-    smooth.label_smoothing = 0.1;
+    smooth.label_smoothing(0.1);
     REQUIRE(F::cross_entropy(t_masked, IndexTensor{2}, smooth).item() == kInf);
     REQUIRE(std::isnan(F::cross_entropy(Tensor({{-kInf, -kInf}}), IndexTensor{0}).item()));
     REQUIRE(std::isnan(F::cross_entropy(Tensor({{kInf, 0}}), IndexTensor{0}).item()));
@@ -183,7 +183,7 @@ TEST_CASE("hostile: cross_entropy with a NaN logit: NaN in that row only - no cr
     // NaN propagates (as in PyTorch): the row's loss and gradient are NaN, the other rows'
     // are unaffected under Reduction::None, and the mean is NaN.
     Tensor logits({{0, kNaN, 2}, {1, 2, 3}}, true);
-    Tensor none = F::cross_entropy(logits, IndexTensor{0, 2}, {nn::Reduction::None});
+    Tensor none = F::cross_entropy(logits, IndexTensor{0, 2}, ce(nn::Reduction::None));
     REQUIRE(std::isnan(none.at({0})));
     REQUIRE(none.at({1}) == Approx(log_sum_exp({1, 2, 3}) - 3).epsilon(1e-6));
     none.backward(Tensor({1, 1}));
@@ -204,8 +204,8 @@ TEST_CASE("cross_entropy label_smoothing against the formula", "[nn][loss][cross
     const std::vector<std::int64_t> t{2, 0};
     Tensor logits({{1, 2, 3}, {1, -1, 0.5}}, true);
     F::CrossEntropyOptions o;
-    o.label_smoothing = eps;
-    o.reduction = nn::Reduction::None;
+    o.label_smoothing(eps);
+    o.reduction(nn::Reduction::None);
     Tensor none = F::cross_entropy(logits, IndexTensor{2, 0}, o);
     double total = 0;
     for (std::int64_t i = 0; i < 2; ++i) {
@@ -217,7 +217,7 @@ TEST_CASE("cross_entropy label_smoothing against the formula", "[nn][loss][cross
         REQUIRE(none.at({i}) == Approx(li).epsilon(1e-6));
         total += li;
     }
-    o.reduction = nn::Reduction::Mean;
+    o.reduction(nn::Reduction::Mean);
     Tensor mean = F::cross_entropy(logits, IndexTensor{2, 0}, o);
     REQUIRE(mean.item() == Approx(total / 2).epsilon(1e-6));
     mean.backward();  // (p - q) / N
@@ -227,12 +227,12 @@ TEST_CASE("cross_entropy label_smoothing against the formula", "[nn][loss][cross
             REQUIRE(logits.grad().at({i, c}) == Approx((std::exp(X[i][c] - log_sum_exp(X[i])) - q) / 2).margin(1e-7));
         }
     // ε = 1: the target is uniform, loss = lse - mean(x).
-    o.label_smoothing = 1;
-    o.reduction = nn::Reduction::None;
+    o.label_smoothing(1);
+    o.reduction(nn::Reduction::None);
     REQUIRE(F::cross_entropy(logits, IndexTensor{2, 0}, o).at({0}) == Approx(log_sum_exp(X[0]) - 2).epsilon(1e-6));
 
     for (double bad : {-0.1, 1.5, double(NAN)}) {
-        o.label_smoothing = bad;
+        o.label_smoothing(bad);
         CHECK_THAT(message_of<ValueError>([&] { F::cross_entropy(logits, IndexTensor{2, 0}, o); }),
                    Contains("label_smoothing") && Contains("outside [0, 1]"));
     }
@@ -246,8 +246,8 @@ TEST_CASE("fused cross_entropy equals the composed nll_loss(log_softmax(x))", "[
     for (auto r : {nn::Reduction::Mean, nn::Reduction::Sum}) {
         x.reset_grad();
         xc.reset_grad();
-        Tensor fused = F::cross_entropy(x, t, {r});
-        Tensor composed = F::nll_loss(log_softmax(xc, -1), t, {r});
+        Tensor fused = F::cross_entropy(x, t, ce(r));
+        Tensor composed = F::nll_loss(log_softmax(xc, -1), t, ce(r));
         REQUIRE(fused.item() == Approx(composed.item()).epsilon(1e-5));
         fused.backward();
         composed.backward();
@@ -278,7 +278,7 @@ TEST_CASE("hostile: cross_entropy and nll_loss: bad targets and shapes", "[nn][l
     const auto bogus = static_cast<nn::Reduction>(42);
     Tensor x({{1, 2}}, true);
     F::CrossEntropyOptions o;
-    o.reduction = bogus;
+    o.reduction(bogus);
     CHECK_THAT(message_of<ValueError>([&] { F::cross_entropy(x, IndexTensor{0}, o); }),
                Contains("cross_entropy: unknown reduction 42"));
     CHECK_THAT(message_of<ValueError>([&] { F::nll_loss(x, IndexTensor{0}, o); }), Contains("unknown reduction"));
@@ -297,11 +297,11 @@ TEST_CASE("nll_loss on hand numbers", "[nn][loss]") {
     REQUIRE(loss.item() == Approx((0.1 + 0.5) / 2).epsilon(1e-6));
     loss.backward();
     require_values(lp.grad(), {{-0.5, 0, 0}, {0, -0.5, 0}}, 0);
-    require_values(F::nll_loss(lp, IndexTensor{2, -100}, {nn::Reduction::None}), {3, 0}, 1e-7);
-    REQUIRE(F::nll_loss(lp, IndexTensor{2, 2}, {nn::Reduction::Sum}).item() == Approx(7).epsilon(1e-6));
+    require_values(F::nll_loss(lp, IndexTensor{2, -100}, ce(nn::Reduction::None)), {3, 0}, 1e-7);
+    REQUIRE(F::nll_loss(lp, IndexTensor{2, 2}, ce(nn::Reduction::Sum)).item() == Approx(7).epsilon(1e-6));
     REQUIRE(F::nll_loss(lp, IndexTensor{-100, -100}).item() == 0);
     F::CrossEntropyOptions o;
-    o.label_smoothing = 0.1;
+    o.label_smoothing(0.1);
     CHECK_THAT(message_of<ValueError>([&] { F::nll_loss(lp, IndexTensor{0, 1}, o); }),
                Contains("nll_loss") && Contains("label_smoothing"));
 }

@@ -153,7 +153,7 @@ TEST_CASE("zero_grad(true) drops gradients - zero_grad(false) fills them with ze
     REQUIRE_FALSE(fc.weight.has_grad());
 
     // A zeroed row-sparse gradient stays a gradient with k = 0 rows (PyTorch's sparse zero_()).
-    nn::Embedding emb(4, 2, nn::EmbeddingOptions().set_sparse(true));
+    nn::Embedding emb(4, 2, nn::EmbeddingOptions().sparse(true));
     emb.forward(IndexTensor{1, 2}).sum().backward();
     REQUIRE(emb.weight.sparse_grad() != nullptr);
     emb.zero_grad(false);

@@ -34,7 +34,7 @@ struct TinyLM : nn::Module {
     std::shared_ptr<nn::Linear> lm_head;
     TinyLM(std::int64_t V, std::int64_t d, bool tie = true, bool sparse = false) {
         wte = transformer->register_module(
-            "wte", std::make_shared<nn::Embedding>(V, d, nn::EmbeddingOptions().set_sparse(sparse)));
+            "wte", std::make_shared<nn::Embedding>(V, d, nn::EmbeddingOptions().sparse(sparse)));
         register_module("transformer", transformer);
         lm_head = register_module("lm_head", std::make_shared<nn::Linear>(d, V, /*bias=*/false));
         if (tie) nn::tie_weights(*lm_head, *wte);

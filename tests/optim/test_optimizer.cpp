@@ -400,7 +400,7 @@ TEST_CASE("Module::zero_grad(false) and Optimizer::zero_grad(false) both keep a 
     // the same t for both and their weights stay equal.
     auto make = [] {
         manual_seed(5);
-        return std::make_shared<nn::Embedding>(6, 3, nn::EmbeddingOptions().set_sparse(true));
+        return std::make_shared<nn::Embedding>(6, 3, nn::EmbeddingOptions().sparse(true));
     };
     auto a = make(), b = make();
     optim::Adam opt_a(a->named_parameters(), optim::AdamOptions(0.1)), opt_b(b->named_parameters(), optim::AdamOptions(0.1));
