@@ -6,15 +6,10 @@
 //
 // Ownership runs one way: output -> Node -> inputs. A closure captures the inputs and arrays it
 // needs, never its own output (a shared_ptr cycle, a leak); it reads y through `out` instead.
+// An op written out: README.md, "Adding an op".
 //
-//     Tensor square(const Tensor& x) {
-//         Array y = x.data() * x.data();
-//         return make_result(std::move(y), "square", {x}, [x](const Array& grad_out, const Array&) {
-//             return make_grads(Array(2 * x.data() * grad_out));   // dL/dx = 2x · dL/dy
-//         });
-//     }
-//
-// A backward only returns gradients; the engine (core/autograd.cpp) is the one writer of .grad.
+// The engine: core/autograd.cpp (make_result, the backward pass, grad()). A backward only returns
+// gradients; core/accumulate.cpp is the one writer of .grad.
 #pragma once
 
 #include <atomic>
@@ -113,7 +108,7 @@ private:
     bool prev_;
 };
 
-// ---- anomaly mode -----------------------------------------------------------------------------
+// ---- anomaly mode (core/anomaly.cpp) -----------------------------------------------------------
 // While a DetectAnomalyGuard lives (RAII, per thread), every forward output and every gradient a
 // backward returns is checked for NaN and ±inf; the first throws ValueError naming the op. A ±inf
 // an input already held and the op passed on is not flagged (a -inf attention mask). As
@@ -165,7 +160,7 @@ private:
     std::vector<Tensor> inputs_;
 };
 
-// ---- a leaf's gradient: the only functions that write .grad and sparse_grad ------------------
+// ---- a leaf's gradient: the only functions that write .grad and sparse_grad (core/accumulate.cpp)
 // Each throws ValueError, before any write, when the gradient held or the new one does not fit
 // the leaf's current shape, or a row index is out of [0, V).
 void set_leaf_grad(TensorImpl& leaf, Grad g);  // replaces the gradient (Tensor::set_grad)
@@ -173,7 +168,7 @@ void clear_grad(TensorImpl& leaf);             // drops it: zero_grad(set_to_non
 void zero_grad_(TensorImpl& leaf);             // dense: zeros in place; row-sparse: k = 0 rows
 void scale_grad_(TensorImpl& leaf, real c);    // g ← c·g (clip_grad_norm_)
 
-// ---- inspecting a graph -----------------------------------------------------------------------
+// ---- inspecting a graph (core/graph.cpp) -----------------------------------------------------
 // Calls visit(t) once for every tensor the graph below `root` keeps alive (root, then every
 // input of every reachable Node, leaves included), with an explicit stack. Arrays a closure saved
 // beyond its inputs are not visited. Used for reports of a graph's memory (examples/gpt).

@@ -1,4 +1,10 @@
-// core/checkpoint.cpp — fn under no grad in forward, again with grad in backward (see the header).
+// core/checkpoint.cpp — fn under no grad in forward, again with grad in backward.
+// Forward: fn runs under NoGradGuard while an InputRecorder (core/autograd.hpp) notes the tensors
+// requiring grad it reads (the parameters, even through a view). y's one node, "checkpoint", has
+// x1..xn and those as inputs, so the version checks refuse an optimizer step before backward.
+// Backward: the generator's state of the forward is put back, fn runs again with grad on detached
+// copies of x1..xn, xgrad::grad gives dL/dxi and dL/dparameter from dL/dy, and the generator's
+// current state returns.
 #include <xgrad/core/checkpoint.hpp>
 
 #include <mutex>

@@ -1,27 +1,12 @@
 // core/checkpoint.hpp — activation checkpointing: keep a function's inputs, drop its insides,
-// recompute them in backward.
+// recompute them in backward (how: core/checkpoint.cpp).
 //
 //   y = checkpoint(fn, x1, ..., xn)       y = fn(x1, ..., xn), the same values
 //   memory: the graph keeps x1..xn and y, not the tensors fn made in between
 //   time:   fn runs twice per training step (forward, and again inside backward)
 //
-// Forward: fn runs under NoGradGuard while an InputRecorder (core/autograd.hpp) notes the tensors
-// requiring grad it reads (the parameters, even through a view). y's one node, "checkpoint", has
-// x1..xn and those as inputs, so the version checks refuse an optimizer step before backward.
-// Backward: the generator's state of the forward is put back, fn runs again with grad on detached
-// copies of x1..xn, xgrad::grad gives dL/dxi and dL/dparameter from dL/dy, and the generator's
-// current state returns. The gradients are the plain fn's, bit for bit where each parameter is
-// read once and each input at most twice; a sparse Embedding inside fn gets a dense gradient.
-//
-// As PyTorch's use_reentrant=False: it works when no input requires grad. Under no grad it is a
-// plain call of fn, so a checkpoint nested inside fn runs its fn 3 times (outer forward, outer
-// recomputation, its own backward). fn must compute the same values when called again, from its
-// arguments, the parameters and the generator only (not a mode switched by train()/eval() in
-// between, a counter, a clock), and change no state but the generator's. With several threads
-// drawing from the generator at once, the replay is exact only if no other draws happen during fn.
-//
 // ref: Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"; PyTorch docs,
-// torch.utils.checkpoint.checkpoint.
+// torch.utils.checkpoint.checkpoint (as its use_reentrant=False).
 #pragma once
 
 #include <functional>
@@ -39,6 +24,14 @@ using CheckpointFn = std::function<Tensor(const std::vector<Tensor>& inputs)>;
 // of tensors of any shape; y: what fn returns. Throws ValueError naming checkpoint for an
 // undefined input, an fn returning an undefined tensor, or (in backward) a recomputed y of
 // another shape than the forward's.
+// It works when no input requires grad. Under no grad it is a plain call of fn, so a checkpoint
+// nested inside fn runs its fn 3 times (outer forward, outer recomputation, its own backward).
+// fn must compute the same values when called again, from its arguments, the parameters and the
+// generator only (not a mode switched by train()/eval() in between, a counter, a clock), and
+// change no state but the generator's. With several threads drawing from the generator at once,
+// the replay is exact only if no other draws happen during fn. The gradients are the plain fn's,
+// bit for bit where each parameter is read once and each input at most twice; a sparse Embedding
+// inside fn gets a dense gradient.
 Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs);
 
 namespace checkpoint_detail {

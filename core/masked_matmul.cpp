@@ -1,4 +1,5 @@
-// core/masked_matmul.cpp — masked_matmul and sampled_matmul (formulas: core/masked_matmul.hpp).
+// core/masked_matmul.cpp — masked_matmul and sampled_matmul, then the helpers under them
+// (formulas: core/masked_matmul.hpp).
 // Legend: a (..., M, K), b (..., K, N), y (..., M, N); g = dL/dy; N_b = Π of the leading dims.
 // keep is broadcast once to its full shape and read as one 0/1 byte per pair.
 #include <algorithm>
@@ -18,28 +19,6 @@ struct Sizes {
     std::size_t nb = 1, M = 0, K = 0, N = 0;
 };
 
-Sizes check_operands(const Tensor& a, const Tensor& b, const Tensor& keep, bool keep_on_output, const char* op) {
-    check(a.defined() && b.defined() && keep.defined(), op, "a, b and keep must be defined tensors");
-    const ArrayShape sa = array_shape(a.data()), sb = array_shape(b.data()), sk = array_shape(keep.data());
-    check(sa.size() >= 2 && sa.size() == sb.size(), op,
-          "a (..., M, K) and b (..., K, N) need the same rank, at least 2; got {} and {}", shape_str(sa),
-          shape_str(sb));
-    Sizes s;
-    s.lead.assign(sa.begin(), sa.end() - 2);
-    s.M = sa[sa.size() - 2], s.K = sa.back(), s.N = sb.back();
-    check(ArrayShape(sb.begin(), sb.end() - 2) == s.lead && sb[sb.size() - 2] == s.K, op,
-          "a {} and b {} must share their leading dims and the inner size K", shape_str(sa), shape_str(sb));
-    for (std::size_t d : s.lead) s.nb *= d;
-    ArrayShape target = s.lead;
-    target.push_back(s.M);
-    target.push_back(keep_on_output ? s.N : s.K);
-    bool fits = sk.size() <= target.size();
-    for (std::size_t i = 0; fits && i < sk.size(); ++i)
-        fits = sk[sk.size() - 1 - i] == 1 || sk[sk.size() - 1 - i] == target[target.size() - 1 - i];
-    check(fits, op, "keep of shape {} does not broadcast to {}", shape_str(sk), shape_str(target));
-    return s;
-}
-
 // keep as one 0/1 byte per pair: a single (rows, cols) pattern serves every matrix when keep has
 // no leading dim above 1 (as the causal mask), else one pattern per matrix.
 struct KeepBytes {
@@ -48,58 +27,16 @@ struct KeepBytes {
     const std::uint8_t* matrix(std::size_t n) const { return bytes.data() + n * stride; }
 };
 
-KeepBytes keep_bytes(const Tensor& keep, const Sizes& s, std::size_t rows, std::size_t cols) {
-    const ArrayShape sk = array_shape(keep.data());
-    bool shared = true;
-    for (std::size_t i = 0; i + 2 < sk.size(); ++i) shared = shared && sk[i] == 1;
-    Array k = keep.data();
-    ArrayShape full{rows, cols};
-    if (shared) {
-        k.reshape(ArrayShape(sk.end() - std::min<std::size_t>(2, sk.size()), sk.end()));
-    } else {
-        full.insert(full.begin(), s.lead.begin(), s.lead.end());
-    }
-    const Array kb = xt::broadcast(k, full);
-    KeepBytes out;
-    out.bytes.resize(kb.size());
-    for (std::size_t i = 0; i < kb.size(); ++i) out.bytes[i] = kb.data()[i] != 0;
-    out.stride = shared ? 0 : rows * cols;
-    return out;
-}
-
+Sizes check_operands(const Tensor& a, const Tensor& b, const Tensor& keep, bool keep_on_output, const char* op);
+KeepBytes keep_bytes(const Tensor& keep, const Sizes& s, std::size_t rows, std::size_t cols);
 // C (N_b, M, N) = Σ_{k : keep[m, k]} A[m, k] · B[k, n] per matrix, A (N_b, M, K) zero where hidden,
 // B (N_b, K, N); or, with keep_transposed, visible(m, k) = keep[k, m] and A read as op(A) per trans_a.
 void batched_visible(const Sizes& s, std::size_t M, std::size_t N, std::size_t K, bool trans_a, bool trans_b,
-                     const real* A, const real* B, real* C, const KeepBytes& keep, bool keep_transposed) {
-    for (std::size_t n = 0; n < s.nb; ++n) {
-        const std::uint8_t* kn = keep.matrix(n);
-        auto visible = [&](std::size_t m, std::size_t k) { return keep_transposed ? kn[k * M + m] : kn[m * K + k]; };
-        gemm_visible(trans_a, trans_b, M, N, K, 1, A + n * M * K, trans_a ? M : K, B + n * K * N, trans_b ? K : N,
-                     C + n * M * N, N, visible);
-    }
-}
-
+                     const real* A, const real* B, real* C, const KeepBytes& keep, bool keep_transposed);
 // a (N_b, rows, cols) with its hidden entries set to 0, so a hidden NaN or inf cannot reach a sum.
-void hide(Array& a, const KeepBytes& keep) {
-    const std::size_t per = keep.stride == 0 ? keep.bytes.size() : keep.stride;  // rows·cols
-    for (std::size_t n = 0; per > 0 && n < a.size() / per; ++n) {
-        const std::uint8_t* kn = keep.matrix(n);
-        real* an = a.data() + n * per;
-        for (std::size_t i = 0; i < per; ++i) an[i] = kn[i] ? an[i] : real(0);
-    }
-}
-Array zero_hidden(const Array& a, const KeepBytes& keep) {
-    Array z = a;
-    hide(z, keep);
-    return z;
-}
-
-ArrayShape result_shape(const Sizes& s, std::size_t rows, std::size_t cols) {
-    ArrayShape out = s.lead;
-    out.push_back(rows);
-    out.push_back(cols);
-    return out;
-}
+void hide(Array& a, const KeepBytes& keep);
+Array zero_hidden(const Array& a, const KeepBytes& keep);
+ArrayShape result_shape(const Sizes& s, std::size_t rows, std::size_t cols);
 
 }  // namespace
 
@@ -156,5 +93,82 @@ Tensor sampled_matmul(const Tensor& a, const Tensor& b, const Tensor& keep) {
         return make_grads(std::move(da), std::move(db), std::nullopt);
     });
 }
+
+// ---- the helpers -------------------------------------------------------------------------------
+namespace {
+
+Sizes check_operands(const Tensor& a, const Tensor& b, const Tensor& keep, bool keep_on_output, const char* op) {
+    check(a.defined() && b.defined() && keep.defined(), op, "a, b and keep must be defined tensors");
+    const ArrayShape sa = array_shape(a.data()), sb = array_shape(b.data()), sk = array_shape(keep.data());
+    check(sa.size() >= 2 && sa.size() == sb.size(), op,
+          "a (..., M, K) and b (..., K, N) need the same rank, at least 2; got {} and {}", shape_str(sa),
+          shape_str(sb));
+    Sizes s;
+    s.lead.assign(sa.begin(), sa.end() - 2);
+    s.M = sa[sa.size() - 2], s.K = sa.back(), s.N = sb.back();
+    check(ArrayShape(sb.begin(), sb.end() - 2) == s.lead && sb[sb.size() - 2] == s.K, op,
+          "a {} and b {} must share their leading dims and the inner size K", shape_str(sa), shape_str(sb));
+    for (std::size_t d : s.lead) s.nb *= d;
+    ArrayShape target = s.lead;
+    target.push_back(s.M);
+    target.push_back(keep_on_output ? s.N : s.K);
+    bool fits = sk.size() <= target.size();
+    for (std::size_t i = 0; fits && i < sk.size(); ++i)
+        fits = sk[sk.size() - 1 - i] == 1 || sk[sk.size() - 1 - i] == target[target.size() - 1 - i];
+    check(fits, op, "keep of shape {} does not broadcast to {}", shape_str(sk), shape_str(target));
+    return s;
+}
+
+KeepBytes keep_bytes(const Tensor& keep, const Sizes& s, std::size_t rows, std::size_t cols) {
+    const ArrayShape sk = array_shape(keep.data());
+    bool shared = true;
+    for (std::size_t i = 0; i + 2 < sk.size(); ++i) shared = shared && sk[i] == 1;
+    Array k = keep.data();
+    ArrayShape full{rows, cols};
+    if (shared) {
+        k.reshape(ArrayShape(sk.end() - std::min<std::size_t>(2, sk.size()), sk.end()));
+    } else {
+        full.insert(full.begin(), s.lead.begin(), s.lead.end());
+    }
+    const Array kb = xt::broadcast(k, full);
+    KeepBytes out;
+    out.bytes.resize(kb.size());
+    for (std::size_t i = 0; i < kb.size(); ++i) out.bytes[i] = kb.data()[i] != 0;
+    out.stride = shared ? 0 : rows * cols;
+    return out;
+}
+
+void batched_visible(const Sizes& s, std::size_t M, std::size_t N, std::size_t K, bool trans_a, bool trans_b,
+                     const real* A, const real* B, real* C, const KeepBytes& keep, bool keep_transposed) {
+    for (std::size_t n = 0; n < s.nb; ++n) {
+        const std::uint8_t* kn = keep.matrix(n);
+        auto visible = [&](std::size_t m, std::size_t k) { return keep_transposed ? kn[k * M + m] : kn[m * K + k]; };
+        gemm_visible(trans_a, trans_b, M, N, K, 1, A + n * M * K, trans_a ? M : K, B + n * K * N, trans_b ? K : N,
+                     C + n * M * N, N, visible);
+    }
+}
+
+void hide(Array& a, const KeepBytes& keep) {
+    const std::size_t per = keep.stride == 0 ? keep.bytes.size() : keep.stride;  // rows·cols
+    for (std::size_t n = 0; per > 0 && n < a.size() / per; ++n) {
+        const std::uint8_t* kn = keep.matrix(n);
+        real* an = a.data() + n * per;
+        for (std::size_t i = 0; i < per; ++i) an[i] = kn[i] ? an[i] : real(0);
+    }
+}
+Array zero_hidden(const Array& a, const KeepBytes& keep) {
+    Array z = a;
+    hide(z, keep);
+    return z;
+}
+
+ArrayShape result_shape(const Sizes& s, std::size_t rows, std::size_t cols) {
+    ArrayShape out = s.lead;
+    out.push_back(rows);
+    out.push_back(cols);
+    return out;
+}
+
+}  // namespace
 
 }  // namespace xgrad

@@ -189,7 +189,7 @@ struct TensorImpl {
     std::string param_name;
     ArrayShape param_shape;
     bool requires_grad = false;
-    // The gradient, written only by core/autograd.cpp (backward, set_grad, zero_grad): at most
+    // The gradient, written only by core/accumulate.cpp (backward, set_grad, zero_grad): at most
     // one of the two is set, and it has data's shape.
     std::shared_ptr<TensorImpl> grad;          // dense gradient; or null
     std::unique_ptr<SparseGrad> sparse_grad;   // row-sparse gradient; or null

@@ -1,4 +1,4 @@
-// tests/core/test_autograd.cpp — the backward engine of core/autograd.cpp (float32).
+// tests/core/test_autograd.cpp — the engine, core/autograd.cpp, with accumulate.cpp and graph.cpp (float32).
 //
 // Covers: grad() stays undefined until a backward reaches the leaf; += accumulation across
 // backward() calls; diamonds (x*x, x+x, one value with three consumers) with each node's

@@ -21,6 +21,9 @@
 #include "test_helpers.hpp"
 #include <xgrad/nn/serialize.hpp>
 
+// Inside a namespace of this file: the tests are compiled in batches (unity builds), and a
+// using-directive at file scope would reach the other files of the batch.
+namespace test_gpt {
 using namespace gpt;
 using gpt::testing::check_model_against;
 
@@ -205,3 +208,5 @@ TEST_CASE("gpt checkpoint_blocks: the same losses and parameters bit for bit, GP
         }
     }
 }
+
+}  // namespace test_gpt

@@ -17,6 +17,9 @@
 #include "examples/gpt/model.hpp"
 #include "examples/gpt/report.hpp"
 
+// Inside a namespace of this file: the tests are compiled in batches (unity builds), and a
+// using-directive at file scope would reach the other files of the batch.
+namespace test_gpt_generate {
 using namespace gpt;
 
 namespace {
@@ -143,3 +146,5 @@ TEST_CASE("evaluation and sampling run in eval mode: dropout off, the mode resto
         REQUIRE(dropped->is_training());
     }
 }
+
+}  // namespace test_gpt_generate

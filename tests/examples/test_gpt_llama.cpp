@@ -10,6 +10,9 @@
 #include "examples/gpt/llama.hpp"
 #include "examples/gpt_reference.hpp"
 
+// Inside a namespace of this file: the tests are compiled in batches (unity builds), and a
+// using-directive at file scope would reach the other files of the batch.
+namespace test_gpt_llama {
 using namespace gpt;
 
 namespace {
@@ -57,3 +60,5 @@ TEST_CASE("llama model: Meta's names and shapes, and the parameter count by hand
     c.pos = "rope", c.n_kv_head = 3;
     REQUIRE_THROWS_WITH(Llama(c), Catch::Contains("n_kv_head (3) must divide n_head (4)"));
 }
+
+}  // namespace test_gpt_llama

@@ -16,6 +16,9 @@
 #include "word2vec/model.hpp"
 #include "word2vec/similarity.hpp"
 
+// Inside a namespace of this file: the tests are compiled in batches (unity builds), and a
+// using-directive at file scope would reach the other files of the batch.
+namespace test_word2vec {
 using namespace word2vec;
 using Words = std::vector<std::string>;
 
@@ -175,3 +178,5 @@ TEST_CASE("spearman: rank correlation with ties", "[word2vec][spearman]") {
     CHECK(spearman({1, 2, 3, 4, 5}, {5, 6, 7, 8, 7}) == Approx(0.8207826816681233).epsilon(1e-12));
     CHECK_THROWS_AS(spearman({1, 2}, {1, 2, 3}), std::invalid_argument);
 }
+
+}  // namespace test_word2vec
