@@ -1,5 +1,5 @@
 // core/softmax.hpp — softmax along a dim (core/softmax.cpp): the fused op, its composed oracle,
-// log_softmax, and the row kernels that other fused ops build on (nn/attention_fused.cpp).
+// log_softmax, and the row kernels that other fused ops build on (nn/attention/fused.cpp).
 // Part of core/ops.hpp.
 //
 // Legend: a row is n values, `stride` apart in memory (1: adjacent, the vectorised case).

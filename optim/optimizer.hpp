@@ -120,7 +120,7 @@ public:
     void step();
 
     // set_to_none (the default, as in PyTorch ≥ 2.0): drop every gradient. Otherwise dense
-    // gradients are zeroed in place and sparse ones emptied (k = 0), by core/autograd.cpp.
+    // gradients are zeroed in place and sparse ones emptied (k = 0), by core/accumulate.cpp.
     void zero_grad(bool set_to_none = true);
 
     std::vector<ParamGroup>& param_groups() { return groups_; }
