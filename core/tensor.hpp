@@ -1,6 +1,6 @@
 // core/tensor.hpp — the Tensor: an n-dimensional array of `real` with reverse-mode autograd.
 //
-// Read this file first. It defines
+// The engine path of README.md starts here. It defines
 //   real          float32 (library `xgrad`) or float64 (`xgrad_f64`, for gradcheck's precision)
 //   Array         xt::xarray of real, row-major; every op writes a fresh Array, so no aliasing
 //   IndexTensor   int64 token IDs and class targets; a separate type, so floats cannot pass as IDs

@@ -1,11 +1,13 @@
 // nn/activation.cpp — GELU and SiLU, forward and backward, computed with SIMD vectors.
-// Legend: x any shape, n = x.numel(); a Batch is one SIMD register of W values of type real
-// (core/detail/simd.hpp).
-//
-// W elements at once with xsimd: its exp and tanh, and for the exact form's Φ one fitted
-// polynomial (below). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid against
-// double std::erfc and PyTorch, and silu at hand-computed points; tests/nn/gradcheck_activation.cpp
-// gradchecks both GELU forms and SiLU.
+// The math, which the ops gelu and silu at the end of this file compute element by element:
+//   gelu(x) = x·Φ(x), Φ the standard normal CDF    gelu'(x) = Φ(x) + x·φ(x)      (exact form)
+//   gelu(x) ≈ ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))                         (tanh form)
+//   silu(x) = x·σ(x)                               silu'(x) = σ(x) (1 + x (1 − σ(x)))
+// Above the ops, each formula as a kernel over one SIMD register of W values (a Batch,
+// core/detail/simd.hpp), with xsimd's exp and tanh and, for Φ, one fitted polynomial. Legend: x any
+// shape, n = x.numel(). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid
+// against double std::erfc and PyTorch, and silu at hand-computed points;
+// tests/nn/gradcheck_activation.cpp gradchecks both GELU forms and SiLU.
 #include <xgrad/nn/activation.hpp>
 
 #include <algorithm>

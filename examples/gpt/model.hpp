@@ -64,7 +64,7 @@ public:
 
     // One empty KVCache per layer, each holding up to block positions.
     std::vector<nn::KVCache> make_kv_caches() const;
-    // Bytes a cache of every layer holds per position of one sequence: 2 (k, v) · L · Hkv · hd · 4.
+    // Bytes a cache of every layer holds per position of one sequence: 2 (k, v) · L · Hkv · hd · sizeof(real).
     std::size_t kv_cache_bytes_per_token() const;
 
     const GPTConfig& config() const { return config_; }

@@ -37,7 +37,7 @@ using namespace xgrad;
 using namespace word2vec;
 using nn::functional::binary_cross_entropy_with_logits;
 
-// The defaults were chosen by measurement on this corpus (README.md, "Choosing the defaults").
+// The defaults were chosen by measurement on this corpus (README.md, "The model in one screen").
 // t = 1e-4 rather than the paper's 1e-5: the paper tuned t for corpora of billions of words;
 // on the KJV's 0.78 M tokens t = 1e-5 keeps only 15% of the tokens per epoch, and in the same
 // time budget frequent content words (god, water, three) end up among function words.

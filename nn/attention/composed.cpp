@@ -1,6 +1,7 @@
 // nn/attention/composed.cpp — attention, one named step per line, composed from core ops.
 // Legend as in composed.hpp. No backward of its own: every step is a gradchecked core op. It is
-// the fused, tiled and cached kernels' oracle; CausalSelfAttention::forward alone picks them.
+// the fused, tiled and cached kernels' oracle; CausalSelfAttention picks among them (forward,
+// forward_cached).
 //
 // The lesson in one picture, for one head of a sequence of T = 3 tokens with causal masking:
 //
@@ -119,7 +120,7 @@ ArrayShape scores_shape(const AttentionSizes& s) {
 }
 
 // keep (..., Tq, Tk) broadcastable, 1 where query i may attend key j; undefined when every key is
-// visible. A mask of rank 0 or 1 is read as one row (1, Tk) or (1, 1), broadcast as PyTorch's.
+// visible. A mask of rank 0 or 1 is read as one row, (1, 1) or (1, Tk), broadcast as PyTorch's.
 Tensor keep_of(const AttentionSizes& s, const Tensor& attn_mask, bool is_causal) {
     check(!(is_causal && attn_mask.defined()), kSdpa,
           "give attn_mask or is_causal, not both (as PyTorch); to combine them pass "

@@ -170,8 +170,8 @@ TEST_CASE("CausalSelfAttention: gradcheck with grouped-query and multi-query att
     }
 }
 
-// ---- the README's "multi-head causal attention in about 20 lines" -----------------------------
-// The same code as in README.md, compiled and checked here: it equals CausalSelfAttention
+// ---- examples/README.md's multi-head attention from core ops ---------------------------------
+// The same code as in examples/README.md (attention_basics), compiled and checked here: it equals CausalSelfAttention
 // given the same c_attn and c_proj, and it gradchecks.
 namespace {
 
