@@ -14,7 +14,8 @@ Fails (exit 1, one line per finding) when
   * a function of the library or of the examples is longer than 80 lines (signature to closing brace);
   * a header of the library or of the examples opens with more than 15 comment lines (one home per
     explanation: a header points to the README section that explains);
-  * a public library header includes an internal one (under a detail/ folder, which is not installed);
+  * a public library header includes an internal one (under a detail/ folder), or the install rules
+    (cmake/install.cmake) would install the detail/ folders;
   * a README names a file (`dir/name.ext` in backquotes) that does not exist, relative to the
     source tree or to the README's folder: the reading paths name every file on them.
 """
@@ -168,6 +169,10 @@ def aesthetics(root):
             if public and re.match(r'\s*#\s*include\s*[<"][^>"]*\bdetail/', line):
                 findings.append(f"{rel}:{n}: a public header includes an internal one ({line.strip()}); "
                                 f"headers under detail/ are not installed")
+    install = root / "cmake" / "install.cmake"
+    if install.exists() and not re.search(r'PATTERN\s+"detail"\s+EXCLUDE', install.read_text()):
+        findings.append("cmake/install.cmake: the headers' install has no PATTERN \"detail\" EXCLUDE; "
+                        "internal headers would be installed")
     return findings
 
 

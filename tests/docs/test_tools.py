@@ -163,6 +163,13 @@ class Aesthetics(unittest.TestCase):
             (root / "core" / "open.hpp").write_text("// x\n" * 16 + "#pragma once\n#include <xgrad/core/detail/inner.hpp>\n")
             (root / "examples" / "long.cpp").write_text("int main() {\n" + "    ;\n" * 79 + "}\n")
             (root / "examples" / "short.cpp").write_text("int main() {\n" + "    ;\n" * 78 + "}\n")
+            (root / "cmake").mkdir()
+            (root / "cmake" / "install.cmake").write_text('install(DIRECTORY core FILES_MATCHING PATTERN "*.hpp")\n')
+            findings = lint_text.aesthetics(root)
+            self.assertEqual(len(findings), 4, findings)
+            self.assertIn('cmake/install.cmake: the headers\' install has no PATTERN "detail" EXCLUDE', findings[3])
+            (root / "cmake" / "install.cmake").write_text(
+                'install(DIRECTORY core FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)\n')
             findings = lint_text.aesthetics(root)
             self.assertEqual(len(findings), 3, findings)
             self.assertIn("core/open.hpp: opens with 16 comment lines", findings[0])
