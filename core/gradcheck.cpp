@@ -12,6 +12,11 @@ namespace xgrad {
 
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& opt) {
+    check(std::isfinite(opt.eps()) && opt.eps() > 0, "gradcheck", "eps must be finite and > 0; got {}", opt.eps());
+    check(std::isfinite(opt.atol()) && opt.atol() >= 0, "gradcheck", "atol must be finite and >= 0; got {}",
+          opt.atol());
+    check(std::isfinite(opt.rtol()) && opt.rtol() >= 0, "gradcheck", "rtol must be finite and >= 0; got {}",
+          opt.rtol());
     bool any = false;
     for (const auto& t : inputs) any = any || t.requires_grad();
     check(any, "gradcheck", "no input requires grad");

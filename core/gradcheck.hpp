@@ -44,7 +44,8 @@ struct GradcheckResult {
 };
 
 // Runs the check; `inputs` are perturbed and restored, and left holding dL/dx in .grad. Throws
-// ValueError if f returns an undefined tensor or no input requires grad.
+// ValueError if eps is not finite and > 0, atol or rtol not finite and >= 0, f returns an undefined
+// tensor, or no input requires grad.
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <xgrad/distributed/ddp.hpp>  // DistributedDataParallel; distributed.hpp: InitGuard, collectives
 #include <xgrad/xgrad.hpp>            // Tensor, nn::Linear, optim::AdamW
 
@@ -15,8 +17,9 @@ int main(int argc, char** argv) {
     dist::InitGuard mpi(&argc, &argv);  // under mpirun: rank r of W; alone: rank 0 of 1
     const int B = 8, W = dist::world_size(), r = dist::rank();  // the global batch: B rows
     if (B % W != 0) {  // unequal slices: the mean of the ranks' gradients is not the batch's gradient
-        std::cerr << "ddp_basics: rank " << r << " of " << W << ": the batch of B = " << B
-                  << " rows does not split into " << W << " equal slices; run with -np 1, 2, 4 or 8\n";
+        // one write per rank, so that the ranks' lines do not interleave
+        std::cerr << fmt::format("ddp_basics: rank {} of {}: the batch of B = {} rows does not split into {} "
+                                 "equal slices; run with -np 1, 2, 4 or 8\n", r, W, B, W);
         return 1;  // every rank sees the same B and W, so every rank refuses: none waits in a collective
     }
     const int b = B / W;  // rank r: rows [r·b, (r+1)·b) of B

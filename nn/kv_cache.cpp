@@ -3,6 +3,9 @@
 #include <xgrad/nn/kv_cache.hpp>
 
 #include <algorithm>
+#include <new>
+
+#include <fmt/format.h>
 
 namespace xgrad::nn {
 
@@ -11,8 +14,16 @@ KVCache::KVCache(std::int64_t max_len) : max_len_(std::size_t(std::max<std::int6
 }
 
 std::vector<KVCache> KVCache::per_layer(std::int64_t n_layers, std::int64_t max_len) {
-    check(n_layers >= 0, "KVCache::per_layer", "n_layers must be >= 0; got {}", n_layers);
-    return std::vector<KVCache>(std::size_t(n_layers), KVCache(max_len));
+    const char* op = "KVCache::per_layer";
+    check(n_layers >= 0, op, "n_layers must be >= 0; got {}", n_layers);
+    const KVCache empty(max_len);
+    const OutOfMemoryError too_many(fmt::format("{}: {} caches do not fit in memory", op, n_layers));
+    if (std::size_t(n_layers) > std::vector<KVCache>().max_size()) throw too_many;
+    try {
+        return std::vector<KVCache>(std::size_t(n_layers), empty);
+    } catch (const std::bad_alloc&) {
+        throw too_many;
+    }
 }
 
 // A default xarray is 0-d with one element: the cache is allocated once k_ has its 4 dims.

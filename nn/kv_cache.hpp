@@ -23,7 +23,7 @@ public:
     // max_len: the most positions it may hold (a model's block). Throws ValueError if max_len < 1.
     explicit KVCache(std::int64_t max_len);
     // One empty cache per layer; std::vector<KVCache>(n) does not compile (no default max_len).
-    // Throws ValueError if n_layers < 0 or max_len < 1.
+    // Throws ValueError if n_layers < 0 or max_len < 1, OutOfMemoryError if the caches do not fit.
     static std::vector<KVCache> per_layer(std::int64_t n_layers, std::int64_t max_len);
 
     // Appends k_new, v_new (B, Hkv, t, hd), t ≥ 1. The first append fixes B, Hkv and hd and allocates

@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
     app.add_option("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)")->capture_default_str();
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
-    app.add_option("--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but --threads, --grad-accum, --out, --sample, --eval-every and --stop-after must match the saved run (at any number of ranks)");
+    examples::checkpoint_flag(app, "--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but --threads, --grad-accum, --out, --sample, --eval-every and --stop-after must match the saved run (at any number of ranks)");
     int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");

@@ -103,6 +103,14 @@ CLI::Option* path_flag(CLI::App& app, const std::string& name, std::string& valu
         [&value](const std::string& text) { value = text; }, "PATH", "a path without control characters", value);
 }
 
+CLI::Option* checkpoint_flag(CLI::App& app, const std::string& name, std::string& value, const std::string& help) {
+    CLI::Option* option = path_flag(app, name, value, help);
+    option->check([](const std::string& text) {
+        return text.empty() ? std::string("an empty path: give the checkpoint.safetensors to read") : std::string();
+    });
+    return option;
+}
+
 std::string describe(const Interval& r) {
     if (std::isinf(r.hi)) return fmt::format("{} {}", r.lo_open ? ">" : ">=", r.lo);
     return fmt::format("in {}{}, {}{}", r.lo_open ? "(" : "[", r.lo, r.hi, r.hi_open ? ")" : "]");

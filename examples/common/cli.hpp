@@ -43,6 +43,10 @@ CLI::Option* real_flag(CLI::App& app, const std::string& name, double& value, In
 // the script's line and start a command of the path's choosing.
 CLI::Option* path_flag(CLI::App& app, const std::string& name, std::string& value, const std::string& help);
 
+// A checkpoint to read (--resume, --init-from): a path_flag that is also refused when empty, so a
+// script whose variable expands to nothing does not start a fresh run unnoticed.
+CLI::Option* checkpoint_flag(CLI::App& app, const std::string& name, std::string& value, const std::string& help);
+
 // The text of `range` as the messages print it: ">= 0", "> 0", "in [0, 1)".
 std::string describe(const Interval& range);
 

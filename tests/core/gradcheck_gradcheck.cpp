@@ -74,6 +74,22 @@ TEST_CASE("mutation: the correct cube backward passes - wrong ones fail", "[grad
     REQUIRE(gradcheck([&](const auto& v) { return cube_with(v[0], small_error); }, {x}, loose).ok);
 }
 
+TEST_CASE("gradcheck refuses a step or a tolerance outside its range", "[gradcheck][errors]") {
+    const auto square_sum = [](const std::vector<Tensor>& v) { return sum(v[0] * v[0]); };
+    const Tensor x({1, 2}, /*requires_grad=*/true);
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    for (double eps : {0.0, -1.0, nan, inf})
+        REQUIRE_THROWS_WITH(gradcheck(square_sum, {x}, GradcheckOptions().eps(eps)),
+                            Contains("gradcheck") && Contains("eps must be finite and > 0"));
+    for (double tol : {-1.0, nan, inf}) {
+        REQUIRE_THROWS_WITH(gradcheck(square_sum, {x}, GradcheckOptions().atol(tol)),
+                            Contains("gradcheck") && Contains("atol must be finite and >= 0"));
+        REQUIRE_THROWS_WITH(gradcheck(square_sum, {x}, GradcheckOptions().rtol(tol)),
+                            Contains("gradcheck") && Contains("rtol must be finite and >= 0"));
+    }
+    REQUIRE(gradcheck(square_sum, {x}, GradcheckOptions().atol(0).rtol(1e-3)).ok);  // 0 is a valid tolerance
+}
+
 TEST_CASE("gradcheck refuses inputs that need no grad", "[gradcheck][errors]") {
     REQUIRE_THROWS_AS(gradcheck([](const auto& v) { return v[0] * 2; }, {Tensor({1, 2})}), ValueError);
     REQUIRE_THROWS_WITH(gradcheck([](const auto& v) { return v[0] * 2; }, {Tensor({1, 2})}),

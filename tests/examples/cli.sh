@@ -136,6 +136,9 @@ rc=0
     --sample 0 --steps 8 --out "$work/short" > "$work/log" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] && grep -q "^step      8/8" "$work/log" && echo "ok   gpt --steps 8 without --warmup trains" ||
     { fail "gpt --steps 8 without --warmup: exit $rc"; tail -n 3 "$work/log"; }
+refused "gpt --init-from ''" "--init-from|an empty path" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --init-from ""
+refused "gpt --resume ''" "--resume|an empty path" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --resume ""
+refused "char_mlp --resume ''" "--resume|an empty path" -- "$char_mlp" "${tiny_mlp[@]}" --steps 3 --resume ""
 refused "gpt --init-from with --resume" "--resume|--init-from|one of them" -- "$gpt" "${tiny_gpt[@]}" --steps 3 \
     --resume "$work/short/checkpoint.safetensors" --init-from "$work/short/checkpoint.safetensors"
 

@@ -47,6 +47,9 @@ TEST_CASE("KVCache::per_layer: one empty cache per layer, each of max_len positi
     REQUIRE(nn::KVCache::per_layer(0, 5).empty());
     REQUIRE_THROWS_WITH(nn::KVCache::per_layer(-1, 5), Catch::Contains("n_layers must be >= 0"));
     REQUIRE_THROWS_WITH(nn::KVCache::per_layer(2, 0), Catch::Contains("max_len must be >= 1"));
+    for (std::int64_t n : {std::int64_t(1) << 40, std::int64_t(1) << 62})  // more caches than memory holds
+        REQUIRE_THROWS_WITH(nn::KVCache::per_layer(n, 5), Catch::Contains("KVCache::per_layer") &&
+                                                             Catch::Contains("do not fit in memory"));
 }
 
 TEST_CASE("KVCache: refusals name the sizes", "[kv_cache]") {
