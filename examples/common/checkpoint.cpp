@@ -143,17 +143,22 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
     nn::save_safetensors(path, tensors, meta);
 }
 
+// The metadata value `key` of a training checkpoint; throws std::runtime_error naming the file and
+// the flag that reads it (--resume, --init-from) when the key is missing: not a training checkpoint.
+static std::string training_metadata(const nn::SafetensorsFile& file, const std::string& path, const std::string& key,
+                                     const char* flag) {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end())
+        throw std::runtime_error(fmt::format("{}: not a training checkpoint (no '{}'); {} takes the "
+                                             "checkpoint.safetensors a run writes, not model.safetensors",
+                                             path, key, flag));
+    return it->second;
+}
+
 int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, std::mt19937_64& rng,
                     const RunFlags& flags, const std::optional<TextFingerprint>& data) {
     const nn::SafetensorsFile file = nn::load_safetensors(path);
-    auto meta = [&](const std::string& key) {
-        auto it = file.metadata.find(key);
-        if (it == file.metadata.end())
-            throw std::runtime_error(fmt::format("{}: not a training checkpoint (no '{}'); --resume takes the "
-                                                 "checkpoint.safetensors a run writes, not model.safetensors",
-                                                 path, key));
-        return it->second;
-    };
+    auto meta = [&](const std::string& key) { return training_metadata(file, path, key, "--resume"); };
     for (const auto& [flag, value] : flags) {
         if (!file.metadata.count(kFlag + flag) && file.metadata.count("train.step"))
             throw std::runtime_error(fmt::format("{}: records no {} (a checkpoint written before the flag existed); "
@@ -205,14 +210,7 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
 int load_model_weights(const std::string& path, nn::Module& model, const RunFlags& model_flags,
                        const std::string& vocab) {
     const nn::SafetensorsFile file = nn::load_safetensors(path);
-    auto meta = [&](const std::string& key) {
-        auto it = file.metadata.find(key);
-        if (it == file.metadata.end())
-            throw std::runtime_error(fmt::format("{}: not a training checkpoint (no '{}'); --init-from takes the "
-                                                 "checkpoint.safetensors a run writes, not model.safetensors",
-                                                 path, key));
-        return it->second;
-    };
+    auto meta = [&](const std::string& key) { return training_metadata(file, path, key, "--init-from"); };
     const int step = checkpoint_step(path, meta("train.step"));
     for (const auto& [flag, value] : model_flags) {
         if (!file.metadata.count(kFlag + flag))
