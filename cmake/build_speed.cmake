@@ -39,10 +39,23 @@
 #    `make clean` or in a second tree, become cache hits. CI and tests/build_profile.sh set
 #    CCACHE_DISABLE, so that what they measure is a cold build. ccache is looked for when a tree is
 #    first configured.
+#
+# 4. The tests' own code is compiled with less optimisation than the library it calls
+#    (XGRAD_TESTS_OPTIMIZE, applied to the Catch2 programs in tests/CMakeLists.txt): -O1 in a
+#    Release tree, -O0 under the sanitizers. A test does little work of its own at run time (the
+#    library, built with the tree's flags, does it), while Catch2's macros make it a large program
+#    to optimise. The checkpoint fuzzer, whose own loop is the work, keeps the tree's flags.
 option(XGRAD_PRECOMPILED_HEADERS "Precompile xtensor's, the standard and Catch2's headers" ON)
 option(XGRAD_UNITY_BUILD "Compile xgrad, xgrad_distributed, the examples' libraries and xgrad_tests in batches of 8 files" ON)
 option(XGRAD_UNITY_BUILD_F64 "Compile xgrad_f64 in batches of 8 files" OFF)
 option(XGRAD_CCACHE "Compile through ccache when it is installed" ON)
+if(XGRAD_SANITIZE OR XGRAD_TSAN)
+  set(xgrad_tests_optimize_default -O0)
+elseif(CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo)$")
+  set(xgrad_tests_optimize_default -O1)
+endif()
+set(XGRAD_TESTS_OPTIMIZE "${xgrad_tests_optimize_default}" CACHE STRING
+    "Optimisation flag of the tests' own code (empty: the tree's)")
 
 if(XGRAD_CCACHE AND PROJECT_IS_TOP_LEVEL AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   find_program(XGRAD_CCACHE_PROGRAM ccache)
