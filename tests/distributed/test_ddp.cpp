@@ -282,6 +282,11 @@ TEST_CASE("ddp: a gradient on a parameter frozen when DDP was built is refused o
     net.fc->bias.set_grad(full({2}, real(r + 1)));
     rebuilt.sync_gradients();
     require_values(net.fc->bias.grad(), full({2}, mean));
+    Tensor extra = net.register_parameter("extra", zeros({2}));  // registered after `rebuilt` was built
+    extra.set_grad(ones({2}));
+    REQUIRE_THROWS_WITH(rebuilt.sync_gradients(),
+                        Catch::Contains(fmt::format("extra has a gradient on {} of {} ranks", W, W)) &&
+                            Catch::Contains("was not a parameter of the module when this DistributedDataParallel was built"));
 }
 
 TEST_CASE("ddp: a parameter resized on one rank after DDP was built is refused on every rank",
