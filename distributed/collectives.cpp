@@ -2,10 +2,10 @@
 // gradients and plain values, built on the byte-level transport of distributed/detail/backend.hpp.
 //
 // Each collective is two rounds: an all-gather of one 64-bit hash of its signature (the collective,
-// its op or root, the shape, or why an argument is invalid) from every rank, then the data. When
-// the hashes differ, every rank knows it from the same first round, gathers the signatures to name
-// them, and throws the same error, so no rank is left waiting in MPI, and MPI never receives
-// buffers of different sizes (undefined behaviour in MPI).
+// its op or root, the element type and shape, or why an argument is invalid) from every rank, then
+// the data. When the hashes differ, every rank knows it from the same first round, gathers the
+// signatures to name them, and throws the same error, so no rank is left waiting in MPI, and MPI
+// never receives buffers of different sizes or types (undefined behaviour in MPI).
 #include <xgrad/distributed/distributed.hpp>
 
 #include <algorithm>
@@ -17,12 +17,11 @@
 
 #include <xgrad/core/error.hpp>
 #include <xgrad/distributed/detail/backend.hpp>
+#include <xgrad/distributed/detail/signature.hpp>
 
 namespace xgrad::distributed {
 
 namespace {
-
-constexpr backend::Number kReal = std::is_same_v<real, float> ? backend::Number::Float : backend::Number::Double;
 
 // FNV-1a, 64 bits (Fowler, Noll, Vo): h = 14695981039346656037; for each byte b: h = (h xor b) · 1099511628211.
 std::uint64_t fnv1a64(const std::string& bytes) {
@@ -60,16 +59,6 @@ std::vector<std::string> gather_strings(const std::string& mine) {
                                  op, listing));
 }
 
-// Throws the same ValueError on every rank unless every rank passes the same signature (the
-// collective, its op or root, the shape, e.g. "all_reduce Sum of (4, 3)"), then throws on every
-// rank if `invalid` (the same on all, since it is part of the signature) names a bad argument.
-void check_agree(const char* op, const std::string& signature, const std::string& invalid = "") {
-    const std::string mine = invalid.empty() ? signature : fmt::format("{} (invalid: {})", op, invalid);
-    const std::vector<std::string> all = gather_if_different(mine);
-    if (!all.empty()) throw_disagreement(op, all);
-    if (!invalid.empty()) throw ValueError(fmt::format("{}: {}", op, invalid));
-}
-
 // Under mpirun, a collective before init() would silently act as a world of one.
 void require_init(const char* op) {
     if (!backend::initialized() && backend::started_by_launcher())
@@ -88,11 +77,33 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 const char* name(ReduceOp op) { return op == ReduceOp::Sum ? "Sum" : "Mean"; }
 
+// A tensor collective's signature: the call, this build's element type, t's shape.
+std::string signature_of(const std::string& call, const Tensor& t) {
+    return detail::tensor_signature(call, detail::kReal, t.defined() ? t.shape() : Shape{});
+}
+
 void scale(real* p, std::size_t n, real c) {
     for (std::size_t i = 0; i < n; ++i) p[i] *= c;
 }
 
 }  // namespace
+
+namespace detail {
+
+const char* type_name(backend::Number type) { return type == backend::Number::Float ? "float32" : "float64"; }
+
+std::string tensor_signature(const std::string& call, backend::Number type, const Shape& shape) {
+    return fmt::format("{} of {} {}", call, type_name(type), shape_str(shape));
+}
+
+void check_agree(const char* op, const std::string& signature, const std::string& invalid) {
+    const std::string mine = invalid.empty() ? signature : fmt::format("{} (invalid: {})", op, invalid);
+    const std::vector<std::string> all = gather_if_different(mine);
+    if (!all.empty()) throw_disagreement(op, all);
+    if (!invalid.empty()) throw ValueError(fmt::format("{}: {}", op, invalid));
+}
+
+}  // namespace detail
 
 void init(int* argc, char*** argv) { backend::init(argc, argv); }
 InitGuard::~InitGuard() {
@@ -120,7 +131,7 @@ std::vector<std::string> gather_if_different(const std::string& text) {
 
 void barrier() {
     require_init("barrier");
-    check_agree("barrier", "barrier");
+    detail::check_agree("barrier", "barrier");
     backend::barrier();
 }
 
@@ -130,24 +141,23 @@ void broadcast(Tensor& t, int root) {
     std::string invalid;
     if (!t.defined()) invalid = "got an undefined tensor";
     else if (root < 0 || root >= W) invalid = fmt::format("root {} is outside [0, {}): the world has {} ranks", root, W, W);
-    check_agree("broadcast", fmt::format("broadcast from {} of {}", root, t.defined() ? shape_str(t.shape()) : ""), invalid);
+    detail::check_agree("broadcast", signature_of(fmt::format("broadcast from {}", root), t), invalid);
     Array& a = t.mutable_data();
     backend::broadcast(a.data(), a.size() * sizeof(real), root);
 }
 
 void all_reduce(Tensor& t, ReduceOp op) {
     require_init("all_reduce");
-    check_agree("all_reduce", fmt::format("all_reduce {} of {}", name(op), t.defined() ? shape_str(t.shape()) : ""),
-                t.defined() ? "" : "got an undefined tensor");
+    detail::check_agree("all_reduce", signature_of(fmt::format("all_reduce {}", name(op)), t),
+                        t.defined() ? "" : "got an undefined tensor");
     Array& a = t.mutable_data();
     if (op == ReduceOp::Mean) scale(a.data(), a.size(), real(1) / real(world_size()));  // divide, then sum
-    backend::all_reduce_sum(a.data(), a.size(), kReal);
+    backend::all_reduce_sum(a.data(), a.size(), detail::kReal);
 }
 
 Tensor all_gather(const Tensor& t) {
     require_init("all_gather");
-    check_agree("all_gather", fmt::format("all_gather of {}", t.defined() ? shape_str(t.shape()) : ""),
-                t.defined() ? "" : "got an undefined tensor");
+    detail::check_agree("all_gather", signature_of("all_gather", t), t.defined() ? "" : "got an undefined tensor");
     const Array& a = t.data();
     ArrayShape shape{static_cast<std::size_t>(world_size())};
     shape.insert(shape.end(), a.shape().begin(), a.shape().end());
@@ -170,8 +180,10 @@ static std::string sparse_problem(const SparseGrad& g) {
 SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
     require_init("all_reduce");
     const std::string invalid = sparse_problem(g);
-    check_agree("all_reduce", fmt::format("all_reduce {} of a row-sparse gradient of {}", name(op), shape_str(g.dense_shape)),
-                invalid);
+    detail::check_agree("all_reduce",
+                        detail::tensor_signature(fmt::format("all_reduce {} of a row-sparse gradient", name(op)), detail::kReal,
+                                                 g.dense_shape),
+                        invalid);
     const std::size_t d = std::size_t(g.dense_shape[1]), k = g.indices.size();
     // Round 1: every rank's k_r. Rounds 2 and 3: the indices (k_r,) and rows (k_r, d), in rank order.
     const int W = world_size();
@@ -199,7 +211,7 @@ SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
 
 void all_reduce(std::vector<double>& values, ReduceOp op) {
     require_init("all_reduce");
-    check_agree("all_reduce", fmt::format("all_reduce {} of {} doubles", name(op), values.size()));
+    detail::check_agree("all_reduce", fmt::format("all_reduce {} of {} doubles", name(op), values.size()));
     if (op == ReduceOp::Mean)
         for (double& v : values) v /= world_size();
     backend::all_reduce_sum(values.data(), values.size(), backend::Number::Double);

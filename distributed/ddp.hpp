@@ -50,16 +50,22 @@ struct SyncStats {
 
 class DistributedDataParallel {
 public:
-    // Checks that every rank holds the same parameter and buffer names and shapes, the same frozen
-    // parameters and the same bucket_bytes, then copies rank 0's values into every rank's
-    // (broadcast). Collective: every rank constructs it together. Throws ValueError naming the
-    // first line where a rank's model differs from rank 0's, or for bucket_bytes 0.
+    // Checks that every rank holds the same element type (float32 or float64), parameter and buffer
+    // names and shapes, the same frozen parameters and the same bucket_bytes, then copies rank 0's
+    // values into every rank's (broadcast). The parameters trainable now are the ones it syncs, as
+    // PyTorch's DDP registers its parameters when built. Collective: every rank constructs it
+    // together. Throws ValueError naming the first line where a rank's model differs from rank
+    // 0's, or for bucket_bytes 0.
     explicit DistributedDataParallel(nn::Module& module, DDPOptions options = {});
 
     // Every parameter's gradient becomes its mean over the ranks (distributed/README.md). A parameter no rank
     // has a gradient for keeps none; one that only some ranks have counts as zeros on the others.
     // Collective. Call after the last backward of the step, before clipping and opt.step(). With
-    // one rank it returns at once. Forgetting it is not detected: the ranks' weights drift apart.
+    // one rank it sends nothing. Forgetting it is not detected: the ranks' weights drift apart.
+    // Before the gradients it sends a 64-bit hash and 2P + Q doubles (README, "What each sync
+    // checks"), and throws the same ValueError on every rank, changing no gradient, when a
+    // parameter's shape differs between ranks (set_data on one), or when a rank holds a gradient
+    // for a parameter frozen when this was built, or registered since: build it after unfreezing.
     void sync_gradients();
 
     nn::Module& module() { return module_; }
@@ -67,8 +73,14 @@ public:
     const SyncStats& last_sync() const { return stats_; }
 
 private:
+    // Round 1 of a sync: the shapes compared; per synced parameter the number of ranks holding a
+    // dense and a row-sparse gradient, [dense_0, sparse_0, dense_1, ...] (2P).
+    std::vector<double> count_gradients() const;
+
     nn::Module& module_;
     NamedTensors params_;          // the trainable parameters, named_parameters() order
+    NamedTensors frozen_params_;   // the frozen parameters, held so that their addresses stay theirs
+    std::vector<const TensorImpl*> synced_, frozen_;  // the addresses of both, sorted
     std::vector<Bucket> buckets_;
     std::vector<std::vector<std::size_t>> bucket_params_;  // indices into params_, per bucket
     std::vector<real> buffer_;     // one bucket's gradients, flat

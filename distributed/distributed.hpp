@@ -58,8 +58,9 @@ std::string describe();
 
 // ---- collectives on tensors: every rank calls each one, in the same order ---------------------
 // Each first compares the ranks' calls (one all-gather of a 64-bit hash) and throws the same
-// ValueError on every rank when they differ (collective, op, root, shape), when an argument is
-// invalid on any rank, and before init() under mpirun; an MPI failure is a std::runtime_error.
+// ValueError on every rank when they differ (collective, op, root, element type: float32 on
+// xgrad, float64 on xgrad_f64; shape), when an argument is invalid on any rank, and before init()
+// under mpirun; an MPI failure is a std::runtime_error.
 void barrier();
 // t's values (any shape, same on every rank) become root's. Bumps t's version. No autograd.
 // Throws ValueError for an undefined t or a root outside [0, W).

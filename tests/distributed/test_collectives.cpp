@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <xgrad/distributed/detail/backend.hpp>
+#include <xgrad/distributed/detail/signature.hpp>
 #include <xgrad/distributed/distributed.hpp>
 
 #include "test_helpers.hpp"
@@ -151,8 +153,8 @@ TEST_CASE("distributed: ranks that disagree get the same clear error, never a ha
     }
     Tensor t = zeros({r + 1});  // rank 0: (1,), rank 1: (2,)
     REQUIRE_THROWS_WITH(dist::all_reduce(t),
-                        Catch::Contains("all_reduce: the ranks disagree") && Catch::Contains("rank 0: all_reduce Sum of (1)") &&
-                            Catch::Contains("rank 1: all_reduce Sum of (2)"));
+                        Catch::Contains("all_reduce: the ranks disagree") && Catch::Contains("rank 0: all_reduce Sum of float32 (1)") &&
+                            Catch::Contains("rank 1: all_reduce Sum of float32 (2)"));
     REQUIRE_THROWS_AS(dist::all_gather(t), ValueError);
     Tensor same = zeros({2});  // a broadcast on one rank against an all_reduce on the other
     if (r == 0) REQUIRE_THROWS_WITH(dist::broadcast(same), Catch::Contains("disagree on the collective"));
@@ -164,7 +166,7 @@ TEST_CASE("distributed: ranks that disagree get the same clear error, never a ha
     // Calls that differ only in their op, or where one rank's argument is invalid: every rank throws.
     Tensor u = ones({2});
     REQUIRE_THROWS_WITH(dist::all_reduce(u, r == 0 ? dist::ReduceOp::Sum : dist::ReduceOp::Mean),
-                        Catch::Contains("all_reduce Sum of (2)") && Catch::Contains("all_reduce Mean of (2)"));
+                        Catch::Contains("all_reduce Sum of float32 (2)") && Catch::Contains("all_reduce Mean of float32 (2)"));
     REQUIRE_THROWS_WITH(dist::broadcast(u, r == 1 ? 5 : 0), Catch::Contains(fmt::format("invalid: root 5 is outside [0, {})", W)));
     Tensor undefined_on_1 = r == 1 ? Tensor() : ones({2});
     REQUIRE_THROWS_WITH(dist::all_reduce(undefined_on_1), Catch::Contains("invalid: got an undefined tensor"));
@@ -176,10 +178,52 @@ TEST_CASE("distributed: ranks that disagree get the same clear error, never a ha
     // Different collectives at one point, including the ones without a tensor.
     if (r == 0) REQUIRE_THROWS_WITH(dist::barrier(), Catch::Contains("barrier"));
     else REQUIRE_THROWS_WITH(dist::all_reduce(u), Catch::Contains("barrier"));
-    if (r == 0) REQUIRE_THROWS_WITH(dist::check_same_on_all_ranks("flags", "x"), Catch::Contains("all_reduce Sum of (2)"));
+    if (r == 0) REQUIRE_THROWS_WITH(dist::check_same_on_all_ranks("flags", "x"), Catch::Contains("all_reduce Sum of float32 (2)"));
     else REQUIRE_THROWS_WITH(dist::all_reduce(u), Catch::Contains("check_same_on_all_ranks(flags)"));
     // After the refusals the ranks are still in step: a collective works.
     Tensor ok = ones({3});
     dist::all_reduce(ok);
     require_values(ok, Tensor{real(W), real(W), real(W)});
+}
+
+TEST_CASE("distributed: a float rank and a double rank are refused on every rank, naming both types",
+          "[distributed][regression]") {
+    using dist::backend::Number;
+    const int W = dist::world_size(), r = dist::rank();
+    if (W > 1) {
+        // Rank 1 plays a program built with real = double: the signature its all_reduce sends,
+        // then, if no rank objects, its doubles (2 of them: 16 bytes against rank 0's 8).
+        auto refused = [](auto&& call) {
+            REQUIRE_THROWS_WITH(call(), Catch::Contains("all_reduce: the ranks disagree") &&
+                                            Catch::Contains("rank 0: all_reduce Sum of float32 (2)") &&
+                                            Catch::Contains("rank 1: all_reduce Sum of float64 (2)"));
+        };
+        if (r == 1) {
+            refused([] {
+                dist::detail::check_agree("all_reduce", dist::detail::tensor_signature("all_reduce Sum", Number::Double, {2}));
+                std::vector<double> mine{1, 2};
+                dist::backend::all_reduce_sum(mine.data(), mine.size(), Number::Double);
+            });
+        } else {
+            Tensor t{1, 2};
+            refused([&] { dist::all_reduce(t); });
+            require_values(t, Tensor{1, 2});  // refused before any byte was sent
+        }
+        // The same for the other collectives that send elements of real.
+        Tensor u{1, 2};
+        if (r == 1)
+            REQUIRE_THROWS_WITH(
+                dist::detail::check_agree("broadcast", dist::detail::tensor_signature("broadcast from 0", Number::Double, {2})),
+                Catch::Contains("broadcast from 0 of float64 (2)"));
+        else REQUIRE_THROWS_WITH(dist::broadcast(u), Catch::Contains("rank 0: broadcast from 0 of float32 (2)"));
+        if (r == 1)
+            REQUIRE_THROWS_WITH(dist::detail::check_agree("all_gather", dist::detail::tensor_signature("all_gather", Number::Double, {2})),
+                                Catch::Contains("all_gather of float64 (2)"));
+        else REQUIRE_THROWS_WITH(dist::all_gather(u), Catch::Contains("rank 0: all_gather of float32 (2)"));
+        Tensor ok = ones({3});  // still in step
+        dist::all_reduce(ok);
+        require_values(ok, Tensor{real(W), real(W), real(W)});
+    }
+    REQUIRE(std::string(dist::detail::type_name(Number::Float)) == "float32");
+    REQUIRE(dist::detail::tensor_signature("all_reduce Sum", Number::Double, {4, 3}) == "all_reduce Sum of float64 (4, 3)");
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <xgrad/distributed/ddp.hpp>
+#include <xgrad/distributed/detail/signature.hpp>
 
 #include "examples/gpt/data.hpp"
 #include "examples/gpt/model.hpp"
@@ -59,13 +60,29 @@ TEST_CASE("ddp: ranks whose models differ are refused on every rank, naming the 
     xgrad::testing::TinyNet frozen_on_1;  // the same shapes; rank 1 freezes fc.bias
     if (r == 1) frozen_on_1.fc->bias.requires_grad_(false);
     REQUIRE_THROWS_WITH(dist::DistributedDataParallel(frozen_on_1),
-                        Catch::Contains("the model (parameters, buffers, bucket_bytes): rank 1 differs from rank 0") &&
+                        Catch::Contains("the model (element type, parameters, buffers, bucket_bytes): rank 1 differs from rank 0") &&
                             Catch::Contains("'parameter fc.bias (2) frozen' on rank 1"));
     xgrad::testing::TinyNet net;  // a different bucket cap, or an invalid one, on rank 1 only
     REQUIRE_THROWS_WITH(dist::DistributedDataParallel(net, dist::DDPOptions().bucket_bytes(r == 1 ? 8 : 100)),
                         Catch::Contains("'bucket_bytes 8' on rank 1 and 'bucket_bytes 100' on rank 0"));
     nn::Linear a(3, r == 1 ? 3 : 2);
     REQUIRE_THROWS_WITH(dist::DistributedDataParallel(a), Catch::Contains("'parameter weight (3, 3)' on rank 1"));
+}
+
+TEST_CASE("ddp: a float rank and a double rank are refused on every rank when DDP is built",
+          "[distributed][ddp][regression]") {
+    const int r = dist::rank();
+    if (dist::world_size() == 1) return;
+    nn::Linear fc(3, 2);
+    // Rank 1 plays a program built with real = double: its constructor's first round sends the
+    // same model, described with its element type.
+    const char* what = "DistributedDataParallel: the model (element type, parameters, buffers, bucket_bytes)";
+    const std::size_t bucket_bytes = dist::DDPOptions().bucket_bytes();
+    const std::string refusal = "rank 1 differs from rank 0: line 1 is 'elements float64' on rank 1 and 'elements float32' on rank 0";
+    if (r == 1)
+        REQUIRE_THROWS_WITH(dist::check_same_on_all_ranks(what, dist::detail::model_text(fc, bucket_bytes, dist::backend::Number::Double)),
+                            Catch::Contains(refusal));
+    else REQUIRE_THROWS_WITH(dist::DistributedDataParallel(fc), Catch::Contains(refusal));
 }
 
 TEST_CASE("ddp: dense gradients are packed into buckets of at most bucket_bytes", "[distributed][ddp]") {
@@ -235,4 +252,61 @@ TEST_CASE("ddp: a sparse Embedding with lazy Adam takes the steps of one process
         REQUIRE(loss[0] == Approx(ref_loss.item()).epsilon(1e-5));
     }
     require_same_parameters(net, ref, 1e-5);
+}
+
+TEST_CASE("ddp: a gradient on a parameter frozen when DDP was built is refused on every rank",
+          "[distributed][ddp][regression]") {
+    const int W = dist::world_size(), r = dist::rank();
+    xgrad::testing::TinyNet net;
+    net.fc->bias.requires_grad_(false);  // frozen when DDP is built: in none of its buckets
+    dist::DistributedDataParallel ddp(net);
+    net.fc->bias.requires_grad_(true);  // unfrozen later, as in gradual fine-tuning
+    net.fc->weight.set_grad(full({2, 3}, real(r + 1)));
+    net.fc->bias.set_grad(full({2}, real(r + 1)));
+    const std::string on_every_rank = fmt::format("fc.bias has a gradient on {} of {} ranks", W, W);
+    REQUIRE_THROWS_WITH(ddp.sync_gradients(),
+                        Catch::Contains("DistributedDataParallel::sync_gradients: " + on_every_rank) &&
+                            Catch::Contains("was frozen (requires_grad false) when this DistributedDataParallel was built") &&
+                            Catch::Contains("build the DistributedDataParallel after unfreezing"));
+    require_values(net.fc->weight.grad(), full({2, 3}, real(r + 1)));  // refused: no gradient averaged
+    if (W > 1) {  // a gradient on one rank only is refused by every rank
+        if (r != 1) net.fc->bias.reset_grad();
+        REQUIRE_THROWS_WITH(ddp.sync_gradients(), Catch::Contains(fmt::format("fc.bias has a gradient on 1 of {} ranks", W)));
+    }
+    net.fc->bias.reset_grad();  // no gradient anywhere: nothing to average, nothing refused
+    ddp.sync_gradients();
+    const real mean = real(W + 1) / 2;  // (1 + 2 + ... + W) / W
+    require_values(net.fc->weight.grad(), full({2, 3}, mean));
+
+    dist::DistributedDataParallel rebuilt(net);  // built after the unfreezing: fc.bias is in a bucket
+    net.fc->bias.set_grad(full({2}, real(r + 1)));
+    rebuilt.sync_gradients();
+    require_values(net.fc->bias.grad(), full({2}, mean));
+    Tensor extra = net.register_parameter("extra", zeros({2}));  // registered after `rebuilt` was built
+    extra.set_grad(ones({2}));
+    REQUIRE_THROWS_WITH(rebuilt.sync_gradients(),
+                        Catch::Contains(fmt::format("extra has a gradient on {} of {} ranks", W, W)) &&
+                            Catch::Contains("was not a parameter of the module when this DistributedDataParallel was built"));
+}
+
+TEST_CASE("ddp: a parameter resized on one rank after DDP was built is refused on every rank",
+          "[distributed][ddp][regression]") {
+    const int W = dist::world_size(), r = dist::rank();
+    nn::Linear fc(3, 2);
+    dist::DistributedDataParallel ddp(fc);
+    fc.bias.set_grad(full({2}, real(r + 1)));
+    if (W > 1) {
+        if (r == 1) fc.weight.set_data(Array(ArrayShape{2, 4}, real(0)));  // (2, 3) → (2, 4) on rank 1 only
+        fc.weight.set_grad(ones(fc.weight.shape()));
+        REQUIRE_THROWS_WITH(ddp.sync_gradients(),
+                            Catch::Contains("DistributedDataParallel::sync_gradients: the parameters: rank 1 differs from rank 0: "
+                                            "line 1 is 'parameter weight (2, 4)' on rank 1 and 'parameter weight (2, 3)' on rank 0"));
+        require_values(fc.bias.grad(), full({2}, real(r + 1)));  // refused: no gradient averaged
+    }
+    fc.weight.set_data(Array(ArrayShape{2, 5}, real(0)));  // resized alike on every rank: averaged at its new size
+    fc.weight.set_grad(full({2, 5}, real(r + 1)));
+    ddp.sync_gradients();
+    const real mean = real(W + 1) / 2;
+    require_values(fc.weight.grad(), full({2, 5}, mean));
+    require_values(fc.bias.grad(), full({2}, mean));
 }
