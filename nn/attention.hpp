@@ -66,9 +66,9 @@ private:
 //     wq.weight (d, d), wk.weight (e, d), wv.weight (e, d), wo.weight (d, d) [and .bias if bias()]
 class CausalSelfAttention : public Module {
 public:
-    // Throws ValueError if d or n_head is not positive, d is not a multiple of n_head, n_kv_head is
-    // negative or does not divide n_head, the head width is odd while rope is on, or
-    // options.dropout() is outside [0, 1).
+    // Throws ValueError if d or n_head is not positive, d is not a multiple of n_head, 3d² passes 2^60
+    // (the projections' weights), n_kv_head is negative or does not divide n_head, the head width is
+    // odd while rope is on, or options.dropout() is outside [0, 1).
     CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
 
     // From this many positions on, forward's fast path is the tiled kernel (nn/attention.cpp says why).
