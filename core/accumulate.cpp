@@ -129,8 +129,10 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
 
 // The locks of leaf_lock (below). fork() takes them all and both processes release them, so that
 // none stays held in the child by a thread it does not have (registered at load: see
-// generator_mutex in core/tensor.cpp for the order).
-std::mutex g_leaf_locks[64];
+// generator_mutex in core/tensor.cpp for the order). 32: ThreadSanitizer follows at most 64 locks
+// held by one thread, and fork() also holds the pool's and the generator's.
+constexpr std::size_t kLeafLocks = 32;
+std::mutex g_leaf_locks[kLeafLocks];
 const int g_leaf_locks_atfork = pthread_atfork([] { for (std::mutex& m : g_leaf_locks) m.lock(); },
                                                [] { for (std::mutex& m : g_leaf_locks) m.unlock(); },
                                                [] { for (std::mutex& m : g_leaf_locks) m.unlock(); });
@@ -146,7 +148,7 @@ void drop_grad(TensorImpl& leaf) {
 // Leaves' gradients are written under one of these locks, picked by the leaf's address, so that
 // threads backwarding into a shared leaf sum their gradients (as PyTorch's AccumulateGrad lock).
 std::mutex& leaf_lock(const TensorImpl& leaf) {
-    return g_leaf_locks[(reinterpret_cast<std::uintptr_t>(&leaf) / alignof(TensorImpl)) % 64];
+    return g_leaf_locks[(reinterpret_cast<std::uintptr_t>(&leaf) / alignof(TensorImpl)) % kLeafLocks];
 }
 
 void check_new(const Grad& g, const Array::shape_type& shape, const char* op, const Source& source) {

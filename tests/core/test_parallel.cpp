@@ -288,16 +288,24 @@ TEST_CASE("a pool larger than the hardware is warned about once per process", "[
 // ---- fork() while another thread holds a process-wide lock ----------------------------------------
 namespace {
 
-// A thread that takes `lock`, holds it for 200 ms, and lets it go; the constructor returns once
-// the lock is held. fork() in between copies a locked mutex whose owner the child does not have,
-// unless a pthread_atfork handler takes the lock across the fork.
+// A thread that runs hold(), which takes a lock and calls held_now(): the lock is held for 200 ms.
+// The constructor returns once it is held. fork() in between copies a locked mutex whose owner the
+// child does not have, unless a pthread_atfork handler takes the lock across the fork. The thread
+// lives until the destructor, so that it is running, not finished and unjoined, at the fork
+// (ThreadSanitizer reports the latter in the child as a leaked thread).
 class HeldElsewhere {
 public:
     explicit HeldElsewhere(std::function<void()> hold) {
-        thread_ = std::thread([this, hold = std::move(hold)] { hold(); });
+        thread_ = std::thread([this, hold = std::move(hold)] {
+            hold();
+            while (!done_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
         while (!held_.load()) std::this_thread::yield();
     }
-    ~HeldElsewhere() { thread_.join(); }
+    ~HeldElsewhere() {
+        done_.store(true);
+        thread_.join();
+    }
     // Called by hold() with the lock taken.
     void held_now() {
         held_.store(true);
@@ -305,7 +313,7 @@ public:
     }
 
 private:
-    std::atomic<bool> held_{false};
+    std::atomic<bool> held_{false}, done_{false};
     std::thread thread_;
 };
 
