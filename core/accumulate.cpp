@@ -12,6 +12,8 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/detail/accumulate.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -125,19 +127,29 @@ void add_to_leaf(TensorImpl& leaf, Grad g) {
     ++leaf.grad->version;
 }
 
+// The locks of leaf_lock (below). fork() takes them all and both processes release them, so that
+// none stays held in the child by a thread it does not have (registered at load: see
+// generator_mutex in core/tensor.cpp for the order). 32: ThreadSanitizer follows at most 64 locks
+// held by one thread, and fork() also holds the pool's and the generator's.
+constexpr std::size_t kLeafLocks = 32;
+std::mutex g_leaf_locks[kLeafLocks];
+const int g_leaf_locks_atfork = pthread_atfork([] { for (std::mutex& m : g_leaf_locks) m.lock(); },
+                                               [] { for (std::mutex& m : g_leaf_locks) m.unlock(); },
+                                               [] { for (std::mutex& m : g_leaf_locks) m.unlock(); });
+
 // Drops both kinds of gradient; the caller holds leaf_lock(leaf).
 void drop_grad(TensorImpl& leaf) {
     leaf.grad.reset();
     leaf.sparse_grad.reset();
 }
 
+}  // namespace
+
 // Leaves' gradients are written under one of these locks, picked by the leaf's address, so that
 // threads backwarding into a shared leaf sum their gradients (as PyTorch's AccumulateGrad lock).
 std::mutex& leaf_lock(const TensorImpl& leaf) {
-    static std::mutex locks[64];
-    return locks[(reinterpret_cast<std::uintptr_t>(&leaf) / alignof(TensorImpl)) % 64];
+    return g_leaf_locks[(reinterpret_cast<std::uintptr_t>(&leaf) / alignof(TensorImpl)) % kLeafLocks];
 }
-}  // namespace
 
 void check_new(const Grad& g, const Array::shape_type& shape, const char* op, const Source& source) {
     if (const Array* dense = std::get_if<Array>(&g.value)) {

@@ -7,8 +7,10 @@
 // current state returns.
 #include <xgrad/core/checkpoint.hpp>
 
+#include <cstdint>
 #include <mutex>
 #include <random>
+#include <vector>
 
 #include <xgrad/core/autograd.hpp>
 
@@ -56,6 +58,8 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
 
     // ---- forward: fn without a graph, noting what it reads --------------------------------------
     const std::mt19937_64 rng = generator_state();
+    std::vector<std::uint64_t> versions;  // the inputs' versions before fn: fn must not change them
+    for (const Tensor& x : inputs) versions.push_back(x.impl()->version);
     Tensor y;
     std::vector<Tensor> read;  // the tensors requiring grad that fn read: parameters, captured tensors
     {
@@ -66,6 +70,11 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
         read = recorder.inputs();
     }
     if (read.empty()) return y;  // y depends on nothing requiring grad (the inputs included): a constant
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        check(inputs[i].impl()->version == versions[i], "checkpoint",
+              "the function changed input {} of {} (shape {}) in place; backward runs it again on the changed "
+              "values, which would give other gradients: let fn change a copy (x.detach()) instead",
+              i, inputs.size(), lazy_shape(inputs[i].shape()));
     // The node's inputs: x1..xn, then what fn read (an input read is there twice; its second edge
     // gets no gradient)
     std::vector<Tensor> edges = inputs;

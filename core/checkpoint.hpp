@@ -22,8 +22,9 @@ using CheckpointFn = std::function<Tensor(const std::vector<Tensor>& inputs)>;
 
 // y = fn(inputs), keeping only inputs (and the tensors fn read) for backward. inputs: any number
 // of tensors of any shape; y: what fn returns. Throws ValueError naming checkpoint for an
-// undefined input, an fn returning an undefined tensor, or (in backward) a recomputed y of
-// another shape than the forward's.
+// undefined input, an fn returning an undefined tensor, an fn that changes an input in place (its
+// recomputation would see other values; the message names the input's position), or (in
+// backward) a recomputed y of another shape than the forward's.
 // It works when no input requires grad. Under no grad it is a plain call of fn, so a checkpoint
 // nested inside fn runs its fn 3 times (outer forward, outer recomputation, its own backward).
 // fn must compute the same values when called again, from its arguments, the parameters and the

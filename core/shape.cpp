@@ -48,7 +48,8 @@ Tensor reshape(const Tensor& x, const Dims& dims) {
           numel, lazy_shape(dims));
     Array y = x.data();
     y.reshape(shape);
-    return make_result(std::move(y), "reshape", {x}, [xs = x.shape()](const Array& g, const Array&) {
+    // xs unsigned: xtensor's reshape to a signed shape divides by the product of the sizes (0 when empty)
+    return make_result(std::move(y), "reshape", {x}, [xs = array_shape(x.data())](const Array& g, const Array&) {
         Array gx = g;
         gx.reshape(xs);
         return make_grads(std::move(gx));

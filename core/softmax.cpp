@@ -26,13 +26,21 @@ namespace xgrad {
 
 // ==== the composed forms: the lesson, and the oracle of the fused softmax below ====================
 
+namespace {
+
+// x - c, c = max along dim (detached). A tensor with no elements has no max to take, and nothing
+// to shift: x itself (dim is still checked, by sum).
+Tensor minus_row_max(const Tensor& x, int dim) { return x.numel() == 0 ? x : x - max(x, dim, true).detach(); }
+
+}  // namespace
+
 // ---- softmax_composed ----------------------------------------------------------------------------
 // softmax(x)_i = e^(x_i - c) / Σ_j e^(x_j - c),   c = max_j x_j (detached)
 // Composed from exp, sum and div: no backward of its own; c is detached, as its gradient
 // contributions cancel exactly. The oracle of the fused softmax below.
 // ref: PyTorch docs, torch.nn.functional.softmax
 Tensor softmax_composed(const Tensor& x, int dim) {
-    const Tensor shifted = x - max(x, dim, true).detach();
+    const Tensor shifted = minus_row_max(x, dim);
     const Tensor e = exp(shifted);
     return e / sum(e, dim, true);
 }
@@ -41,7 +49,7 @@ Tensor softmax_composed(const Tensor& x, int dim) {
 // log_softmax(x)_i = (x_i - c) - log Σ_j e^(x_j - c)     (the log-sum-exp trick)
 // ref: PyTorch docs, torch.nn.functional.log_softmax
 Tensor log_softmax(const Tensor& x, int dim) {
-    const Tensor shifted = x - max(x, dim, true).detach();
+    const Tensor shifted = minus_row_max(x, dim);
     return shifted - log(sum(exp(shifted), dim, true));
 }
 

@@ -1,12 +1,14 @@
 // core/tensor.cpp — Tensor handle basics, factories, the random generator, SparseGrad.
 #include <xgrad/core/tensor.hpp>
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <ostream>
 
 #include <xtensor/xio.hpp>
@@ -40,6 +42,15 @@ std::mutex& generator_mutex() {
     static std::mutex m;
     return m;
 }
+
+namespace {
+// fork() copies only the calling thread: a lock another thread held would stay held in the child,
+// whose first draw would wait forever. So fork() takes the lock and both processes release it.
+// Registered at load, before the pool's handler (core/parallel.cpp, at its first resize), so fork()
+// takes the pool's lock first, as a parallel_for body may draw.
+const int g_generator_atfork = pthread_atfork([] { generator_mutex().lock(); }, [] { generator_mutex().unlock(); },
+                                              [] { generator_mutex().unlock(); });
+}  // namespace
 
 void manual_seed(std::uint64_t seed) {
     std::lock_guard<std::mutex> lock(generator_mutex());

@@ -72,7 +72,8 @@ struct Node;  // core/autograd.hpp: one recorded op, the `grad_fn` of its output
 // module initialisation reproducible on one thread (across threads, each call draws a block).
 void manual_seed(std::uint64_t seed);
 // The generator itself, for code that draws from it directly. Not synchronised: from several
-// threads, hold `std::lock_guard<std::mutex> lock(generator_mutex());` while drawing.
+// threads, hold `std::lock_guard<std::mutex> lock(generator_mutex());` while drawing. fork() takes
+// this lock (pthread_atfork), so a forked child never inherits it held.
 std::mt19937_64& generator();
 std::mutex& generator_mutex();
 

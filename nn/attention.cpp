@@ -24,6 +24,9 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t d, std::int64_t n_head, Ca
     const char* op = "CausalSelfAttention";
     check(d > 0 && n_head > 0, op, "d and n_head must be positive; got d {}, n_head {}", d, n_head);
     check(d % n_head == 0, op, "d ({}) must be a multiple of n_head ({})", d, n_head);
+    // The projections hold at most 3d² weights ((d + 2e, d) with e ≤ d): checked before d + 2e is computed
+    check(std::uint64_t(d) <= kMaxNumel / 3 / std::uint64_t(d), op,
+          "d = {} is too large: the projections' (d + 2e, d) weights would hold more than 2^60 elements", d);
     check(n_kv_head_ > 0 && n_head % n_kv_head_ == 0, op,
           "n_kv_head ({}) must divide n_head ({}): 1 is multi-query, n_head (or 0) multi-head", options.n_kv_head(),
           n_head);
@@ -122,6 +125,7 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, KVCache& cache) cons
     NoGradGuard no_grad;
     const Heads h = split_heads(x, cache.length());  // positions P .. P + t - 1
     const auto B = std::int64_t(x.size(0)), t = std::int64_t(x.size(1));
+    if (t == 0) return merge_heads(h.q, B, 0);      // no new positions: none to append, out (B, 0, d)
     cache.append(h.k.data(), h.v.data());           // the cache now holds positions 0 .. P + t - 1
     // y (B, H, t, hd): each new query over the cached keys up to its own position, the g query heads
     // of a group reading their one K/V head in place (nn/attention/cached.cpp)

@@ -66,23 +66,23 @@ private:
 //     wq.weight (d, d), wk.weight (e, d), wv.weight (e, d), wo.weight (d, d) [and .bias if bias()]
 class CausalSelfAttention : public Module {
 public:
-    // Throws ValueError if d or n_head is not positive, d is not a multiple of n_head, n_kv_head is
-    // negative or does not divide n_head, the head width is odd while rope is on, or
-    // options.dropout() is outside [0, 1).
+    // Throws ValueError if d or n_head is not positive, d is not a multiple of n_head, 3d² passes 2^60
+    // (the projections' weights), n_kv_head is negative or does not divide n_head, the head width is
+    // odd while rope is on, or options.dropout() is outside [0, 1).
     CausalSelfAttention(std::int64_t d, std::int64_t n_head, CausalSelfAttentionOptions options = {});
 
     // From this many positions on, forward's fast path is the tiled kernel (nn/attention.cpp says why).
     static constexpr std::int64_t kTiledFromT = 256;
 
-    // x (B, T, d) → (B, T, d). attn_mask: undefined, or 0/1 broadcasting to (B, H, T, T), ANDed
-    // with causality. Throws ValueError if x is not (B, T, d) or the mask does not fit.
+    // x (B, T, d) → (B, T, d), empty for B = 0 or T = 0. attn_mask: undefined, or 0/1 broadcasting to
+    // (B, H, T, T), ANDed with causality. Throws ValueError if x is not (B, T, d) or the mask does not fit.
     Tensor forward(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 
     // Generation: x (B, t, d) holds the positions P .. P + t − 1 that follow the P = cache.length()
     // already in the cache. Appends their k and v (rotated by their absolute positions with rope)
     // and attends over all P + t: out (B, t, d) equals the last t rows of forward() on the whole
     // sequence. Opens its own NoGradGuard, so records no graph; run the rest of a generation step
-    // under one too. The cache holds Hkv heads only.
+    // under one too. The cache holds Hkv heads only. t = 0 appends nothing and gives (B, 0, d).
     // Throws ValueError for x not (B, t, d), P + t above cache.max_len(), a cache of other sizes,
     // or dropout > 0 in training mode (call eval() first).
     Tensor forward_cached(const Tensor& x, KVCache& cache) const;

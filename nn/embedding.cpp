@@ -147,9 +147,9 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Em
     : V_(num_embeddings), d_(embedding_dim), options_(options) {
     check(V_ > 0 && d_ > 0, "Embedding", "num_embeddings and embedding_dim must be positive; got ({}, {})",
           V_, d_);
-    // V·d·sizeof(real) must fit in memory's address range; otherwise the size would wrap around.
-    check(std::uint64_t(d_) <= SIZE_MAX / sizeof(real) / std::uint64_t(V_), "Embedding",
-          "a ({}, {}) table is too large to address", V_, d_);
+    // V·d at most kMaxNumel (core/tensor.hpp), checked without computing a product that could wrap
+    check(std::uint64_t(d_) <= kMaxNumel / std::uint64_t(V_), "Embedding",
+          "a ({}, {}) table is too large: more than 2^60 elements", V_, d_);
     if (options_.padding_idx()) {
         const std::int64_t p = *options_.padding_idx();
         check(p >= -V_ && p < V_, "Embedding", "padding_idx {} out of range [{}, {})", p, -V_, V_);

@@ -60,7 +60,8 @@ private:
 class Embedding : public Module {
 public:
     // weight (V, d) ~ N(0, 1), as PyTorch initialises it; the padding row is zeroed.
-    // Throws ValueError if V or d is not positive, or padding_idx is outside [-V, V).
+    // Throws ValueError if V or d is not positive, the table passes 2^60 elements, or padding_idx is
+    // outside [-V, V).
     Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, EmbeddingOptions options = {});
 
     // ids (...) int64 → (..., d). Throws IndexError naming the position and value of an ID

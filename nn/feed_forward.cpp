@@ -3,6 +3,8 @@
 // tests/nn/test_feed_forward.cpp (values by hand), tests/nn/gradcheck_feed_forward.cpp.
 #include <xgrad/nn/feed_forward.hpp>
 
+#include <cstdint>
+
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/error.hpp>
 #include <xgrad/nn/activation.hpp>
@@ -20,6 +22,8 @@ std::int64_t swiglu_hidden_width(std::int64_t d, std::int64_t multiple_of) {
 
 SwiGLU::SwiGLU(std::int64_t d, std::int64_t hidden, bool bias) {
     check(d >= 1 && hidden >= 1, "SwiGLU", "d and hidden must be positive; got d = {}, hidden = {}", d, hidden);
+    check(std::uint64_t(hidden) <= kMaxNumel / std::uint64_t(d), "SwiGLU",
+          "(hidden, d) = ({}, {}) weights are too large: more than 2^60 elements", hidden, d);
     w1 = register_module("w1", std::make_shared<Linear>(d, hidden, bias));
     w2 = register_module("w2", std::make_shared<Linear>(hidden, d, bias));
     w3 = register_module("w3", std::make_shared<Linear>(d, hidden, bias));

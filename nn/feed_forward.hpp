@@ -30,8 +30,8 @@ std::int64_t swiglu_hidden_width(std::int64_t d, std::int64_t multiple_of = 64);
 // The SwiGLU feed-forward (LLaMA's FeedForward): x (..., d) → y (..., d), formula above.
 // Submodules "w1", "w3" Linear(d, hidden) and "w2" Linear(hidden, d), with biases only if
 // bias = true (LLaMA has none); PyTorch's Linear initialisation (nn/linear.hpp).
-// Throws ValueError if d or hidden is not positive, and forward throws (from Linear) if x's
-// last dim is not d.
+// Throws ValueError if d or hidden is not positive or the weights pass 2^60 elements, and forward
+// throws (from Linear) if x's last dim is not d.
 class SwiGLU : public Module {
 public:
     SwiGLU(std::int64_t d, std::int64_t hidden, bool bias = false);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -37,22 +38,26 @@ void KVCache::append(const Array& k_new, const Array& v_new) {
     check(array_shape(v_new) == s, op, "k and v must have the same shape; got k {} and v {}", shape_str(s),
           shape_str(array_shape(v_new)));
     const std::size_t B = s[0], Hkv = s[1], t = s[2], hd = s[3];
-    if (k_.dimension() != 4) {  // the first append fixes B, Hkv and hd: allocate every position now
-        const double elements = double(B) * double(Hkv) * double(max_len_) * double(hd);
-        check(2 * elements * sizeof(real) < 0x1p62, op,
-              "k and v of (B, Hkv, max_len, hd) = ({}, {}, {}, {}) would need {:.3g} bytes", B, Hkv, max_len_, hd,
-              2 * elements * sizeof(real));
-        k_ = Array::from_shape({B, Hkv, max_len_, hd});
-        v_ = Array::from_shape({B, Hkv, max_len_, hd});
+    // Every check before the first write: a refused append changes nothing (not even the sizes).
+    const bool allocated = k_.dimension() == 4;  // the first append fixes B, Hkv and hd
+    if (allocated) {
+        const ArrayShape c = array_shape(k_);
+        check(c[0] == B && c[1] == Hkv && c[3] == hd, op,
+              "the cache holds (B, Hkv, ·, hd) = ({}, {}, ·, {}); got k {}: clear() keeps the sizes, use a new "
+              "KVCache", c[0], c[1], c[3], shape_str(s));
     }
-    const ArrayShape c = array_shape(k_);
-    check(c[0] == B && c[1] == Hkv && c[3] == hd, op,
-          "the cache holds (B, Hkv, ·, hd) = ({}, {}, ·, {}); got k {}: clear() keeps the sizes, use a new KVCache",
-          c[0], c[1], c[3], shape_str(s));
     check(length_ + t <= max_len_, op,
           "{} positions + {} new would pass max_len {}: crop the context to the last max_len tokens, clear() "
           "the cache and refill it from them",
           length_, t, max_len_);
+    if (!allocated) {  // every position now; k_ and v_ change only once both are allocated
+        const double elements = double(B) * double(Hkv) * double(max_len_) * double(hd);
+        check(2 * elements * sizeof(real) < 0x1p62, op,
+              "k and v of (B, Hkv, max_len, hd) = ({}, {}, {}, {}) would need {:.3g} bytes", B, Hkv, max_len_, hd,
+              2 * elements * sizeof(real));
+        Array k = Array::from_shape({B, Hkv, max_len_, hd}), v = Array::from_shape({B, Hkv, max_len_, hd});
+        k_ = std::move(k), v_ = std::move(v);
+    }
     // k_[b, kv, length_ + i, :] = k_new[b, kv, i, :]: one contiguous run of t·hd values per (b, kv)
     for (std::size_t bk = 0; bk < B * Hkv; ++bk) {
         const std::size_t dst = (bk * max_len_ + length_) * hd, src = bk * t * hd;

@@ -29,6 +29,7 @@ public:
     // Appends k_new, v_new (B, Hkv, t, hd), t ≥ 1. The first append fixes B, Hkv and hd and allocates
     // bytes(). Throws ValueError if they differ from k_new's, the shapes of k_new and v_new differ, or
     // length() + t would pass max_len() (crop the context, clear() and refill: examples/gpt/generate.cpp).
+    // A refused append changes nothing: no positions, no allocation, no sizes fixed.
     void append(const Array& k_new, const Array& v_new);
     // Forgets the positions (length 0) and keeps the allocation for the next sequence.
     void clear() { length_ = 0; }

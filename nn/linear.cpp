@@ -84,8 +84,8 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bi
     : in_(in_features), out_(out_features), has_bias_(with_bias) {
     check(in_ > 0 && out_ > 0, "Linear", "in_features and out_features must be positive; got ({}, {})", in_,
           out_);
-    check(std::uint64_t(in_) <= SIZE_MAX / sizeof(real) / std::uint64_t(out_), "Linear",
-          "a ({}, {}) weight is too large to address", out_, in_);
+    check(std::uint64_t(in_) <= kMaxNumel / std::uint64_t(out_), "Linear",
+          "a ({}, {}) weight is too large: more than 2^60 elements", out_, in_);
     // U(-k, k), k = 1/√in:  u ~ U[0, 1)  →  (2u - 1)·k
     const real k = real(1) / std::sqrt(static_cast<real>(in_));
     auto uniform = [k](const Shape& shape) {

@@ -25,7 +25,8 @@ void tie_weights(Linear& head, const Embedding& table);  // nn/tying.hpp
 
 class Linear : public Module {
 public:
-    // Throws ValueError if in_features or out_features is not positive.
+    // Throws ValueError if in_features or out_features is not positive, or the weight passes 2^60
+    // elements; OutOfMemoryError if it cannot be allocated.
     Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
 
     // x (..., in) → (..., out). Throws ValueError if x's last dim is not in_features, or if

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -320,7 +321,7 @@ void check_still_registered(const Tensor& member, const Tensor* registered, cons
 // ---- LayerNorm -------------------------------------------------------------------------------------
 LayerNorm::LayerNorm(std::int64_t d, double eps, bool elementwise_affine, bool with_bias)
     : d_(d), eps_(eps), affine_(elementwise_affine), has_bias_(elementwise_affine && with_bias) {
-    check(d >= 1, "LayerNorm", "d must be positive; got {}", d);
+    check(d >= 1 && std::uint64_t(d) <= kMaxNumel, "LayerNorm", "d must be in [1, 2^60]; got {}", d);
     check(eps >= 0, "LayerNorm", "eps must be >= 0; got {}", eps);
     if (elementwise_affine) {
         weight = register_parameter("weight", ones({d}));
@@ -337,7 +338,7 @@ Tensor LayerNorm::forward(const Tensor& x) const {
 // ---- RMSNorm ---------------------------------------------------------------------------------------
 RMSNorm::RMSNorm(std::int64_t d, std::optional<double> eps, bool elementwise_affine)
     : d_(d), eps_(eps), affine_(elementwise_affine) {
-    check(d >= 1, "RMSNorm", "d must be positive; got {}", d);
+    check(d >= 1 && std::uint64_t(d) <= kMaxNumel, "RMSNorm", "d must be in [1, 2^60]; got {}", d);
     check(!eps || *eps >= 0, "RMSNorm", "eps must be >= 0; got {}", eps.value_or(0));
     if (elementwise_affine) weight = register_parameter("weight", ones({d}));
 }

@@ -56,7 +56,7 @@ Tensor rms_norm_composed(const Tensor& x, const Shape& normalized_shape, const T
 // LayerNorm over the last dim, of width d: y = layer_norm(x, {d}, weight, bias, eps).
 //   x (..., d) → y (..., d). Parameters "weight" (d) = 1 and "bias" (d) = 0, as PyTorch;
 //   elementwise_affine = false registers neither, bias = false no bias (handles then undefined).
-// Throws ValueError for d < 1 or an eps that is negative or NaN.
+// Throws ValueError for d outside [1, 2^60] or an eps that is negative or NaN.
 class LayerNorm : public Module {
 public:
     explicit LayerNorm(std::int64_t d, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
@@ -76,7 +76,7 @@ private:
 //   x (..., d) → y (..., d). Parameter "weight" (d) = 1, as PyTorch; elementwise_affine = false
 //   registers none (weight then undefined). eps = nullopt: the dtype's machine epsilon, as
 //   PyTorch; LLaMA uses 1e-5 (Meta's norm_eps), which examples/gpt/llama.cpp passes.
-// Throws ValueError for d < 1 or an eps that is negative or NaN.
+// Throws ValueError for d outside [1, 2^60] or an eps that is negative or NaN.
 class RMSNorm : public Module {
 public:
     explicit RMSNorm(std::int64_t d, std::optional<double> eps = std::nullopt, bool elementwise_affine = true);

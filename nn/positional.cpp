@@ -13,7 +13,19 @@
 namespace xgrad::nn {
 
 // ---- learned ---------------------------------------------------------------------------------------
-LearnedPositions::LearnedPositions(std::int64_t max_len, std::int64_t d) : Embedding(max_len, d) {}
+namespace {
+
+// max_len, once LearnedPositions has checked both sizes in its own words (before Embedding does).
+std::int64_t checked_max_len(std::int64_t max_len, std::int64_t d) {
+    check(max_len > 0 && d > 0, "LearnedPositions", "max_len and d must be positive; got ({}, {})", max_len, d);
+    check(std::uint64_t(d) <= kMaxNumel / std::uint64_t(max_len), "LearnedPositions",
+          "a ({}, {}) table is too large: more than 2^60 elements", max_len, d);
+    return max_len;
+}
+
+}  // namespace
+
+LearnedPositions::LearnedPositions(std::int64_t max_len, std::int64_t d) : Embedding(checked_max_len(max_len, d), d) {}
 
 Tensor LearnedPositions::forward(std::int64_t T) const {
     check(T >= 0 && T <= max_len(), "LearnedPositions",
@@ -29,8 +41,8 @@ Tensor LearnedPositions::forward(std::int64_t T) const {
 // ref: Vaswani et al. 2017, §3.5.
 Tensor sinusoidal_positions(std::int64_t T, std::int64_t d) {
     check(T > 0 && d > 0, "sinusoidal_positions", "T and d must be positive; got T = {}, d = {}", T, d);
-    check(std::uint64_t(d) <= SIZE_MAX / sizeof(real) / std::uint64_t(T), "sinusoidal_positions",
-          "a ({}, {}) table is too large to address", T, d);
+    check(std::uint64_t(d) <= kMaxNumel / std::uint64_t(T), "sinusoidal_positions",
+          "a ({}, {}) table is too large: more than 2^60 elements", T, d);
     Array pe = Array::from_shape({static_cast<std::size_t>(T), static_cast<std::size_t>(d)});
     for (std::int64_t j = 0; j < d; ++j) {
         const std::int64_t i = j / 2;  // the pair column j belongs to

@@ -23,7 +23,7 @@ namespace xgrad::nn {
 // An Embedding(max_len, d) looked up with ids 0 .. T-1, as nanoGPT's wpe; parameter "weight".
 class LearnedPositions : public Embedding {
 public:
-    // Throws ValueError if max_len or d is not positive.
+    // Throws ValueError if max_len or d is not positive, or the table passes 2^60 elements.
     LearnedPositions(std::int64_t max_len, std::int64_t d);
     // (T, d), the rows for positions 0 .. T-1; broadcasts over B when added to (B, T, d).
     // Throws ValueError if T is negative or above max_len.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <mutex>
 #include <optional>
 
 #include <xgrad/core/autograd.hpp>
@@ -26,6 +27,9 @@ void check_new(const Grad& g, const Array::shape_type& shape, const char* op, co
 
 // A non-leaf's dL/d(output), summed over its consumers: sum += g; row-sparse g is scattered in.
 void add_to_sum(std::optional<Array>& sum, Grad g, const Array::shape_type& shape);
+
+// The lock under which `leaf`'s gradient is written: one of a fixed set, by the leaf's address.
+std::mutex& leaf_lock(const TensorImpl& leaf);
 
 // The numbers g holds: the dense array, or the (n, d...) rows of a row-sparse gradient.
 const Array& grad_values(const Grad& g);

@@ -24,8 +24,8 @@ namespace xgrad::nn::functional {
 //   dropout_p: applied whenever p > 0 (inverted), as PyTorch's: pass 0 at evaluation.
 //   scale: defaults to 1/√hd.
 // Throws ValueError for: ranks below 2 or unequal; leading dims that differ; q and k of different
-// hd; k and v of different Tk; hd = 0; a mask that does not broadcast or holds other than 0 and 1;
-// a mask with is_causal; dropout_p outside [0, 1].
+// hd; k and v of different Tk; hd = 0; Tk = 0 with Tq > 0 (Tq = 0 gives the empty output); a mask
+// that does not broadcast or holds other than 0 and 1; a mask with is_causal; dropout_p outside [0, 1].
 // ref: PyTorch docs, torch.nn.functional.scaled_dot_product_attention (its reference code).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask = Tensor(), bool is_causal = false,

@@ -1,12 +1,16 @@
 // tests/core/test_autograd_checks.cpp — what the backward engine refuses (float32): outputs
 // without a gradient, gradients of the wrong shape, parameters and leaves resized between forward
-// and backward, arrays and gradients changed in place (version counters). Anomaly mode: test_anomaly.cpp.
+// and backward, arrays and gradients changed in place (version counters); every op's backward on
+// inputs with no elements. Anomaly mode: test_anomaly.cpp.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <xgrad/core/autograd.hpp>
+#include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/ops.hpp>
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
@@ -291,4 +295,134 @@ TEST_CASE("a leaf resized through mutable_data() while it holds a gradient: an x
     optim::SGD opt({{"x", x}}, optim::SGDOptions(0.1));
     REQUIRE_THAT(message_of<ValueError>([&] { opt.step(); }), Contains("SGD.step") && Contains("(4)") && Contains("(8)"));
     REQUIRE(x.grad().shape() == Shape{4});  // untouched
+}
+
+// ---- zero-size inputs ---------------------------------------------------------------------------
+namespace {
+
+struct EmptyCase {
+    const char* op;
+    std::vector<Shape> shapes;  // the leaves, zero-filled, requiring grad (at least one zero-size)
+    Fn f;
+    const char* refusal = nullptr;  // the ValueError's message, for an op that has no value to give
+};
+
+// Every differentiable op on inputs with no elements: forward, then backward from the sum of the
+// output; each leaf's gradient has the leaf's shape, as PyTorch's (0 everywhere when y is empty).
+std::vector<EmptyCase> empty_cases() {
+    const IndexTensor no_ids(std::vector<std::int64_t>{});                   // (0,)
+    const IndexTensor no_rows(std::vector<std::int64_t>{}, Shape{2, 0});     // (2, 0)
+    const auto ids = [](const Shape& s) { return IndexTensor(std::vector<std::int64_t>{}, s); };
+    const Tensor keep04 = ones({0, 4}), keep23 = ones({2, 3});
+    const Tensor mask = ones({2, 0, 8});
+    using V = const std::vector<Tensor>&;
+    return {
+        {"add", {{2, 0, 3}, {3}}, [](V x) { return x[0] + x[1]; }},
+        {"sub", {{2, 0, 3}, {2, 0, 3}}, [](V x) { return x[0] - x[1]; }},
+        {"mul", {{2, 0, 3}, {0, 1}}, [](V x) { return x[0] * x[1]; }},
+        {"div", {{2, 0, 3}, {1, 3}}, [](V x) { return x[0] / x[1]; }},
+        {"neg, scalars", {{2, 0}}, [](V x) { return 1 - (-x[0] * 2 + 3) / 4; }},
+        {"rdiv", {{0}}, [](V x) { return 1 / x[0]; }},
+        {"pow exp log", {{0, 3}}, [](V x) { return pow(exp(x[0]), 2) + log(x[0]); }},
+        {"tanh relu sigmoid", {{3, 0}}, [](V x) { return tanh(x[0]) + relu(x[0]) + sigmoid(x[0]); }},
+        {"sqrt rsqrt", {{0, 2}}, [](V x) { return sqrt(x[0]) + rsqrt(x[0]); }},
+        {"sum", {{2, 0, 8}}, [](V x) { return x[0].sum(); }},
+        {"sum(dim) over the empty dim", {{2, 0, 8}}, [](V x) { return x[0].sum(1); }},
+        {"sum(dim) over a full dim", {{2, 0, 8}}, [](V x) { return x[0].sum(2, true); }},
+        {"mean", {{2, 0, 8}}, [](V x) { return x[0].mean(); }, "mean of an empty tensor"},  // PyTorch: NaN
+        {"mean(dim) over the empty dim", {{2, 0, 8}}, [](V x) { return x[0].mean(1); }, "mean over an empty dim"},
+        {"mean(dim) over a full dim", {{2, 0, 8}}, [](V x) { return x[0].mean(-1); }},
+        {"max(dim) over a full dim", {{0, 8}}, [](V x) { return x[0].max(1); }},
+        {"var(dim)", {{0, 8}}, [](V x) { return var(x[0], 1); }},
+        {"matmul (2, 0) (0, 3)", {{2, 0}, {0, 3}}, [](V x) { return matmul(x[0], x[1]); }},
+        {"matmul (0, 4) (4, 3)", {{0, 4}, {4, 3}}, [](V x) { return matmul(x[0], x[1]); }},
+        {"matmul batched", {{2, 0, 4}, {4, 5}}, [](V x) { return matmul(x[0], x[1]); }},
+        {"softmax", {{2, 0, 8}}, [](V x) { return softmax(x[0], -1) + softmax(x[0], 1); }},
+        {"softmax_composed", {{2, 0, 8}}, [](V x) { return softmax_composed(x[0], -1) + softmax_composed(x[0], 1); }},
+        {"log_softmax", {{2, 8, 0}}, [](V x) { return log_softmax(x[0], -1); }},
+        {"index_select of no ids", {{4, 3}}, [no_ids](V x) { return index_select(x[0], 0, no_ids); }},
+        {"index_select of an empty tensor", {{0, 3}}, [no_ids](V x) { return index_select(x[0], 0, no_ids); }},
+        {"narrow", {{2, 0, 8}}, [](V x) { return x[0].narrow(2, 1, 3) + narrow(x[0], 1, 0, 0).sum(); }},
+        {"split chunk", {{0, 4}}, [](V x) { return split(x[0], 2, 1)[1] + chunk(x[0], 2, 1)[0]; }},
+        {"masked_fill", {{2, 0, 8}}, [mask](V x) { return masked_fill(x[0], mask, 1); }},
+        {"tril triu", {{2, 0, 3}}, [](V x) { return tril(x[0]) + triu(x[0], 1); }},
+        {"masked_matmul", {{0, 4}, {4, 0}}, [keep04](V x) { return masked_matmul(x[0], x[1], keep04); }},
+        {"sampled_matmul", {{2, 0}, {0, 3}}, [keep23](V x) { return sampled_matmul(x[0], x[1], keep23); }},
+        {"reshape", {{2, 0, 8}}, [](V x) { return x[0].reshape({2, 0, 2, 4}); }},
+        {"reshape with -1", {{2, 0, 8}}, [](V x) { return x[0].view({-1, 8}); }},
+        {"transpose permute", {{2, 0, 8}}, [](V x) { return x[0].transpose(0, 1) + permute(x[0], {1, 0, 2}); }},
+        {"concat", {{2, 0, 8}, {2, 3, 8}}, [](V x) { return concat({x[0], x[1]}, 1); }},
+        {"checkpoint", {{2, 0, 8}}, [](V x) { return checkpoint([](const Tensor& a) { return tanh(a) * 2; }, x[0]); }},
+        {"gelu silu", {{2, 0}}, [](V x) { return F::gelu(x[0]) + F::gelu(x[0], "tanh") + F::silu(x[0]); }},
+        {"dropout", {{2, 0}}, [](V x) { return F::dropout(x[0], 0.5, true); }},
+        {"linear", {{0, 4}, {3, 4}, {3}}, [](V x) { return F::linear(x[0], x[1], x[2]); }},
+        {"embedding of no ids", {{5, 4}}, [no_rows](V x) { return F::embedding(x[0], no_rows); }},
+        {"embedding of no ids, sparse", {{5, 4}}, [no_rows](V x) { return F::embedding(x[0], no_rows, {}, true); }},
+        {"layer_norm", {{0, 8}, {8}, {8}}, [](V x) { return F::layer_norm(x[0], {8}, x[1], x[2]); }},
+        {"layer_norm_composed", {{2, 0, 8}}, [](V x) { return F::layer_norm_composed(x[0], {8}); }},
+        {"rms_norm", {{0, 8}, {8}}, [](V x) { return F::rms_norm(x[0], {8}, x[1]); }},
+        {"rms_norm_composed", {{2, 0, 8}}, [](V x) { return F::rms_norm_composed(x[0], {8}); }},
+        {"cross_entropy", {{0, 5}}, [no_ids](V x) { return F::cross_entropy(x[0], no_ids); }},
+        {"cross_entropy, sum", {{0, 5}}, [no_ids](V x) { return F::cross_entropy(x[0], no_ids, ce(nn::Reduction::Sum)); }},
+        {"nll_loss", {{0, 5}}, [no_ids](V x) { return F::nll_loss(x[0], no_ids); }},
+        {"mse_loss", {{2, 0}, {2, 0}}, [](V x) { return F::mse_loss(x[0], x[1]); }},
+        {"binary_cross_entropy_with_logits", {{0, 3}}, [](V x) {
+             return F::binary_cross_entropy_with_logits(x[0], zeros({0, 3}));
+         }},
+        {"apply_rotary", {{1, 2, 0, 4}}, [ids](V x) { return nn::apply_rotary(x[0], ids({0})); }},
+        {"sdpa, B = 0", {{0, 2, 3, 4}, {0, 2, 3, 4}, {0, 2, 3, 4}}, [](V x) {
+             return F::scaled_dot_product_attention(x[0], x[1], x[2], Tensor(), true);
+         }},
+        {"sdpa, no queries", {{1, 2, 0, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}}, [](V x) {
+             return F::scaled_dot_product_attention(x[0], x[1], x[2]);
+         }},
+        {"sdpa, causal, T = 0", {{1, 2, 0, 4}, {1, 2, 0, 4}, {1, 2, 0, 4}}, [](V x) {
+             return F::scaled_dot_product_attention(x[0], x[1], x[2], Tensor(), true);
+         }},
+        {"fused_causal_attention, B = 0", {{0, 2, 3, 4}, {0, 2, 3, 4}, {0, 2, 3, 4}}, [](V x) {
+             return F::fused_causal_attention(x[0], x[1], x[2]);
+         }},
+        {"fused_causal_attention, T = 0", {{1, 2, 0, 4}, {1, 2, 0, 4}, {1, 2, 0, 4}}, [](V x) {
+             return F::fused_causal_attention(x[0], x[1], x[2]);
+         }},
+        {"tiled_causal_attention, B = 0", {{0, 2, 3, 4}, {0, 2, 3, 4}, {0, 2, 3, 4}}, [](V x) {
+             return F::tiled_causal_attention(x[0], x[1], x[2]);
+         }},
+        {"tiled_causal_attention, T = 0", {{1, 2, 0, 4}, {1, 2, 0, 4}, {1, 2, 0, 4}}, [](V x) {
+             return F::tiled_causal_attention(x[0], x[1], x[2]);
+         }},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("every op's backward on a zero-size input gives a zero-size gradient, as PyTorch",
+          "[autograd][empty][regression]") {
+    for (const EmptyCase& c : empty_cases()) {
+        INFO("op " << c.op);
+        std::vector<Tensor> leaves;
+        for (const Shape& s : c.shapes) leaves.push_back(zeros(s, true));
+        Tensor y;
+        if (c.refusal) {  // refused by the op, in its own words, as PyTorch refuses it
+            CHECK_THAT(message_of<ValueError>([&] { c.f(leaves); }), Contains(c.refusal));
+            continue;
+        }
+        CHECK_NOTHROW(y = c.f(leaves));
+        if (!y.defined()) continue;
+        REQUIRE(y.requires_grad());
+        CHECK_NOTHROW(y.sum().backward());
+        for (std::size_t i = 0; i < leaves.size(); ++i) {
+            INFO("input " << i << " of shape " << shape_str(leaves[i].shape()));
+            CHECK(leaves[i].has_grad());
+            if (!leaves[i].has_grad()) continue;
+            if (const SparseGrad* sparse = leaves[i].sparse_grad()) {  // an embedding's: no rows
+                CHECK(sparse->dense_shape == leaves[i].shape());
+                CHECK(sparse->indices.empty());
+                continue;
+            }
+            CHECK(leaves[i].grad().shape() == leaves[i].shape());
+            const Array& g = leaves[i].grad().data();  // an empty y: no input changes L (0)
+            if (y.numel() == 0) CHECK(std::all_of(g.begin(), g.end(), [](real v) { return v == 0; }));
+        }
+    }
 }

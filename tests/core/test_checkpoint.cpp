@@ -232,6 +232,32 @@ TEST_CASE("checkpoint: an optimizer step between forward and backward is refused
                           Contains("parameter 'fc1.weight'"));
 }
 
+// fn that changes its input in place: the plain call's gradient of y = x² after x += 1 is 2(x + 1) = 4 6 8;
+// a recomputation from the changed x would add 1 again and give 6 8 10. Refused at the forward,
+// naming the input, and the input's values are fn's (the change is not undone).
+TEST_CASE("checkpoint: fn that changes an input in place is refused, naming the input",
+          "[checkpoint][regression]") {
+    Tensor x({1.0, 2.0, 3.0}, true);
+    const Tensor plain_x = x.detach();
+    const auto bump_second = [](const Tensor& a, const Tensor& b) {
+        Tensor changed = b;
+        changed.mutable_data() += 1;
+        return a * changed * changed;
+    };
+    const Tensor other = ones({3}, true);  // y requires grad: backward would recompute fn
+    REQUIRE_THAT(message_of<ValueError>([&] { checkpoint(bump_second, other, plain_x); }),
+                 Contains("checkpoint") && Contains("input 1 of 2") && Contains("in place"));
+    require_values(plain_x, Tensor({2.0, 3.0, 4.0}));
+    // an input that requires grad: refused too, not a wrong gradient after backward
+    const auto bump = [](const Tensor& in) {
+        Tensor changed = in;  // a second handle to in's storage
+        changed.mutable_data() += 1;
+        return in * in;
+    };
+    REQUIRE_THAT(message_of<ValueError>([&] { checkpoint(bump, x); }), Contains("input 0 of 1"));
+    REQUIRE_FALSE(x.has_grad());
+}
+
 TEST_CASE("checkpoint: errors name checkpoint", "[checkpoint]") {
     const Tensor x({1.0}, true);
     REQUIRE_THAT(message_of<ValueError>([&] { checkpoint([](const Tensor& p, const Tensor&) { return p; }, x, Tensor()); }),

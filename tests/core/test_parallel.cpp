@@ -2,7 +2,7 @@
 // index once in contiguous chunks that depend only on n and the thread count, nests, passes an
 // exception to its caller, and serves two application threads at once; a resize the system
 // refuses keeps the old pool, a forked child computes on one thread, and a pool larger than
-// the hardware is reported once. Tag [threads]: `make tsan` runs these under ThreadSanitizer.
+// the hardware is reported once; fork() while another thread holds a lock of the library. Tag [threads]: `make tsan` runs these under ThreadSanitizer.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <xgrad/core/blas.hpp>
+#include <xgrad/core/detail/accumulate.hpp>
 #include <xgrad/core/parallel.hpp>
 #include <xgrad/core/threads.hpp>
 #include <xgrad/nn/nn.hpp>
@@ -282,4 +283,77 @@ TEST_CASE("a pool larger than the hardware is warned about once per process", "[
     REQUIRE(std::count(text.begin(), text.end(), '\n') == 1);
     CHECK_THAT(text, Contains(fmt::format("{} threads", hw + 1)) && Contains(fmt::format("{} hardware threads", hw)) &&
                          Contains("hardware_concurrency"));
+}
+
+// ---- fork() while another thread holds a process-wide lock ----------------------------------------
+namespace {
+
+// A thread that runs hold(), which takes a lock and calls held_now(): the lock is held for 200 ms.
+// The constructor returns once it is held. fork() in between copies a locked mutex whose owner the
+// child does not have, unless a pthread_atfork handler takes the lock across the fork. The thread
+// lives until the destructor, so that it is running, not finished and unjoined, at the fork
+// (ThreadSanitizer reports the latter in the child as a leaked thread).
+class HeldElsewhere {
+public:
+    explicit HeldElsewhere(std::function<void()> hold) {
+        thread_ = std::thread([this, hold = std::move(hold)] {
+            hold();
+            while (!done_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+        while (!held_.load()) std::this_thread::yield();
+    }
+    ~HeldElsewhere() {
+        done_.store(true);
+        thread_.join();
+    }
+    // Called by hold() with the lock taken.
+    void held_now() {
+        held_.store(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+
+private:
+    std::atomic<bool> held_{false}, done_{false};
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("fork while another thread holds a process-wide lock: the child does not hang",
+          "[threads][parallel][regression]") {
+    SECTION("the generator's (a draw in progress)") {
+        manual_seed(6);
+        HeldElsewhere other([&other] {
+            std::lock_guard<std::mutex> lock(generator_mutex());
+            other.held_now();
+        });
+        const int code = exit_code_of_child([] { return randn({3}).numel() == 3 ? 0 : 1; });
+        INFO("child exit code " << code << " (-1: hung in randn)");
+        REQUIRE(code == 0);
+    }
+    SECTION("a leaf's gradient lock (a gradient being written)") {
+        Tensor x = ones({2}, true);
+        HeldElsewhere other([&other, &x] {
+            std::lock_guard<std::mutex> lock(leaf_lock(*x.impl()));
+            other.held_now();
+        });
+        const int code = exit_code_of_child([&x] {
+            (x * 3).sum().backward();
+            return x.grad().data()(1) == 3 ? 0 : 1;
+        });
+        INFO("child exit code " << code << " (-1: hung in backward)");
+        REQUIRE(code == 0);
+    }
+    SECTION("the pool's owner (a parallel_for running)") {
+        ThreadsGuard guard;
+        set_num_threads(2);
+        HeldElsewhere other([&other] {
+            parallel_for(1000, 1, [&other](std::size_t begin, std::size_t) {
+                if (begin == 0) other.held_now();
+            });
+        });
+        const int code = exit_code_of_child([] { return chunks_run() == 1 ? 0 : 1; });
+        INFO("child exit code " << code << " (-1: hung in parallel_for)");
+        REQUIRE(code == 0);
+    }
 }

@@ -34,6 +34,23 @@ TEST_CASE("reshape with -1 infers the size - its gradient is reshaped back", "[o
     require_values(x.grad(), {1, 2, 3, 4, 5, 6});
 }
 
+// A tensor with no elements reshapes to any shape of no elements, and its gradient is reshaped back
+// (the signed reshape of xtensor divides by the product of the sizes: 0).
+TEST_CASE("reshape and view of a zero-size tensor - the gradient has the input's shape", "[ops][shape][regression]") {
+    Tensor x = zeros({2, 0, 8}, true);
+    Tensor y = x.reshape({2, 0, 2, 4});
+    REQUIRE(y.shape() == Shape{2, 0, 2, 4});
+    y.sum().backward();
+    REQUIRE(x.grad().shape() == Shape{2, 0, 8});
+    Tensor z = zeros({0, 3}, true);
+    Tensor w = z.view({3, 0, 1});
+    REQUIRE(w.shape() == Shape{3, 0, 1});
+    w.backward(zeros({3, 0, 1}));
+    REQUIRE(z.grad().shape() == Shape{0, 3});
+    // -1 cannot be inferred beside a 0: every size fits (PyTorch refuses it too)
+    REQUIRE_THROWS_WITH(x.reshape({0, -1}), Contains("cannot infer -1"));
+}
+
 TEST_CASE("transpose swaps two dims - its gradient is transposed back", "[ops][shape]") {
     Tensor x({{1, 2, 3}, {4, 5, 6}}, true);
     Tensor y = x.transpose(0, 1);

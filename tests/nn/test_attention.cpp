@@ -10,15 +10,18 @@
 //   * causal_mask is is_causal's keep-mask (hand values; equal sdpa outputs for Tq ≠ Tk);
 //   * a NaN in a hidden key or value reaches no row that may not see it, in value or gradient, in
 //     every path (composed with is_causal or a mask, fused, every branch of the module), and masks
-//     of rank 0 and 1 broadcast as PyTorch's.
+//     of rank 0 and 1 broadcast as PyTorch's;
+//   * an empty sequence or batch gives the empty output in every branch, and in forward_cached.
 // Shapes: q, k (B, H, T, hd), v (B, H, Tk, hv); x (B, T, d).
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <xtensor/xbuilder.hpp>
@@ -583,4 +586,45 @@ TEST_CASE("CausalSelfAttention: causal leakage is zero, bit for bit, in every br
         REQUIRE(bits_equal(ya, yb));
         REQUIRE(bits_equal(narrow(ga, 1, 0, t), narrow(gb, 1, 0, t)));
     }
+}
+
+// An empty sequence (B, 0, d) or an empty batch (0, T, d) gives the empty output (B, T, d), as
+// PyTorch's modules, in every branch (the fused kernel included) and for the other layouts;
+// backward gives x a gradient of x's shape and every parameter a zero one.
+TEST_CASE("CausalSelfAttention: an empty sequence or batch gives the empty output, in every branch",
+          "[attention][empty][regression]") {
+    std::vector<Branch> branches(std::begin(kBranches), std::end(kBranches));
+    branches.push_back({"rope, one K/V head, LLaMA names",
+                        nn::CausalSelfAttentionOptions().rope(true).n_kv_head(1).llama_names(true), false});
+    for (const Branch& br : branches) {
+        for (const Shape& shape : {Shape{2, 0, 4}, Shape{0, 3, 4}}) {
+            INFO(br.name << ", x " << shape_str(shape));
+            manual_seed(49);
+            nn::CausalSelfAttention m(4, 2, br.options);
+            const Tensor mask = br.with_mask ? ones({1, 1, shape[1], shape[1]}) : Tensor();
+            Tensor x = zeros(shape, true);
+            const Tensor y = m.forward(x, mask);
+            REQUIRE(y.shape() == shape);
+            y.sum().backward();
+            REQUIRE(x.grad().shape() == shape);
+            for (const Tensor& p : m.parameters()) {
+                REQUIRE(p.grad().shape() == p.shape());
+                for (real g : p.grad().data()) REQUIRE(g == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("CausalSelfAttention: forward_cached on no new positions gives (B, 0, d) and leaves the cache",
+          "[attention][kv_cache][empty][regression]") {
+    manual_seed(50);
+    nn::CausalSelfAttention m(4, 2);
+    nn::KVCache cache(5);
+    REQUIRE(m.forward_cached(zeros({2, 0, 4}), cache).shape() == Shape{2, 0, 4});
+    REQUIRE((cache.length() == 0 && cache.bytes() == 0));  // nothing appended, nothing allocated
+    const Tensor x = randn({2, 3, 4});
+    const Tensor y = m.forward_cached(x, cache);
+    REQUIRE(m.forward_cached(zeros({2, 0, 4}), cache).shape() == Shape{2, 0, 4});
+    REQUIRE(cache.length() == 3);
+    require_values(y, m.forward(x));
 }

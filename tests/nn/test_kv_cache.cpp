@@ -73,6 +73,21 @@ TEST_CASE("KVCache: refusals name the sizes", "[kv_cache]") {
 }
 
 
+// A first append refused for its length allocates nothing and fixes no sizes: the next append,
+// with other B, Hkv and hd, is accepted, and an empty cache reports 0 bytes.
+TEST_CASE("KVCache: a refused first append changes nothing", "[kv_cache][regression]") {
+    nn::KVCache cache(3);
+    const Array long_k = counting({2, 2, 4, 8}).data();  // t = 4 > max_len 3
+    REQUIRE_THROWS_WITH(cache.append(long_k, long_k), Catch::Contains("0 positions + 4 new would pass max_len 3"));
+    REQUIRE(cache.bytes() == 0);
+    REQUIRE(cache.length() == 0);
+    const Array k = counting({1, 1, 2, 4}).data();
+    REQUIRE_NOTHROW(cache.append(k, k));
+    REQUIRE(cache.length() == 2);
+    REQUIRE(cache.bytes() == 2 * 1 * 1 * 3 * 4 * sizeof(real));
+    REQUIRE(cache.keys()(0, 0, 1, 3) == 8);
+}
+
 TEST_CASE("CausalSelfAttention: forward_cached in pieces equals forward on the whole sequence", "[kv_cache]") {
     const std::int64_t B = 2, T = 7, d = 16, H = 4;
     for (bool llama_names : {false, true}) {

@@ -1,7 +1,7 @@
 // tests/nn/test_module.cpp — nn::Module (float32): registration and dotted names, counting,
 // train()/eval(), zero_grad, bad names, cycles, a 100,000-deep tree, shared parameters; buffers
 // (in state_dict and checkpoints, never a parameter, never stepped); state_dict / load_state_dict;
-// and a small model trained end to end.
+// and a small model trained end to end; every module's constructor under extreme sizes.
 //
 // Legend: B batch, T time, V vocabulary, d width, C classes, N rows.
 #include <catch2/catch.hpp>
@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -541,4 +543,82 @@ TEST_CASE("a parameter's name is its dotted path in the module tree", "[module][
                                                            Contains("(5)"));
     net.fc->bias.set_data(zeros({2}).data());
     REQUIRE(net.fc->forward(ones({1, 3})).shape() == Shape{1, 2});
+}
+
+// ---- constructors under extreme sizes ----------------------------------------------------------
+namespace {
+
+constexpr std::int64_t kMin64 = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kMax64 = std::numeric_limits<std::int64_t>::max();
+// Sizes no module takes (ValueError), and 2^45: a valid size whose arrays (2^47 bytes and more)
+// no 64-bit address space holds (OutOfMemoryError). None of them is ever allocated.
+const std::vector<std::int64_t> kExtreme = {0, -1, kMin64, std::int64_t(1) << 45, std::int64_t(1) << 62, kMax64};
+
+// make() must be refused by `op` itself: a ValueError whose message begins "op: ", or an
+// OutOfMemoryError; never a result, another module's message, or undefined behaviour (UBSan).
+void require_refused_by(const std::string& op, const std::string& args, const std::function<void()>& make) {
+    INFO(op << "(" << args << ")");
+    try {
+        make();
+        FAIL("constructed");
+    } catch (const ValueError& e) {
+        INFO(e.what());
+        REQUIRE(std::string(e.what()).rfind(op + ": ", 0) == 0);
+    } catch (const OutOfMemoryError&) {
+        SUCCEED();
+    }
+}
+
+// Each pair (a, b) of kExtreme ∪ {valid}, but (valid, valid).
+template <class F>
+void for_pairs(std::int64_t valid_a, std::int64_t valid_b, F&& f) {
+    std::vector<std::int64_t> as = kExtreme, bs = kExtreme;
+    as.push_back(valid_a), bs.push_back(valid_b);
+    for (std::int64_t a : as)
+        for (std::int64_t b : bs)
+            if (a != valid_a || b != valid_b) f(a, b, fmt::format("{}, {}", a, b));
+}
+
+}  // namespace
+
+TEST_CASE("every module's constructor refuses extreme sizes in its own words, before any overflow",
+          "[module][errors][regression]") {
+    using nn::CausalSelfAttentionOptions;
+    for_pairs(2, 3, [](std::int64_t a, std::int64_t b, const std::string& s) {
+        require_refused_by("Linear", s, [&] { nn::Linear(a, b); });
+        require_refused_by("Embedding", s, [&] { nn::Embedding(a, b); });
+        require_refused_by("LearnedPositions", s, [&] { nn::LearnedPositions(a, b); });
+        require_refused_by("SwiGLU", s, [&] { nn::SwiGLU(a, b); });
+        require_refused_by("CausalSelfAttention", s, [&] { nn::CausalSelfAttention(a, b); });
+        require_refused_by("CausalSelfAttention", s + ", LLaMA names",
+                           [&] { nn::CausalSelfAttention(a, b, CausalSelfAttentionOptions().llama_names(true)); });
+    });
+    require_refused_by("CausalSelfAttention", "1 << 62, 1", [] { nn::CausalSelfAttention(std::int64_t(1) << 62, 1); });
+    for (std::int64_t n : kExtreme) {
+        const std::string s = std::to_string(n);
+        require_refused_by("LayerNorm", s, [&] { nn::LayerNorm{n}; });
+        require_refused_by("RMSNorm", s, [&] { nn::RMSNorm{n}; });
+        require_refused_by("sinusoidal_positions", s, [&] { nn::sinusoidal_positions(n, 4); });
+        if (n != 0)  // 0 K/V heads means n_head
+            require_refused_by("CausalSelfAttention", "8, 2, n_kv_head " + s,
+                               [&] { nn::CausalSelfAttention(8, 2, CausalSelfAttentionOptions().n_kv_head(n)); });
+        if (n <= 0) {
+            require_refused_by("KVCache", s, [&] { nn::KVCache{n}; });
+        } else {  // a valid limit: the cache allocates at its first append, which refuses
+            require_refused_by("KVCache::append", s, [&] {
+                nn::KVCache cache(n);
+                const Array k = ones({1, 1, 1, 4}).data();
+                cache.append(k, k);
+                throw std::logic_error("KVCache::append accepted max_len " + s);
+            });
+        }
+    }
+    for (double p : {-0.5, 1.5, std::nan(""), HUGE_VAL}) {
+        require_refused_by("Dropout", std::to_string(p), [&] { nn::Dropout{p}; });
+        require_refused_by("CausalSelfAttention", "8, 2, dropout " + std::to_string(p),
+                           [&] { nn::CausalSelfAttention(8, 2, CausalSelfAttentionOptions().dropout(p)); });
+    }
+    require_refused_by("CausalSelfAttention", "6, 2, rope", [] {
+        nn::CausalSelfAttention(6, 2, CausalSelfAttentionOptions().rope(true));  // head width 3 is odd
+    });
 }

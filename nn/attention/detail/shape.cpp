@@ -22,7 +22,7 @@ AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, cons
     check(sv[n - 2] == s.Tk, op, "k and v must have the same number of keys Tk; got k {} and v {}",
           shape_str(sk), shape_str(sv));
     check(s.hd > 0, op, "the head width hd must be positive; got q {}", shape_str(sq));
-    check(s.Tk > 0, op, "there must be at least one key; got k {}", shape_str(sk));
+    check(s.Tk > 0 || s.Tq == 0, op, "there must be at least one key for {} queries; got k {}", s.Tq, shape_str(sk));
     return s;
 }
 
