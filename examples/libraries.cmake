@@ -5,7 +5,8 @@
 #                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs),
 #                          cli (strict numeric flags with CLI11, up-front checks, main's errors,
 #                          which end every rank under mpirun), data_parallel (the batch rule of
-#                          W ranks × --grad-accum, rank 0 alone on stdout, the ranks' agreement).
+#                          W ranks × --grad-accum, rank 0 alone on stdout, the ranks' agreement),
+#                          outputs (--out's files checked up front, saved one by one at the end).
 #                          Included as "common/checkpoint.hpp"; its include path is examples/, so
 #                          "char_mlp/model.hpp" (header-only) is reachable the same way.
 #   word2vec_lib           examples/word2vec's data and similarity code (tests/examples/test_word2vec.cpp)
@@ -18,7 +19,7 @@ set(_xgrad_examples ${CMAKE_CURRENT_LIST_DIR})
 find_package(CLI11 REQUIRED)
 add_library(xgrad_examples_common STATIC ${_xgrad_examples}/common/checkpoint.cpp
             ${_xgrad_examples}/common/cli.cpp ${_xgrad_examples}/common/data_parallel.cpp
-            ${_xgrad_examples}/common/gnuplot.cpp
+            ${_xgrad_examples}/common/gnuplot.cpp ${_xgrad_examples}/common/outputs.cpp
             ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/text.cpp)
 target_include_directories(xgrad_examples_common PUBLIC ${_xgrad_examples})
 target_link_libraries(xgrad_examples_common PUBLIC xgrad xgrad::distributed CLI11::CLI11)

@@ -228,6 +228,9 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     tail += entries_text.size() > 2 ? "," + entries_text.substr(1) : "}";
     tail.append((8 - (kStampPrefix.size() + 8 + tail.size()) % 8) % 8, ' ');  // data 8-byte aligned
     const std::uint64_t n = kStampPrefix.size() + 8 + tail.size();
+    check(n <= kMaxHeader, "save_safetensors",
+          "the header of '{}' would be {} bytes, over the {} bytes load_safetensors reads (its names and "
+          "metadata are too long); nothing was written", path, n, kMaxHeader);
     // The checksum of every byte but its own digits, in file order.
     std::uint32_t crc = crc32_update(crc32_update(0, nullptr, 0), &n, 8);
     crc = crc32_update(crc32_update(crc, kStampPrefix.data(), kStampPrefix.size()), tail.data(), tail.size());

@@ -37,8 +37,8 @@ struct SafetensorsFile {
 // through, so the link stays and its target gets the new bytes; a dangling symlink's target is
 // created, as Python's open(path, "wb") and torch.save do. A replaced file keeps its permission
 // bits (another hard link to it keeps the old bytes).
-// Throws ValueError for duplicate, empty or non-UTF-8 names, undefined tensors or the reserved
-// metadata key; std::runtime_error if the target exists and is not a regular file (a directory,
+// Throws ValueError for duplicate, empty or non-UTF-8 names, undefined tensors, the reserved
+// metadata key or a header over the 100 MB load_safetensors reads (all before any file is touched); std::runtime_error if the target exists and is not a regular file (a directory,
 // FIFO, device or socket: named in the message, left untouched), for a symlink loop, and for I/O
 // errors (naming the path and the system's reason).
 void save_safetensors(const std::string& path, const NamedTensors& tensors,

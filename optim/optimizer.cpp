@@ -99,6 +99,17 @@ std::pair<double, double> read_group_hyper(StateReader& in, std::size_t g) {
     return {lr, wd};
 }
 
+// The invariants a saved buffer of any step keeps: every value finite (a step that overflowed is
+// never saved) and, for a second moment (a running mean of squared gradients), >= 0.
+void check_buffer_values(const Array& a, const std::string& key, bool second_moment, const char* op) {
+    const real* v = a.data();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        check(std::isfinite(v[i]), op, "tensor '{}' holds {} at element {}: an optimizer's state is finite", key, v[i], i);
+        check(!second_moment || v[i] >= 0, op, "tensor '{}' holds {} at element {}: a second moment (a mean of "
+              "squares) is >= 0", key, v[i], i);
+    }
+}
+
 // Parameter `name`'s state, saved in group g: all of its buffers or none, each of p's shape, and its
 // step count t when the algorithm counts steps (present exactly when the buffers are).
 ParamState read_param_state(StateReader& in, const std::string& name, const Tensor& p, std::size_t g,
@@ -119,6 +130,7 @@ ParamState read_param_state(StateReader& in, const std::string& name, const Tens
               "tensor '{}' has shape {} but parameter '{}' has shape {}", name + "." + b,
               t->defined() ? shape_str(t->shape()) : std::string("(undefined)"), name, shape_str(p.shape()));
         *st.buffer(b) = t->data();  // a copy
+        check_buffer_values(*st.buffer(b), name + "." + b, b == "exp_avg_sq" || b == "max_exp_avg_sq", in.op());
         present.push_back(name + "." + b);
     }
     check(present.empty() || missing.empty(), in.op(), "the state has {} but not {}", fmt::join(present, ", "),

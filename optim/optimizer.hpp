@@ -134,7 +134,8 @@ public:
     // Restores step counts, buffers and every group's lr and weight_decay; the options must
     // equal this optimizer's. Throws ValueError naming the first difference (kind, option,
     // groups, a missing or unexpected tensor or key, a shape, a step outside [1, 2^53], a number
-    // not strictly parsed by core/parse.hpp) and leaves the optimizer as it was.
+    // not strictly parsed by core/parse.hpp, a buffer value that is not finite, a negative
+    // exp_avg_sq or max_exp_avg_sq) and leaves the optimizer as it was.
     void load_state_dict(const OptimizerState& state);
 
     // Bytes of each parameter, its gradient and its optimizer state, as they are now.

@@ -2,9 +2,10 @@
 # A resumed examples/gpt run takes exactly the steps of an uninterrupted one (as char_mlp_resume.sh).
 #
 # Run A trains a tiny GPT 60 steps in one go. Run B stops after 30 steps (saving model and
-# AdamW state, the step and the batch sampler's state), then a second process resumes. Both
-# write loss.csv (step, minibatch loss, val loss on the fixed set, lr); the files must be
-# identical, byte for byte, and so must the final weights. Then --init-from starts a new run
+# AdamW state, the step and the batch sampler's state), a second process logs 10 more steps and
+# is lost before saving, and a third resumes from step 30. A and B write loss.csv (step,
+# minibatch loss, val loss on the fixed set, lr); the files must be identical, byte for byte (no
+# step logged twice), and so must the final weights. Then --init-from starts a new run
 # from A's weights.
 # Usage: gpt_resume.sh path/to/gpt
 set -euo pipefail
@@ -17,9 +18,14 @@ common=(--data "$work/text.txt" --n-layer 1 --n-head 2 --d 16 --block-size 16 --
 
 "$bin" "${common[@]}" --out "$work/A" > "$work/A.log"
 "$bin" "${common[@]}" --out "$work/B" --stop-after 30 > "$work/B1.log"
+cp "$work/B/checkpoint.safetensors" "$work/B30.safetensors"
+# A run that logged steps 31-40 and died before its checkpoint replaced the one of step 30: played
+# by a resume that stops at step 40; B2 then resumes from the copy of step 30 and must not log
+# those steps twice.
+"$bin" "${common[@]}" --out "$work/B" --resume "$work/B/checkpoint.safetensors" --stop-after 10 > "$work/B1b.log"
 # The second half recomputes its blocks (--checkpoint-blocks): not a trajectory flag, so the resume
 # takes it and the steps stay identical.
-"$bin" "${common[@]}" --out "$work/B" --resume "$work/B/checkpoint.safetensors" --checkpoint-blocks > "$work/B2.log"
+"$bin" "${common[@]}" --out "$work/B" --resume "$work/B30.safetensors" --checkpoint-blocks > "$work/B2.log"
 
 lines=$(wc -l < "$work/A/loss.csv")
 if [ "$lines" -lt 7 ]; then echo "FAIL: loss.csv has only $lines lines"; exit 1; fi

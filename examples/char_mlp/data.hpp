@@ -20,7 +20,8 @@ inline char id_to_char(std::int64_t id) { return id == 0 ? '.' : char('a' + id -
 
 // Reads one word per line; lowercases; keeps words made only of a–z; removes duplicates
 // (first occurrence wins). Throws std::runtime_error naming the file (and the first line that
-// was rejected) if the file is missing, empty, or has no usable word.
+// was rejected) if the file is missing, empty, not a regular file (a directory, a FIFO, a
+// device), or has no usable word.
 std::vector<std::string> load_words(const std::string& path);
 
 struct Split {

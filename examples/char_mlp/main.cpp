@@ -25,6 +25,7 @@
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/cli.hpp"         // strict numeric flags, up-front checks, parse_and_run
 #include "common/data_parallel.hpp"  // the batch rule of W ranks × --grad-accum, rank 0's stdout
+#include "common/outputs.hpp"     // --out's files checked up front, saved one by one
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include <xgrad/core/threads.hpp>
 #include <xgrad/distributed/ddp.hpp>
@@ -80,8 +81,9 @@ static RunFlags same_on_all_ranks(const Config& c) {
 
 // ---- the steps of a run, in the order run() takes them ------------------------------------------
 
-// The output directory (rank 0 writes into it) and, on several ranks or micro-steps, how a batch
-// is split over them (common/data_parallel.hpp).
+// The output directory, where rank 0 will write every file below (each checked now, so that a
+// path in the way stops the run before its first step), and, on several ranks or micro-steps,
+// how a batch is split over them (common/data_parallel.hpp).
 static BatchSplit prepare_run(const Config& cfg) {
     set_num_threads(cfg.threads);
     const BatchSplit batch_split = split_batch(cfg.batch_size, cfg.grad_accum);
@@ -90,6 +92,8 @@ static BatchSplit prepare_run(const Config& cfg) {
     std::error_code ec;
     if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
+    if (distributed::rank() == 0)
+        check_output_files(cfg.out, {"loss.csv", "loss_ema.csv", "loss.gp", "loss.png", "checkpoint.safetensors"});
     return batch_split;
 }
 
@@ -211,7 +215,7 @@ static int run(const Config& cfg) {
 
     // ---- the training loop: every rank draws the same B examples and takes the same step ----------
     std::optional<LossLog> log;  // rank 0's loss.csv; a resumed run continues the file
-    if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
+    if (rank0) log.emplace(cfg.out + "/loss.csv", /*resumed_at=*/start);
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     SyncTimer sync_timer;  // the all-reduce's share of the steps
@@ -230,8 +234,11 @@ static int run(const Config& cfg) {
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     if (!rank0) return 0;  // the rest is rank 0's: the checkpoint, the report, the samples
-    save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, d.fingerprint);
+    FinalSaves saves;  // a failed save is reported, the loss curve is still drawn
+    saves.attempt(cfg.out + "/checkpoint.safetensors",
+                  [&] { save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, d.fingerprint); });
     if (end < cfg.steps) {
+        saves.check();
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
                    cfg.out);
         return 0;
@@ -240,7 +247,9 @@ static int run(const Config& cfg) {
     // ---- results -------------------------------------------------------------------------------------
     print_losses(model, d, opt, t0, start);
     print_samples(cfg, model);
-    fmt::print("\nwrote {0}/loss.csv and {0}/checkpoint.safetensors\n{1}\n", cfg.out, plot_losses(cfg.out));
+    if (saves.all_written()) fmt::print("\nwrote {0}/loss.csv and {0}/checkpoint.safetensors\n", cfg.out);
+    fmt::print("{}\n", plot_losses(cfg.out));
+    saves.check();  // a failed save: exit status 1, naming it
     return 0;
 }
 
@@ -249,13 +258,17 @@ static void check_flags(const Config& c) {
     const BatchSplit split = split_batch(c.batch_size, c.grad_accum);  // W·N divides B
     examples::require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}: pass --warmup {} or less", c.warmup, c.steps, c.steps));
     // Lower bounds in bytes: the parameters (the embedding table, the two Linear layers), each
-    // with its gradient and AdamW's two moments; the (b, block·d) input of the hidden layer and
-    // its (b, hidden) output, for one micro-batch of b = B/(W·N) examples.
+    // with its gradient and AdamW's two moments; the step's whole batch, which every rank draws
+    // (B row numbers, x (B, block) and y (B,) of int64 ids); the (b, block·d) input of the hidden
+    // layer and its (b, hidden) output, for one micro-batch of b = B/(W·N) examples. All in
+    // doubles: B·(T + 2)·8 and the like may not fit in 64 bits.
     const double V = kVocab, d = c.embed_dim, T = c.block_size, H = c.hidden, B = split.per_rank();
-    const double bytes = sizeof(real);
-    examples::check_memory({{"parameters V·d + T·d·H + H·V, with gradients and AdamW's two moments",
-                             4 * (V * d + T * d * H + H * V) * bytes},
-                            {"the activations b·(T·d + H) of one micro-step (b = B/(ranks·N))", B * (T * d + H) * bytes}},
+    const double bytes = sizeof(real), B_all = c.batch_size;
+    const MemoryNeed weights{"parameters V·d + T·d·H + H·V, with gradients and AdamW's two moments",
+                             4 * (V * d + T * d * H + H * V) * bytes};
+    const MemoryNeed batch{"the step's batch: B rows, x (B, block) and y (B,) of int64 ids", B_all * (T + 2) * 8};
+    examples::check_memory({weights, batch}, fmt::format("--batch-size {} or --block-size {}", c.batch_size, c.block_size));
+    examples::check_memory({weights, batch, {"the activations b·(T·d + H) of one micro-step (b = B/(ranks·N))", B * (T * d + H) * bytes}},
                            fmt::format("--batch-size {} (or raise --grad-accum), --block-size {}, --embed-dim {} or --hidden {}",
                                        c.batch_size, c.block_size, c.embed_dim, c.hidden));
 }

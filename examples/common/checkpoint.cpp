@@ -41,15 +41,6 @@ std::optional<std::string> from_hex(const std::string& hex) {
     return bytes;
 }
 
-// The first tensor holding a NaN or an infinity, or "" if every value is finite.
-std::string first_non_finite(const NamedTensors& tensors) {
-    for (const auto& [name, t] : tensors) {
-        const real* p = t.data().data();
-        if (!std::all_of(p, p + t.numel(), [](real v) { return std::isfinite(v); })) return name;
-    }
-    return "";
-}
-
 // The value of a data.* key of the checkpoint; throws if it is missing.
 std::string checkpoint_data_key(const std::string& path, const nn::Metadata& meta, const std::string& key) {
     auto it = meta.find(key);
@@ -94,6 +85,29 @@ void check_same_data(const std::string& path, const nn::Metadata& meta, const Te
             path, bytes, hash, bytes_now, hash_now));
 }
 
+// What a run's own checkpoint always satisfies, so that an edited file whose CRC was recomputed
+// is refused when it breaks one: finite weights; train.step within this run's --steps (when
+// `flags` has it); every parameter's AdamW step count t <= train.step (t counts the steps that
+// gave it a gradient). The optimizer checks its buffers itself (finite, second moments >= 0).
+void check_training_state(const std::string& path, const NamedTensors& model_state, const nn::Metadata& optim_meta,
+                          int step, const RunFlags& flags) {
+    const std::string bad = first_non_finite(model_state);
+    if (!bad.empty())
+        throw std::runtime_error(fmt::format("{}: 'model.{}' holds a NaN or an infinity, which a run never saves: "
+                                             "the file was altered", path, bad));
+    const auto steps = flags.count("--steps") ? try_parse_int64(flags.at("--steps")) : std::nullopt;
+    if (steps && step > *steps)
+        throw std::runtime_error(fmt::format("{}: 'train.step' = {} is beyond this run's --steps {}", path, step, *steps));
+    const std::string suffix = ".step";
+    for (const auto& [key, value] : optim_meta) {
+        if (key.size() <= suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+        const std::optional<std::int64_t> t = try_parse_int64(value);  // not a number: the optimizer refuses it
+        if (t && *t > step)
+            throw std::runtime_error(fmt::format("{}: 'optim.{}' = {} is more than the run's {} steps ('train.step')",
+                                                 path, key, *t, step));
+    }
+}
+
 // Strictly one decimal integer in [0, INT_MAX] (core/parse.hpp): std::stoi read "5abc" as 5
 // and "1e3" as 1.
 int checkpoint_step(const std::string& path, const std::string& saved) {
@@ -104,6 +118,14 @@ int checkpoint_step(const std::string& path, const std::string& saved) {
     return static_cast<int>(*step);
 }
 }  // namespace
+
+std::string first_non_finite(const NamedTensors& tensors) {
+    for (const auto& [name, t] : tensors) {
+        const real* p = t.data().data();
+        if (!std::all_of(p, p + t.numel(), [](real v) { return std::isfinite(v); })) return name;
+    }
+    return "";
+}
 
 std::uint64_t fnv1a64(const std::string& bytes) {
     std::uint64_t h = 14695981039346656037ull;  // the 64-bit offset basis
@@ -191,6 +213,7 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
         throw std::runtime_error(fmt::format("{}: 'train.rng' = {} is not a std::mt19937_64 state as "
                                              "operator<< writes it", path, quoted_text(rng_saved)));
     const int step = checkpoint_step(path, meta("train.step"));
+    check_training_state(path, model_state, optim_state.metadata, step, flags);
 
     // Both loads validate before they change anything; if the optimizer's fails, put the
     // model back so that a failed resume leaves no trace.
@@ -228,6 +251,7 @@ int load_model_weights(const std::string& path, nn::Module& model, const RunFlag
     std::string rest;
     for (const auto& [name, t] : file.tensors)
         if (strip(name, kModel, rest)) model_state.emplace_back(rest, t);
+    check_training_state(path, model_state, {}, step, {});
     model.load_state_dict(model_state);
     return step;
 }

@@ -44,6 +44,9 @@ std::uint64_t fnv1a64(const std::string& bytes);
 // the checkpoint and for a model file that needs its vocabulary to be sampled from.
 xgrad::nn::Metadata fingerprint_metadata(const TextFingerprint& data);
 
+// The name of the first tensor holding a NaN or an infinity, or "" if every value is finite.
+std::string first_non_finite(const xgrad::NamedTensors& tensors);
+
 // Writes the checkpoint atomically (nn::save_safetensors). With `data`, records its fingerprint.
 // Throws std::runtime_error, writing nothing, if a parameter or an optimizer buffer holds a NaN
 // or an infinity: a diverged run never replaces a good checkpoint.
@@ -56,7 +59,10 @@ void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, co
 // is not a training checkpoint, records no value of one of `flags` (written before that flag
 // existed), was saved with other flags (naming the flag and both values), or, with `data`,
 // lacks a fingerprint or was trained on another vocabulary or text (naming the first id whose
-// byte differs, or both lengths and hashes).
+// byte differs, or both lengths and hashes). A state no run saves is refused too, naming the
+// invariant broken: a weight that is NaN or infinite, a step beyond `flags`' --steps, a
+// parameter's AdamW step count above the step; the optimizer's ValueError for a non-finite
+// buffer or a negative exp_avg_sq (optim/optimizer.hpp).
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
                     std::mt19937_64& rng, const RunFlags& flags,
                     const std::optional<TextFingerprint>& data = std::nullopt);
@@ -64,8 +70,9 @@ int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::op
 // Loads only the model's weights ("model.*") of a checkpoint, for a new run that starts from them
 // (gpt's --init-from); returns the step they were saved at. Throws std::runtime_error, leaving the
 // model untouched, if the file is not a training checkpoint, records another value of one of
-// `model_flags` (naming the flag and both values) or a vocabulary other than `vocab` (V bytes,
-// id i = byte i; naming the first id that differs); nn::Module::load_state_dict's errors else.
+// `model_flags` (naming the flag and both values), a vocabulary other than `vocab` (V bytes,
+// id i = byte i; naming the first id that differs) or a weight that is NaN or infinite;
+// nn::Module::load_state_dict's errors else.
 int load_model_weights(const std::string& path, xgrad::nn::Module& model, const RunFlags& model_flags,
                        const std::string& vocab);
 

@@ -3,19 +3,27 @@
 
 #include <xgrad/distributed/distributed.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
+
+#include <xgrad/core/parse.hpp>  // try_parse_int64
 
 #include "common/gnuplot.hpp"
 
@@ -34,11 +42,53 @@ void check_finite_loss(int step, double loss, const char* which) {
                                              step, which, std::isnan(loss) ? "NaN" : loss > 0 ? "inf" : "-inf"));
 }
 
-LossLog::LossLog(const std::string& path, bool append) {
-    const bool continuing = append && std::filesystem::exists(path);  // else start a fresh file
+namespace {
+
+const std::string kLossHeader = "step,train_loss,val_loss,lr\n";
+
+// The text of loss.csv holding only the header and the complete rows (4 fields, a newline) of
+// steps <= `step`.
+std::string rows_up_to(const std::string& text, int step) {
+    std::string kept = kLossHeader;
+    std::size_t begin = text.compare(0, kLossHeader.size(), kLossHeader) == 0 ? kLossHeader.size() : 0;
+    for (std::size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+        const std::string_view row(text.data() + begin, end - begin);
+        const std::optional<std::int64_t> s = xgrad::try_parse_int64(row.substr(0, row.find(',')));
+        if (s && *s <= step && std::count(row.begin(), row.end(), ',') == 3) kept.append(row).push_back('\n');
+    }
+    return kept;
+}
+
+// Drops the rows of loss.csv after `step`: the kept rows go to "<path>.tmp-<pid>", which is
+// synced and renamed over the file (rename is atomic), so a crash never loses a kept row.
+void keep_rows_up_to(const std::string& path, int step) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.eof() && in.fail()) throw std::runtime_error(fmt::format("{}: cannot read the loss log", path));
+    const std::string kept = rows_up_to(text, step);
+    if (kept == text) return;
+    const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    bool ok = fd >= 0 && ::write(fd, kept.data(), kept.size()) == static_cast<ssize_t>(kept.size());
+    ok = fd >= 0 && ::fsync(fd) == 0 && ok;
+    ok = fd >= 0 && ::close(fd) == 0 && ok;
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        std::remove(tmp.c_str());
+        throw std::runtime_error(fmt::format("{}: cannot drop the rows after step {} (via {}: {}); the file is "
+                                             "left as it was", path, step, tmp, std::strerror(err)));
+    }
+}
+
+}  // namespace
+
+LossLog::LossLog(const std::string& path, int resumed_at) {
+    std::error_code ec;
+    const bool continuing = resumed_at > 0 && std::filesystem::exists(path, ec);  // else start a fresh file
+    if (continuing) keep_rows_up_to(path, resumed_at);
     out_.open(path, continuing ? std::ios::app : std::ios::trunc);
     if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
-    if (!continuing) out_ << "step,train_loss,val_loss,lr\n";
+    if (!continuing) out_ << kLossHeader;
 }
 
 void LossLog::write(int step, double train_loss, double val_loss, double lr) {

@@ -13,9 +13,13 @@ namespace examples {
 // loss.csv: "step,train_loss,val_loss,lr" (losses in nats; val_loss empty between evaluations).
 class LossLog {
 public:
-    // append: continue an existing file (a resumed run); otherwise start a fresh one with the header.
-    // Throws std::runtime_error if the file cannot be opened for writing.
-    LossLog(const std::string& path, bool append);
+    // resumed_at 0: a fresh file with the header. A run resumed at step s > 0 continues the file:
+    // the rows of steps after s, logged by a run that died before its checkpoint of them, are
+    // dropped first (the resumed run logs them again), as is a row cut short; the file is
+    // rewritten through a temporary and a rename, so a crash leaves the old rows or the new.
+    // Throws std::runtime_error if the file cannot be read, rewritten or opened for writing.
+    LossLog(const std::string& path, int resumed_at);
+    LossLog(const std::string& path, bool) = delete;  // a step, not a flag: 1 would drop rows
     void write(int step, double train_loss, double val_loss /* NaN = none */, double lr);
 
 private:

@@ -1,6 +1,8 @@
 // examples/common/text.cpp — read_text: the KJV through the `bible` program, or a file's bytes.
 #include "common/text.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +13,16 @@
 #include <stdexcept>
 
 namespace examples {
+
+std::string non_regular_kind(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+    if (S_ISDIR(st.st_mode)) return "a directory";
+    if (S_ISFIFO(st.st_mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(st.st_mode)) return "a character device";
+    if (S_ISBLK(st.st_mode)) return "a block device";
+    return S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+}
 
 std::string read_text(const std::string& path) {
     std::string text;
@@ -23,11 +35,13 @@ std::string read_text(const std::string& path) {
         char buf[1 << 16];
         for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) text.append(buf, n);
     } else {
-        // A directory opens as an ifstream on Linux and fails only at the first read, inside
-        // libstdc++ ("basic_filebuf::underflow"): say what the path is before reading.
-        std::error_code ec;
-        if (std::filesystem::is_directory(path, ec))
+        // Say what the path is before opening it: a directory opens as an ifstream and fails only
+        // inside libstdc++'s first read, a FIFO blocks in open() until a writer comes, /dev/zero
+        // never ends.
+        const std::string kind = non_regular_kind(path);
+        if (kind == "a directory")
             throw std::runtime_error("read_text: '" + path + "' is a directory, not a text file");
+        if (!kind.empty()) throw std::runtime_error("read_text: '" + path + "' is " + kind + ", not a regular text file");
         errno = 0;
         std::ifstream in(path, std::ios::binary);
         if (!in)

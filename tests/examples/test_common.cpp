@@ -1,18 +1,27 @@
-// tests/examples/test_common.cpp — examples/common: read_text (a file's bytes, and its errors),
-// LossLog (the loss CSV: header, row format, append on resume), ema_smooth and the smoothed column
-// plot_losses writes, the checkpoint's refusal of bad metadata, of another vocabulary or text and
-// of non-finite state (a char_mlp model and its AdamW), load_model_weights (gpt's --init-from),
-// the strict numeric flags and the memory check of cli, and gnuplot under a path full of quotes.
+// tests/examples/test_common.cpp — examples/common: read_text (a file's bytes, and its errors:
+// a directory, a FIFO, a device), LossLog (the loss CSV: header, row format, append on resume,
+// rows after the checkpoint's step dropped), ema_smooth and the smoothed column plot_losses
+// writes, the checkpoint's refusal of bad metadata, of another vocabulary or text, of non-finite
+// state and of a tampered state (a char_mlp model and its AdamW), load_model_weights (gpt's
+// --init-from), the strict numeric flags and the memory check of cli, the output paths checked
+// up front and the final saves one by one (outputs), and gnuplot under a path full of quotes.
 // The loader's fuzzing is in tests/fuzz_checkpoint.cpp; the programs' whole command lines are
 // tested by tests/examples/cli.sh.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "char_mlp/model.hpp"
@@ -20,6 +29,7 @@
 #include "common/cli.hpp"
 #include "common/data_parallel.hpp"
 #include "common/gnuplot.hpp"
+#include "common/outputs.hpp"
 #include "common/run_log.hpp"
 #include "common/text.hpp"
 #include <xgrad/nn/nn.hpp>
@@ -71,25 +81,48 @@ TEST_CASE("LossLog writes the header, one row per step, and appends on resume", 
     const std::string path = dir.file("loss.csv");
     const double none = std::numeric_limits<double>::quiet_NaN();
     {
-        examples::LossLog log(path, /*append=*/false);
+        examples::LossLog log(path, /*resumed_at=*/0);
         log.write(10, 3.2958368, none, 0.003);
         log.write(20, 2.5, 2.75, 1e-4);
     }
     REQUIRE(read_bytes(path) == "step,train_loss,val_loss,lr\n10,3.295837,,0.003\n20,2.500000,2.750000,0.0001\n");
     {
-        examples::LossLog log(path, /*append=*/true);  // a resumed run continues the file
+        examples::LossLog log(path, /*resumed_at=*/20);  // a run resumed at step 20 continues the file
         log.write(30, 2.25, none, 5e-5);
     }
     REQUIRE(read_bytes(path) ==
             "step,train_loss,val_loss,lr\n10,3.295837,,0.003\n20,2.500000,2.750000,0.0001\n30,2.250000,,5e-05\n");
-    examples::LossLog fresh(path, /*append=*/false);  // a new run starts over
+    examples::LossLog fresh(path, /*resumed_at=*/0);  // a new run starts over
     fresh.write(1, 1.0, none, 1.0);
     REQUIRE(read_bytes(path) == "step,train_loss,val_loss,lr\n1,1.000000,,1\n");
 }
 
+TEST_CASE("LossLog on resume drops the rows logged after the checkpoint's step, so none is doubled",
+          "[examples_common][run_log][regression]") {
+    // A run logged steps 10-40, was killed before saving at step 40, and resumes from its
+    // checkpoint of step 20: rows 30 and 40 are dropped, then the resumed run logs them again.
+    TempDir dir;
+    const std::string path = dir.file("loss.csv");
+    const std::string header = "step,train_loss,val_loss,lr\n";
+    const std::string rows_10_20 = "10,3.000000,,0.001\n20,2.500000,2.600000,0.001\n";
+    write_bytes(path, header + rows_10_20 + "30,2.400000,,0.001\n40,2.300000,2.350000,0.001\n41,2.2");  // 41: cut short
+    {
+        examples::LossLog log(path, /*resumed_at=*/20);
+        CHECK(read_bytes(path) == header + rows_10_20);  // at once, before any step is taken
+        log.write(30, 2.25, 2.5, 5e-4);
+    }
+    CHECK(read_bytes(path) == header + rows_10_20 + "30,2.250000,2.500000,0.0005\n");
+    CHECK(dir.listing() == std::vector<std::string>{"loss.csv"});  // no temporary file left
+    // Nothing beyond the step: the file is kept as it is; a missing file starts with the header.
+    examples::LossLog(path, 30);
+    CHECK(read_bytes(path) == header + rows_10_20 + "30,2.250000,2.500000,0.0005\n");
+    examples::LossLog(dir.file("new.csv"), 30).write(40, 1.0, std::nan(""), 1e-3);
+    CHECK(read_bytes(dir.file("new.csv")) == header + "40,1.000000,,0.001\n");
+}
+
 TEST_CASE("LossLog throws when the file cannot be opened", "[examples_common][run_log]") {
     TempDir dir;
-    REQUIRE_THROWS_WITH(examples::LossLog(dir.file("no/such/dir/loss.csv"), false),
+    REQUIRE_THROWS_WITH(examples::LossLog(dir.file("no/such/dir/loss.csv"), 0),
                         Catch::Contains("cannot open for writing"));
 }
 
@@ -117,7 +150,7 @@ TEST_CASE("ema_smooth is TensorBoard's debiased EMA, worked by hand", "[examples
 TEST_CASE("plot_losses writes the EMA of the train losses as loss_ema.csv", "[examples_common][run_log]") {
     TempDir dir;
     {
-        examples::LossLog log(dir.file("loss.csv"), /*append=*/false);
+        examples::LossLog log(dir.file("loss.csv"), /*resumed_at=*/0);
         log.write(10, 1.0, std::nan(""), 1e-3);
         log.write(20, 2.0, 1.5, 1e-3);  // the validation column is not smoothed
         log.write(30, 3.0, std::nan(""), 1e-3);
@@ -377,6 +410,111 @@ TEST_CASE("read_text names a directory instead of failing inside the stream", "[
           "read_text: '" + dir.path.string() + "' is a directory, not a text file");
 }
 
+TEST_CASE("read_text refuses a FIFO and a device, naming the file, without reading from it",
+          "[examples_common][text][regression]") {
+    TempDir dir;
+    const std::string fifo = dir.file("pipe");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    fs::create_symlink(fifo, dir.file("link"));  // followed, as open() would
+    // read_text(path)'s refusal. A writer opens the FIFO once a reader has and closes it at once
+    // (end of file): a reader that opened the FIFO gets no text instead of blocking for ever.
+    auto refusal = [&](const std::string& path) {
+        std::atomic<bool> done{false};
+        std::thread writer([&] {
+            for (int i = 0; i < 200 && !done; ++i) {
+                const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+                if (fd >= 0) return (void)::close(fd);
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+        });
+        const std::string msg = message_of<std::runtime_error>([&] { examples::read_text(path); });
+        done = true;
+        writer.join();
+        return msg;
+    };
+    CHECK(refusal(fifo) == "read_text: '" + fifo + "' is a FIFO (named pipe), not a regular text file");
+    CHECK(refusal(dir.file("link")) == "read_text: '" + dir.file("link") + "' is a FIFO (named pipe), not a regular text file");
+    CHECK(message_of<std::runtime_error>([&] { examples::read_text("/dev/null"); }) ==
+          "read_text: '/dev/null' is a character device, not a regular text file");
+}
+
+TEST_CASE("ckpt: a tampered checkpoint with a valid CRC is refused by the invariant it breaks, and changes nothing",
+          "[examples_common][ckpt][regression]") {
+    SmallRun run;
+    auto& [dir, path, seed, model, opt, rng, flags] = run;
+    for (auto& [name, p] : model.named_parameters()) p.set_grad(full(p.shape(), 0.5));
+    opt.step();  // AdamW's moments and step counts exist
+    examples::save_checkpoint(path, model, opt, 5, rng, flags);  // --steps 10
+    const std::string weight = model.named_parameters().front().first;  // "emb.weight"
+    const NamedTensors model_before = model.state_dict();
+    const optim::OptimizerState opt_before = opt.state_dict();
+    // The checkpoint with element 0 of one tensor set to v and/or one metadata value replaced,
+    // saved again: its CRC is right, so only the invariants can tell.
+    auto tampered = [&](const std::string& tensor, real v, const std::string& key = "", const std::string& value = "") {
+        nn::SafetensorsFile f = nn::load_safetensors(path);
+        for (auto& [name, t] : f.tensors) {
+            if (name != tensor) continue;
+            Array a = t.data();
+            a.data()[0] = v;
+            t = from_array(std::move(a));
+        }
+        if (!key.empty()) f.metadata[key] = value;
+        const std::string other = dir.file("tampered.safetensors");
+        nn::save_safetensors(other, f.tensors, f.metadata);
+        return other;
+    };
+    std::mt19937_64 rng2;
+    auto refusal = [&](const std::string& file) {
+        const std::string msg = message_of<std::exception>([&] { examples::load_checkpoint(file, model, opt, rng2, flags); });
+        CHECK(model.state_dict().front().second.data() == model_before.front().second.data());
+        CHECK(opt.state_dict().tensors.front().second.data() == opt_before.tensors.front().second.data());
+        return msg;
+    };
+    CHECK_THAT(refusal(tampered("optim." + weight + ".exp_avg_sq", -1e-3)),
+               Contains("'" + weight + ".exp_avg_sq' holds -0.001 at element 0") && Contains(">= 0"));
+    CHECK_THAT(refusal(tampered("optim." + weight + ".exp_avg", kInf)), Contains("'" + weight + ".exp_avg' holds inf"));
+    CHECK_THAT(refusal(tampered("model." + weight, kNaN)),
+               Contains("'model." + weight + "' holds a NaN or an infinity"));
+    CHECK_THAT(refusal(tampered("", 0, "train.step", "11")),
+               Contains("'train.step' = 11 is beyond this run's --steps 10"));
+    CHECK_THAT(refusal(tampered("", 0, "optim." + weight + ".step", "6")),
+               Contains("'optim." + weight + ".step' = 6 is more than the run's 5 steps ('train.step')"));
+    CHECK(examples::load_checkpoint(path, model, opt, rng2, flags) == 5);  // the untouched file loads
+}
+
+// ==== outputs: checked before the run, saved one by one at its end ==============================================
+
+TEST_CASE("check_output_files refuses an output that is a directory or a symlink loop, before any step",
+          "[examples_common][outputs][regression]") {
+    TempDir dir;
+    const std::string out = dir.path.string();
+    const std::vector<std::string> names{"checkpoint.safetensors", "model.safetensors"};
+    examples::check_output_files(out, names);  // missing files are created at the end: fine
+    fs::create_directories(dir.file("checkpoint.safetensors"));
+    CHECK(message_of<std::runtime_error>([&] { examples::check_output_files(out, names); }) ==
+          "--out " + out + ": '" + dir.file("checkpoint.safetensors") +
+              "' is a directory, where the run writes a file at its end: remove it or choose another --out");
+    fs::remove(dir.file("checkpoint.safetensors"));
+    fs::create_symlink("model.safetensors", dir.file("model.safetensors"));  // a link to itself
+    CHECK_THAT(message_of<std::runtime_error>([&] { examples::check_output_files(out, names); }),
+               Contains("'" + dir.file("model.safetensors") + "'") && Contains("Too many levels of symbolic links"));
+}
+
+TEST_CASE("FinalSaves tries every save past a failure and then names what was and was not written",
+          "[examples_common][outputs][regression]") {
+    examples::FinalSaves saves;
+    std::vector<std::string> ran;
+    saves.attempt("out/a", [&] { ran.push_back("a"); });
+    saves.attempt("out/b", [&] { throw std::runtime_error("disk full"); });
+    saves.attempt("out/c", [&] { ran.push_back("c"); });
+    CHECK(ran == std::vector<std::string>{"a", "c"});
+    CHECK(message_of<std::runtime_error>([&] { saves.check(); }) ==
+          "not written: out/b (disk full); written: out/a, out/c");
+    examples::FinalSaves fine;
+    fine.attempt("out/a", [] {});
+    fine.check();  // nothing failed: no exception
+}
+
 // ==== gnuplot: no shell, every path quoted ======================================================================
 
 TEST_CASE("gnuplot bug: an --out holding ' \" $ ` and spaces still gets its picture",
@@ -391,7 +529,7 @@ TEST_CASE("gnuplot bug: an --out holding ' \" $ ` and spaces still gets its pict
     const std::string odd = dir.file("it's a \"test\" $HOME `x` \\");
     fs::create_directories(odd);
     {
-        examples::LossLog log(odd + "/loss.csv", /*append=*/false);
+        examples::LossLog log(odd + "/loss.csv", /*resumed_at=*/0);
         log.write(10, 3.0, 2.9, 1e-3);
         log.write(20, 2.0, std::nan(""), 1e-3);
     }

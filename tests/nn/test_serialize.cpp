@@ -1,8 +1,8 @@
 // tests/nn/test_serialize.cpp — safetensors files (nn/serialize.hpp): round trip, byte layout,
 // atomic writes (concurrent, failed and crashed saves), hand-made files, hostile files (truncated,
-// corrupted, trailing bytes after the JSON, shapes whose size overflows, not a regular file), and
-// where a save writes (through symlinks, never over a FIFO, device or directory). The checksum
-// over every byte: test_serialize_checksum.cpp.
+// corrupted, trailing bytes after the JSON, shapes whose size overflows, not a regular file),
+// where a save writes (through symlinks, never over a FIFO, device or directory), and a header
+// over the loader's 100 MB, refused at save. The checksum over every byte: test_serialize_checksum.cpp.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -581,6 +581,20 @@ TEST_CASE("save refuses a character device (a private /dev/null)", "[ckpt][seria
                Contains("null'") && Contains("character device"));
     REQUIRE(fs::is_character_file(fs::symlink_status(node)));
     REQUIRE(dir.listing() == std::vector<std::string>{"null"});
+}
+
+TEST_CASE("save refuses a header over the loader's 100 MB before writing anything", "[ckpt][serialize][regression]") {
+    TempDir dir;
+    const std::string path = dir.file("big.safetensors");
+    save_pair(path, 1, 2);
+    const std::string before = read_bytes(path);
+    // 100,000,000 bytes of metadata value alone: with its key and the stamp the header is over the limit.
+    const nn::Metadata huge{{"notes", std::string(100'000'000, 'x')}};
+    const std::string msg = message_of<ValueError>([&] { nn::save_safetensors(path, {{"w", Tensor({3, 4})}}, huge); });
+    CHECK_THAT(msg, Contains("save_safetensors: the header of '" + path + "' would be 100000") &&
+                        Contains("bytes, over the 100000000 bytes load_safetensors reads"));
+    CHECK(read_bytes(path) == before);
+    CHECK(dir.listing() == std::vector<std::string>{"big.safetensors"});  // no temporary file either
 }
 
 // =============================================================================================

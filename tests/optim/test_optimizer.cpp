@@ -234,6 +234,35 @@ TEST_CASE("load_state_dict rejects mismatches with clear messages and changes no
     }
 }
 
+TEST_CASE("load_state_dict refuses a negative second moment and a non-finite buffer, naming it",
+          "[optim][state][errors][regression]") {
+    Tensor w = make_param({2, 3});
+    optim::Adam opt(NamedTensors{{"w", w}}, optim::AdamOptions(0.01).amsgrad(true));
+    w.set_grad(from_array(grad_at(1, {2, 3})));
+    opt.step();
+    const auto good = opt.state_dict();
+    // The state with element 4 of one buffer set to v (a fresh copy: the saved state stays good).
+    auto with = [&](const std::string& buffer, real v) {
+        optim::OptimizerState bad = good;
+        for (auto& [name, t] : bad.tensors) {
+            if (name != buffer) continue;
+            Array a = t.data();
+            a.data()[4] = v;
+            t = from_array(std::move(a));
+        }
+        return bad;
+    };
+    const real nan = std::numeric_limits<real>::quiet_NaN(), inf = std::numeric_limits<real>::infinity();
+    require_value_error([&] { opt.load_state_dict(with("w.exp_avg_sq", -1)); },
+                        "'w.exp_avg_sq' holds -1 at element 4: a second moment (a mean of squares) is >= 0");
+    require_value_error([&] { opt.load_state_dict(with("w.max_exp_avg_sq", -0.5)); }, "'w.max_exp_avg_sq' holds -0.5");
+    require_value_error([&] { opt.load_state_dict(with("w.exp_avg", nan)); }, "'w.exp_avg' holds nan at element 4");
+    require_value_error([&] { opt.load_state_dict(with("w.exp_avg_sq", inf)); }, "'w.exp_avg_sq' holds inf");
+    require_same_state(opt.state_dict(), good);
+    opt.load_state_dict(with("w.exp_avg", -3));  // a first moment may be negative
+    CHECK(opt.state_dict().tensors[0].second.data().data()[4] == -3);
+}
+
 // ---- autograd: updates are not recorded ---------------------------------------------------------------
 
 TEST_CASE("step() builds no graph: parameters stay leaves", "[optim]") {

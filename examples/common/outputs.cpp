@@ -1,0 +1,54 @@
+// examples/common/outputs.cpp — output paths checked up front, final saves one by one (see outputs.hpp).
+#include "common/outputs.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/text.hpp"
+
+namespace examples {
+
+void check_output_files(const std::string& dir, const std::vector<std::string>& names, const std::string& flag) {
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw std::runtime_error(fmt::format("{} {}: cannot write into the directory ({})", flag, dir,
+                                             std::strerror(errno)));
+    for (const std::string& name : names) {
+        const std::string path = dir + "/" + name;
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0 && errno != ENOENT)  // ENOENT: a new file (or a dangling link's)
+            throw std::runtime_error(fmt::format("{} {}: '{}' cannot be resolved ({}), so the run could not write "
+                                                 "it at its end: remove it or choose another {}",
+                                                 flag, dir, path, std::strerror(errno), flag));
+        const std::string kind = non_regular_kind(path);
+        if (!kind.empty())
+            throw std::runtime_error(fmt::format("{} {}: '{}' is {}, where the run writes a file at its end: remove "
+                                                 "it or choose another {}", flag, dir, path, kind, flag));
+    }
+}
+
+void FinalSaves::attempt(const std::string& path, const std::function<void()>& save) {
+    try {
+        save();
+        written_.push_back(path);
+    } catch (const std::exception& e) {
+        failed_.push_back(fmt::format("{} ({})", path, e.what()));
+        std::fflush(stdout);  // this line after what was printed so far
+        fmt::print(stderr, "cannot write {}: {}; the run goes on to write its other files\n", path, e.what());
+    }
+}
+
+void FinalSaves::check() const {
+    if (failed_.empty()) return;
+    throw std::runtime_error(fmt::format("not written: {}; written: {}", fmt::join(failed_, ", "),
+                                         written_.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(written_, ", "))));
+}
+
+}  // namespace examples
