@@ -67,10 +67,10 @@ test: deps
 	cmake --build $(BUILD) -j $(JOBS)
 	$(CTEST) $(BUILD)
 
-# Debug keeps assert() on; -O1 instead of -O0 keeps the numeric gradcheck loops fast under ASan.
-# -g1 (line tables, enough for the sanitizers' stack traces) and unity builds of both libraries
-# (XGRAD_UNITY_BUILD_F64 too, cmake/build_speed.cmake) keep this clean build short: CI builds it
-# from scratch.
+# Debug keeps assert() on; the libraries at -O1 instead of -O0 keep the numeric gradcheck loops
+# fast under ASan. -g1 (line tables, enough for the sanitizers' stack traces), unity builds of both
+# libraries (XGRAD_UNITY_BUILD_F64 too) and the tests' own code at -O0 (XGRAD_TESTS_OPTIMIZE; both
+# in cmake/build_speed.cmake) keep this clean build short: CI builds it from scratch.
 # sanitize and fuzz configure build-asan/ with these same options, so neither reconfigures it.
 ASAN_CMAKE_ARGS := -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD_F64=ON
 # Any finding fails the run: UBSan is built with -fno-sanitize-recover, ASan and LSan halt.
