@@ -76,12 +76,27 @@ std::vector<double> DistributedDataParallel::count_gradients() const {
         if (!holds(synced_, p.impl())) others.emplace_back(name, p);
     const std::size_t P = params_.size(), Q = others.size();
     auto since = [&](const Tensor& p) { return holds(frozen_, p.impl()) ? "frozen when built" : "registered since"; };
+    // A parameter whose array was swapped for another shape (mutable_data(), not set_data()) keeps a
+    // gradient of its old shape, which a bucket would read p.numel() numbers from: refused, as by backward.
+    std::string swapped;
+    std::vector<bool> is_swapped(P, false);
+    for (std::size_t i = 0; i < P; ++i) {
+        try {
+            check_parameter_shape(*params_[i].second.impl(), "DistributedDataParallel::sync_gradients");
+        } catch (const ValueError& e) {
+            is_swapped[i] = true;
+            if (swapped.empty()) swapped = e.what();
+        }
+    }
     if (world_size() > 1) {  // the shapes fix the buckets' sizes: MPI must receive as many numbers as each rank sends
         std::string text;
-        for (const auto& [name, p] : params_) text += fmt::format("parameter {} {}\n", name, shape_str(p.shape()));
+        for (std::size_t i = 0; i < P; ++i)
+            text += fmt::format("parameter {} {}{}\n", params_[i].first, shape_str(params_[i].second.shape()),
+                                is_swapped[i] ? " resized through mutable_data()" : "");
         for (const auto& [name, p] : others) text += fmt::format("not synced {} ({})\n", name, since(p));
         check_same_on_all_ranks("DistributedDataParallel::sync_gradients: the parameters", text);
     }
+    if (!swapped.empty()) throw ValueError(swapped);  // the ranks' texts agree: every rank refuses alike
     std::vector<double> counts(2 * P + Q, 0.0);  // [dense_0, sparse_0, ..., dense_{P-1}, sparse_{P-1}, any_0, ...]
     for (std::size_t i = 0; i < P; ++i) {
         const Kind k = kind_of(params_[i].second);

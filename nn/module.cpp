@@ -2,6 +2,7 @@
 // checkpoints.
 #include <xgrad/nn/module.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -15,6 +16,9 @@ namespace {
 void check_name(const std::string& name, const char* op) {
     check(!name.empty() && name.find('.') == std::string::npos, op,
           "name '{}' must be non-empty and contain no '.'", name);
+    // The names go into texts of one name per line (DDP's model check across ranks)
+    const bool control = std::any_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+    check(!control, op, "name {:?} must contain no control character (a newline, a tab, ...)", name);
 }
 }  // namespace
 

@@ -310,3 +310,18 @@ TEST_CASE("ddp: a parameter resized on one rank after DDP was built is refused o
     require_values(fc.weight.grad(), full({2, 5}, mean));
     require_values(fc.bias.grad(), full({2}, mean));
 }
+
+TEST_CASE("ddp: a parameter resized through mutable_data is refused before anything is sent",
+          "[distributed][ddp][regression]") {
+    // Every rank resizes alike, so the shapes the ranks compare agree; but the gradient keeps the
+    // old (2, 3) while a bucket would take p.numel() = 60000 numbers from it (and write them back).
+    // Ops, backward and the optimizers refuse such a parameter; so does the sync, on every rank.
+    const int r = dist::rank();
+    nn::Linear fc(3, 2);
+    dist::DistributedDataParallel ddp(fc);
+    fc.weight.set_grad(full({2, 3}, real(r + 1)));
+    fc.weight.mutable_data() = Array(ArrayShape{200, 300}, real(0));  // not set_data: the gradient stays (2, 3)
+    REQUIRE_THROWS_AS(ddp.sync_gradients(), ValueError);
+    REQUIRE_THROWS_WITH(ddp.sync_gradients(), Catch::Contains("'weight'") && Catch::Contains("set_data"));
+    require_values(fc.weight.grad(), full({2, 3}, real(r + 1)));
+}

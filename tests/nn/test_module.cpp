@@ -198,6 +198,22 @@ TEST_CASE("register_parameter and register_module refuse bad names", "[nn][modul
     REQUIRE(m.named_children().size() == 1);
 }
 
+TEST_CASE("a name holding a control character is refused: the model checks hold one name per line",
+          "[nn][module][regression]") {
+    // DDP's ranks compare a text of one line per parameter: a name "a (2)\nparameter b" would make
+    // one parameter read as two, and two different models compare equal.
+    struct M : nn::Module {} m;
+    CHECK_THAT(message_of<ValueError>([&] { m.register_parameter("a (2)\nparameter b", zeros({2})); }),
+               Contains("register_parameter") && Contains("control character"));
+    CHECK_THAT(message_of<ValueError>([&] { m.register_buffer("tab\there", zeros({2})); }),
+               Contains("register_buffer") && Contains("control character"));
+    CHECK_THAT(message_of<ValueError>([&] { m.register_module(std::string("nul\0", 4), std::make_shared<nn::Tanh>()); }),
+               Contains("register_module") && Contains("control character"));
+    m.register_parameter("Gewicht_\xc3\xa4", zeros({1}));  // UTF-8 (ä) is fine
+    REQUIRE(m.named_parameters().size() == 1);
+    REQUIRE(m.named_children().empty());
+}
+
 TEST_CASE("hostile: a module tree with a cycle is refused - not walked forever", "[nn][module][hostile][regression]") {
     // Walking a cycle in named_parameters() or train() would recurse until the stack overflows.
     auto a = std::make_shared<nn::Sequential>();
