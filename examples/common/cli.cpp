@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -154,6 +157,16 @@ void check_memory(const std::vector<MemoryNeed>& needs, const std::string& flags
                                             human_size(total), human_size(machine), lines, flags));
 }
 
+// Errors go to stderr through fputs, which reports a failed write by its return value: fmt::print
+// throws, and a second exception while one is handled (stderr on a full disk) would end the
+// process in std::terminate.
+namespace {
+template <class... Args>
+void eprint(fmt::format_string<Args...> format, Args&&... args) {
+    std::fputs(fmt::format(format, std::forward<Args>(args)...).c_str(), stderr);
+}
+}  // namespace
+
 int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, const std::function<int()>& run) {
     namespace dist = xgrad::distributed;
     std::string parse_error;  // empty: parsed
@@ -165,7 +178,7 @@ int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, con
         parse_error = e.get_exit_code() == 0 ? "--help" : e.what();
         if (dist::world_size() == 1) {
             if (e.get_exit_code() == 0) return app.exit(e);
-            fmt::print(stderr, "{}: error: {}\n(--help lists every flag with its unit and range)\n", program, e.what());
+            eprint("{}: error: {}\n(--help lists every flag with its unit and range)\n", program, e.what());
             return 1;
         }
         if (dist::rank() == 0 && e.get_exit_code() == 0) app.exit(e);
@@ -178,28 +191,32 @@ int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, con
             dist::check_same_on_all_ranks(std::string(program) + ": command line",
                                           parse_error.empty() ? "parsed" : "error: " + parse_error);
         } catch (const std::exception& e) {
-            fmt::print(stderr, "{}: error on rank {} of {}: {}{}\n", program, dist::rank(), dist::world_size(),
+            eprint("{}: error on rank {} of {}: {}{}\n", program, dist::rank(), dist::world_size(),
                        parse_error.empty() ? "" : parse_error + "; ", e.what());
             dist::abort(1);
         }
         if (!parse_error.empty()) {
             if (dist::rank() == 0 && parse_status != 0)
-                fmt::print(stderr, "{}: error: {}\n(--help lists every flag with its unit and range)\n", program,
+                eprint("{}: error: {}\n(--help lists every flag with its unit and range)\n", program,
                            parse_error);
             return parse_status;
         }
     }
+    // A standard output that could not be written (a full disk) fails the run.
     try {
-        return run();
+        const int status = run();
+        if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+        eprint("{}: error: the standard output could not be written ({})\n", program, std::strerror(errno));
+        return 1;
     } catch (const std::exception& e) {
         std::fflush(stdout);  // what was printed so far comes before the error
         if (dist::world_size() == 1) {
-            fmt::print(stderr, "{}: error: {}\n", program, e.what());
+            eprint("{}: error: {}\n", program, e.what());
             return 1;
         }
         // The other ranks may be waiting for this one in a collective, and would wait forever:
         // MPI_Abort ends every rank of the run, and mpirun exits non-zero.
-        fmt::print(stderr, "{}: error on rank {} of {}: {}\n", program, dist::rank(), dist::world_size(), e.what());
+        eprint("{}: error on rank {} of {}: {}\n", program, dist::rank(), dist::world_size(), e.what());
         dist::abort(1);
     }
 }

@@ -129,6 +129,18 @@ else
     echo "ok   gpt with a failing checkpoint save: exit $rc, $(grep ': error:' "$work/log")"
 fi
 
+echo "---- output that cannot be written (stdout and stderr on /dev/full) ends the run with status 1, not an abort"
+for prog in gpt char_mlp; do
+    rc=0
+    if [ $prog = gpt ]; then flags=("${tiny_gpt[@]}"); else flags=("${tiny_mlp[@]}"); fi
+    "${!prog}" "${flags[@]}" --steps 3 --out "$work/full-$prog" > /dev/full 2> /dev/full || rc=$?
+    if [ "$rc" -ne 1 ]; then fail "$prog with stdout and stderr on /dev/full: exit $rc"; else echo "ok   $prog with stdout and stderr on /dev/full: exit 1"; fi
+done
+# Files of at most 1 KiB (SIGXFSZ ignored): the log's own write fails mid-run, then the error's.
+rc=0
+(trap '' XFSZ; ulimit -f 1; exec "$gpt" "${tiny_gpt[@]}" --steps 400 --out "$work/tiny-limit" > "$work/limited.log" 2>&1) || rc=$?
+if [ "$rc" -ne 1 ]; then fail "gpt with files limited to 1 KiB: exit $rc"; else echo "ok   gpt with files limited to 1 KiB: exit 1"; fi
+
 echo "---- a diverged run stops, non-zero, and keeps the last good checkpoint"
 diverge() {  # diverge NAME "BAD FLAGS" PROGRAM FLAGS...   (BAD FLAGS split on spaces)
     local name=$1 out="$work/$1-diverge" bad=($2)
