@@ -125,6 +125,8 @@ Tensor CausalSelfAttention::forward_cached(const Tensor& x, KVCache& cache) cons
     NoGradGuard no_grad;
     const Heads h = split_heads(x, cache.length());  // positions P .. P + t - 1
     const auto B = std::int64_t(x.size(0)), t = std::int64_t(x.size(1));
+    check(B > 0, "CausalSelfAttention::forward_cached", "x is {}: a KVCache holds B >= 1 sequences",
+          shape_str(x.shape()));
     if (t == 0) return merge_heads(h.q, B, 0);      // no new positions: none to append, out (B, 0, d)
     cache.append(h.k.data(), h.v.data());           // the cache now holds positions 0 .. P + t - 1
     // y (B, H, t, hd): each new query over the cached keys up to its own position, the g query heads

@@ -83,7 +83,7 @@ public:
     // and attends over all P + t: out (B, t, d) equals the last t rows of forward() on the whole
     // sequence. Opens its own NoGradGuard, so records no graph; run the rest of a generation step
     // under one too. The cache holds Hkv heads only. t = 0 appends nothing and gives (B, 0, d).
-    // Throws ValueError for x not (B, t, d), P + t above cache.max_len(), a cache of other sizes,
+    // Throws ValueError for x not (B, t, d) with B >= 1, P + t above cache.max_len(), a cache of other sizes,
     // or dropout > 0 in training mode (call eval() first).
     Tensor forward_cached(const Tensor& x, KVCache& cache) const;
 

@@ -628,3 +628,13 @@ TEST_CASE("CausalSelfAttention: forward_cached on no new positions gives (B, 0, 
     REQUIRE(cache.length() == 3);
     require_values(y, m.forward(x));
 }
+
+TEST_CASE("CausalSelfAttention: forward_cached on an empty batch is refused in the module's words",
+          "[attention][kv_cache][empty][regression]") {
+    nn::CausalSelfAttention m(4, 2);
+    nn::KVCache cache(5);
+    CHECK_THAT(message_of<ValueError>([&] { m.forward_cached(zeros({0, 1, 4}), cache); }),
+               Catch::Contains("CausalSelfAttention::forward_cached") && Catch::Contains("(0, 1, 4)") &&
+                   Catch::Contains("B >= 1"));
+    REQUIRE((cache.length() == 0 && cache.bytes() == 0));
+}
