@@ -237,6 +237,9 @@ static int run(const Config& cfg) {
     FinalSaves saves;  // a failed save is reported, the loss curve is still drawn
     saves.attempt(cfg.out + "/checkpoint.safetensors",
                   [&] { save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, d.fingerprint); });
+    saves.attempt(cfg.out + "/loss.csv", [&] {  // a row that could not be written, reported again here
+        if (!log->failure().empty()) throw std::runtime_error(log->failure());
+    });
     if (end < cfg.steps) {
         saves.check();
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
@@ -248,7 +251,7 @@ static int run(const Config& cfg) {
     print_losses(model, d, opt, t0, start);
     print_samples(cfg, model);
     if (saves.all_written()) fmt::print("\nwrote {0}/loss.csv and {0}/checkpoint.safetensors\n", cfg.out);
-    fmt::print("{}\n", plot_losses(cfg.out));
+    saves.attempt(cfg.out + "/loss.png", [&] { fmt::print("{}\n", plot_losses(cfg.out)); });
     saves.check();  // a failed save: exit status 1, naming it
     return 0;
 }

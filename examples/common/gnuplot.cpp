@@ -11,7 +11,11 @@
 #include <stdexcept>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <xgrad/core/parse.hpp>
+
+#include "common/outputs.hpp"  // close_checked
 
 extern char** environ;
 
@@ -56,9 +60,20 @@ std::string run_gnuplot(const std::string& script_path, const std::string& scrip
                         const std::string& what) {
     if (!gnuplot_available())
         return png_path + " skipped: gnuplot is not installed (apt-get install gnuplot-nox)";
-    std::ofstream(script_path) << script;
+    std::ofstream out(script_path);
+    out << script;
+    close_checked(out, script_path);
     if (run_quietly({"gnuplot", script_path}) != 0)
-        return png_path + " skipped: gnuplot failed (see " + script_path + ")";
+        throw std::runtime_error(fmt::format("gnuplot failed (see {})", script_path));
+    // A whole PNG ends with its IEND chunk: length 0, "IEND", CRC AE 42 60 82. gnuplot exits 0
+    // even when its writes failed (a full disk), leaving the file empty or cut short.
+    static const std::string kIend("\0\0\0\0IEND\xAE\x42\x60\x82", 12);
+    std::ifstream png(png_path, std::ios::binary | std::ios::ate);
+    std::string tail(kIend.size(), '\0');
+    const bool whole = png && png.tellg() >= std::streamoff(kIend.size()) &&
+                       png.seekg(-std::streamoff(kIend.size()), std::ios::end).read(&tail[0], std::streamsize(tail.size())) &&
+                       tail == kIend;
+    if (!whole) throw std::runtime_error(fmt::format("gnuplot left {} missing or cut short (see {})", png_path, script_path));
     return what + ": " + png_path;
 }
 

@@ -18,7 +18,8 @@ bool gnuplot_available();
 // set its own terminal and `set output` to gnuplot_quote(png_path). Returns the note to print:
 //   "<what>: <png_path>"                                          drawn
 //   "<png_path> skipped: gnuplot is not installed (...)"          no gnuplot
-//   "<png_path> skipped: gnuplot failed (see <script_path>)"      gnuplot exited non-zero
+// Throws std::runtime_error if the script cannot be written, gnuplot exits non-zero, or the PNG
+// is missing or cut short afterwards (a full disk, a read-only file, a dangling link).
 std::string run_gnuplot(const std::string& script_path, const std::string& script, const std::string& png_path,
                         const std::string& what);
 

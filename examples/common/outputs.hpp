@@ -3,16 +3,33 @@
 // the end, so that one failed save (a full disk) loses only its own file.
 #pragma once
 
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace examples {
 
+// The path a write to `path` reaches: `path` with its last component's symlinks followed (a
+// relative link target is taken from the link's directory), up to 40 links; the target need not
+// exist. Throws std::runtime_error for a longer chain (a loop).
+std::string link_target(const std::string& path);
+
+// Replaces the file `path` reaches (link_target) by `bytes`, atomically: they go to a temporary
+// "<target>.tmp-<pid>" beside it, which is fsynced and renamed over the target, so a crash or a
+// full disk leaves the old file or the new, never a part. Throws std::runtime_error naming the
+// path and the reason (the temporary removed, the file left as it was).
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// Closes `out`, the stream of the file `path`; throws std::runtime_error "cannot write <path>
+// (<why>)" if a write or the close failed (a full disk, a read-only file, a dangling link).
+void close_checked(std::ofstream& out, const std::string& path);
+
 // Throws std::runtime_error, naming `flag` and the path, if dir/name for one of `names` exists and
 // is not a regular file once symlinks are followed (a directory, a FIFO, a device), cannot be
-// resolved (a symlink loop, a component that is not a directory), or if `dir` is not a writable
-// directory. A missing file is fine: the run creates it. `dir` must exist (create it first).
+// resolved (a symlink loop, a component that is not a directory), is a dangling symlink whose
+// target's directory is missing or not writable, or if `dir` is not a writable directory. A
+// missing file is fine: the run creates it. `dir` must exist (create it first).
 void check_output_files(const std::string& dir, const std::vector<std::string>& names,
                         const std::string& flag = "--out");
 

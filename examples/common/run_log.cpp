@@ -26,6 +26,7 @@
 #include <xgrad/core/parse.hpp>  // try_parse_int64
 
 #include "common/gnuplot.hpp"
+#include "common/outputs.hpp"  // write_file_atomically, close_checked
 
 namespace examples {
 
@@ -59,30 +60,24 @@ std::string rows_up_to(const std::string& text, int step) {
     return kept;
 }
 
-// Drops the rows of loss.csv after `step`: the kept rows go to "<path>.tmp-<pid>", which is
-// synced and renamed over the file (rename is atomic), so a crash never loses a kept row.
+// Drops the rows of loss.csv after `step`, atomically (write_file_atomically: a crash never loses
+// a kept row; a symlink stays a link, its target rewritten).
 void keep_rows_up_to(const std::string& path, int step) {
     std::ifstream in(path, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in.eof() && in.fail()) throw std::runtime_error(fmt::format("{}: cannot read the loss log", path));
     const std::string kept = rows_up_to(text, step);
     if (kept == text) return;
-    const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    bool ok = fd >= 0 && ::write(fd, kept.data(), kept.size()) == static_cast<ssize_t>(kept.size());
-    ok = fd >= 0 && ::fsync(fd) == 0 && ok;
-    ok = fd >= 0 && ::close(fd) == 0 && ok;
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        std::remove(tmp.c_str());
-        throw std::runtime_error(fmt::format("{}: cannot drop the rows after step {} (via {}: {}); the file is "
-                                             "left as it was", path, step, tmp, std::strerror(err)));
+    try {
+        write_file_atomically(path, kept);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("cannot drop the rows after step {}: {}", step, e.what()));
     }
 }
 
 }  // namespace
 
-LossLog::LossLog(const std::string& path, int resumed_at) {
+LossLog::LossLog(const std::string& path, int resumed_at) : path_(path) {
     std::error_code ec;
     const bool continuing = resumed_at > 0 && std::filesystem::exists(path, ec);  // else start a fresh file
     if (continuing) keep_rows_up_to(path, resumed_at);
@@ -95,6 +90,11 @@ void LossLog::write(int step, double train_loss, double val_loss, double lr) {
     out_ << fmt::format("{},{:.6f},{},{:.6g}\n", step, train_loss,
                         std::isnan(val_loss) ? std::string() : fmt::format("{:.6f}", val_loss), lr);
     out_.flush();
+    if (!out_ && failure_.empty()) {
+        failure_ = fmt::format("rows from step {} on not written ({})", step, std::strerror(errno));
+        std::fflush(stdout);  // this line after what was printed so far
+        fmt::print(stderr, "\n{}: {}; training goes on\n", path_, failure_);
+    }
 }
 
 std::vector<double> ema_smooth(const std::vector<double>& values, double weight) {
@@ -134,7 +134,7 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
     std::ofstream out(dir + "/loss_ema.csv");
     out << "step,train_loss_ema\n";
     for (std::size_t i = 0; i < ema.size(); ++i) out << fmt::format("{},{:.6f}\n", steps[i], ema[i]);
-    out.close();
+    close_checked(out, dir + "/loss_ema.csv");
 
     // Every path and title as a gnuplot string literal (gnuplot_quote): any byte of --out but a
     // newline reaches gnuplot as it is.

@@ -17,12 +17,18 @@ public:
     // the rows of steps after s, logged by a run that died before its checkpoint of them, are
     // dropped first (the resumed run logs them again), as is a row cut short; the file is
     // rewritten through a temporary and a rename, so a crash leaves the old rows or the new.
-    // Throws std::runtime_error if the file cannot be read, rewritten or opened for writing.
+    // A symlinked path stays a link: its target is rewritten. Throws std::runtime_error if the
+    // file cannot be read, rewritten or opened for writing.
     LossLog(const std::string& path, int resumed_at);
     LossLog(const std::string& path, bool) = delete;  // a step, not a flag: 1 would drop rows
+    // Appends and flushes one row. A row that cannot be written (a full disk) does not stop the
+    // run, whose checkpoint matters more: the first is reported on stderr once and in failure().
     void write(int step, double train_loss, double val_loss /* NaN = none */, double lr);
+    // "" while every row was written; else "rows from step <s> on not written (<why>)".
+    const std::string& failure() const { return failure_; }
 
 private:
+    std::string path_, failure_;
     std::ofstream out_;
 };
 

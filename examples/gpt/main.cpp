@@ -212,7 +212,10 @@ static std::string draw_heatmap(const Config& cfg, LanguageModel& model, const T
 static int evaluate_only(const Config& cfg, LanguageModel& model, const TextData& d) {
     fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
                evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
-    if (distributed::rank() == 0) fmt::print("{}\n", draw_heatmap(cfg, model, d));
+    if (distributed::rank() != 0) return 0;
+    examples::FinalSaves saves;
+    saves.attempt(cfg.out + "/attention.png", [&] { fmt::print("{}\n", draw_heatmap(cfg, model, d)); });
+    saves.check();  // not written: exit status 1
     return 0;
 }
 
@@ -377,6 +380,9 @@ static int run(const Config& cfg, bool prompt_given) {
     if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
     examples::FinalSaves saves;  // a failed save is reported, the other files are still written
     save(cfg, model, *opt, end, batch_rng, flags, d.fingerprint, saves);
+    saves.attempt(cfg.out + "/loss.csv", [&] {  // a row that could not be written, reported again here
+        if (!log->failure().empty()) throw std::runtime_error(log->failure());
+    });
     if (end < cfg.steps) {
         saves.check();
         fmt::print("stopped after step {} of {}; continue with --resume {}/checkpoint.safetensors\n", end, cfg.steps,
@@ -391,8 +397,10 @@ static int run(const Config& cfg, bool prompt_given) {
     if (saves.all_written())
         fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
     // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
-    fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
-    fmt::print("{}\n", draw_heatmap(cfg, model, d));
+    saves.attempt(cfg.out + "/loss.png", [&] {
+        fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
+    });
+    saves.attempt(cfg.out + "/attention.png", [&] { fmt::print("{}\n", draw_heatmap(cfg, model, d)); });
     saves.check();  // a failed save: exit status 1, naming what was written and what not
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/gnuplot.hpp"
+#include "common/outputs.hpp"  // close_checked
 #include <xgrad/optim/optimizer.hpp>
 
 namespace gpt {
@@ -125,7 +126,7 @@ std::string plot_attention(LanguageModel& model, const Vocab& vocab, const std::
     std::ofstream csv(dir + "/attention.csv");
     for (std::size_t i = 0; i < T; ++i)
         for (std::size_t j = 0; j < T; ++j) csv << a[i * T + j] << (j + 1 < T ? "," : "\n");
-    csv.close();
+    examples::close_checked(csv, dir + "/attention.csv");
     std::string tics;
     for (std::size_t i = 0; i < T; ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", tic_label(line[i]), i);
     std::ostringstream gp;

@@ -41,7 +41,8 @@ double peak_rss_mib();
 
 // Writes attention.csv (T × T weights of one head of one layer on `text`) and draws
 // attention.png with gnuplot (rows: the query position, columns: the key position it reads,
-// labelled with the characters). Returns the note to print.
+// labelled with the characters). Returns the note to print; throws std::runtime_error if a file
+// cannot be written (run_gnuplot).
 std::string plot_attention(LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& out_dir);
 

