@@ -527,10 +527,10 @@ TEST_CASE("check_output_files refuses a dangling symlink whose target cannot be 
     // A link into a missing directory: the run would train every step, then fail to save.
     TempDir dir;
     const std::string out = dir.path.string();
-    fs::create_symlink("/nonexistent-dir-of-the-hostile-trial/checkpoint.safetensors",
+    fs::create_symlink("/nonexistent-dir-of-this-test/checkpoint.safetensors",
                        dir.file("checkpoint.safetensors"));
     CHECK_THAT(message_of<std::runtime_error>([&] { examples::check_output_files(out, {"checkpoint.safetensors"}); }),
-               Contains("'" + dir.file("checkpoint.safetensors") + "'") && Contains("/nonexistent-dir-of-the-hostile-trial"));
+               Contains("'" + dir.file("checkpoint.safetensors") + "'") && Contains("/nonexistent-dir-of-this-test"));
     // A dangling link into an existing writable directory is fine: the save follows it.
     fs::create_directories(dir.file("elsewhere"));
     fs::create_symlink("elsewhere/model.safetensors", dir.file("model.safetensors"));
