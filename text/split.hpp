@@ -1,0 +1,68 @@
+// text/split.hpp — the first step of a tokenizer: text → chunks, with a regular expression.
+//
+// A byte-pair tokenizer never merges across chunk boundaries. The split decides what a token can
+// span: GPT-2's and GPT-4's patterns keep letters, digits, punctuation and whitespace apart, so
+// " the" can become one token but "the." cannot. The chunks of "In the beginning, God" under
+// GPT-4's pattern are
+//
+//   "In" | " the" | " beginning" | "," | " God"
+//
+// The patterns are Python `regex` syntax: Unicode classes (\p{L} letters, \p{N} numbers),
+// possessive quantifiers (?+ ++) and a case-insensitive group (?i:…). PCRE2 reads that syntax as
+// is; it is compiled once, with PCRE2's just-in-time compiler where the machine has one.
+//
+// Legend: bytes are UTF-8; a chunk is a std::string_view into the caller's text.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xgrad::text {
+
+// GPT-2's split (OpenAI's gpt-2 encoder.py; tiktoken's "gpt2"): contractions, optional space +
+// letters, optional space + numbers, optional space + other symbols, whitespace.
+inline constexpr std::string_view kGpt2Pattern =
+    R"('(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+// GPT-4's split (tiktoken's "cl100k_base", as karpathy/minbpe regex.py gives it): contractions in
+// any case, letters after at most one non-letter, numbers of 1 to 3 digits, symbols with the line
+// breaks that follow them, line breaks with the whitespace before them, and whitespace, of which
+// the last space is left to the word that follows ("\s+(?!\S)").
+inline constexpr std::string_view kGpt4Pattern =
+    R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)";
+
+// A compiled split pattern. Thread-safe: split() may be called from several threads at once.
+class Splitter {
+public:
+    // Compiles `pattern` (UTF-8, Unicode properties on: \s, \w, \d and \p{…} follow Unicode, as in
+    // Python's `regex`). Throws std::invalid_argument with PCRE2's message and the byte offset
+    // of the error, e.g. for "(?" or an unknown property.
+    explicit Splitter(std::string pattern = std::string(kGpt4Pattern));
+    ~Splitter();
+    Splitter(Splitter&&) noexcept;
+    Splitter& operator=(Splitter&&) noexcept;
+    Splitter(const Splitter& other);             // recompiles other's pattern
+    Splitter& operator=(const Splitter& other);
+
+    // The chunks of `text`, in order, as views into it; their concatenation is `text`.
+    //   - Matches are found as Python's re.findall finds them: the leftmost match, then the next
+    //     from where it ended; an empty match is skipped.
+    //   - What no match covers becomes a chunk of its own, so nothing is lost. On valid UTF-8 and
+    //     GPT-2's or GPT-4's pattern that never happens (every character is a letter, a number,
+    //     whitespace or another symbol); it does for invalid UTF-8, which Python's str cannot
+    //     hold and PCRE2 never matches (PCRE2_MATCH_INVALID_UTF), and for patterns that do not
+    //     cover every character (Python's findall drops those characters).
+    // Throws std::runtime_error with PCRE2's message if matching fails (for example a pattern
+    // that backtracks past PCRE2's match limit).
+    std::vector<std::string_view> split(std::string_view text) const;
+
+    const std::string& pattern() const { return pattern_; }
+
+private:
+    struct Compiled;  // PCRE2's code, kept out of this header
+    std::string pattern_;
+    std::unique_ptr<Compiled> compiled_;
+};
+
+}  // namespace xgrad::text

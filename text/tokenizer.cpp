@@ -1,0 +1,307 @@
+// text/tokenizer.cpp — encode, decode, special tokens, and the tokenizer's file.
+#include "tokenizer.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace xgrad::text {
+
+namespace {
+
+constexpr TokenId kBytes = 256;                 // the base vocabulary: one token per byte value
+constexpr std::size_t kMaxSpecialBytes = 256;
+constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
+constexpr const char* kHeader = "xgrad-bpe 1";
+
+std::vector<std::string> byte_tokens() {
+    std::vector<std::string> vocab;
+    for (int b = 0; b < kBytes; ++b) vocab.emplace_back(1, char(b));
+    return vocab;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer() : vocab_(byte_tokens()) {}
+
+Tokenizer::Tokenizer(std::vector<Pair> merges, std::string pattern)
+    : merges_(std::move(merges)), vocab_(byte_tokens()), splitter_(std::move(pattern)) {
+    rank_.reserve(merges_.size());
+    for (std::size_t i = 0; i < merges_.size(); ++i) {
+        const auto [left, right] = merges_[i];
+        const TokenId id = kBytes + TokenId(i);
+        if (left < 0 || right < 0 || left >= id || right >= id)
+            throw std::invalid_argument(fmt::format("Tokenizer: merge {} ({}, {}) → {} uses a token that does not "
+                                                    "exist before it; valid IDs are [0, {})",
+                                                    i, left, right, id, id));
+        if (!rank_.emplace(key(left, right), id).second)
+            throw std::invalid_argument(fmt::format("Tokenizer: merge {} repeats the pair ({}, {}) of merge {}", i,
+                                                    left, right, rank_.at(key(left, right)) - kBytes));
+        vocab_.push_back(vocab_[std::size_t(left)] + vocab_[std::size_t(right)]);
+    }
+}
+
+void Tokenizer::register_special_tokens(const std::vector<SpecialToken>& specials) {
+    std::vector<SpecialToken> all = specials_;
+    const TokenId first_free = kBytes + n_merges();
+    for (const SpecialToken& s : specials) {
+        const auto bad = std::find_if(s.text.begin(), s.text.end(), [](char c) {
+            const auto b = static_cast<unsigned char>(c);
+            return b <= 0x20 || b == 0x7F;  // control bytes and the space
+        });
+        if (s.text.empty() || s.text.size() > kMaxSpecialBytes || bad != s.text.end())
+            throw std::invalid_argument(fmt::format(
+                "register_special_tokens: the special token {:?} (ID {}) must have 1 to {} bytes and no whitespace or "
+                "control bytes",
+                s.text, s.id, kMaxSpecialBytes));
+        if (s.id < first_free || s.id > std::numeric_limits<std::int32_t>::max())
+            throw std::invalid_argument(fmt::format("register_special_tokens: the ID {} of {:?} must be in [{}, 2^31): "
+                                                    "below it are the {} bytes and {} merged tokens",
+                                                    s.id, s.text, first_free, kBytes, n_merges()));
+        for (const SpecialToken& o : all)
+            if (o.id == s.id || o.text == s.text)
+                throw std::invalid_argument(fmt::format("register_special_tokens: {:?} (ID {}) repeats the {} of {:?} "
+                                                        "(ID {})",
+                                                        s.text, s.id, o.id == s.id ? "ID" : "text", o.text, o.id));
+        all.push_back(s);
+    }
+    specials_ = std::move(all);
+}
+
+std::int64_t Tokenizer::vocab_size() const { return std::int64_t(vocab_.size() + specials_.size()); }
+
+std::int64_t Tokenizer::n_vocab() const {
+    TokenId top = TokenId(vocab_.size()) - 1;
+    for (const SpecialToken& s : specials_) top = std::max(top, s.id);
+    return top + 1;
+}
+
+const std::string& Tokenizer::bytes(TokenId id) const {
+    if (id >= 0 && id < TokenId(vocab_.size())) return vocab_[std::size_t(id)];
+    for (const SpecialToken& s : specials_)
+        if (s.id == id) return s.text;
+    throw std::out_of_range(fmt::format("Tokenizer: {} is no token ID: valid are [0, {}){}", id, vocab_.size(),
+                                        specials_.empty() ? "" : " and the special tokens' IDs"));
+}
+
+// ---- encoding --------------------------------------------------------------------------------
+// One chunk, as minbpe's _encode_chunk: while an adjacent pair is a merge, replace every
+// occurrence of the pair with the lowest rank (the earliest merge), left to right. A chunk of n
+// bytes takes at most n − 1 rounds of O(n) each.
+TokenIds Tokenizer::encode_chunk(std::string_view chunk) const {
+    TokenIds ids(chunk.begin(), chunk.end());
+    for (TokenId& id : ids) id = static_cast<unsigned char>(id);  // bytes 0..255, not signed chars
+    while (ids.size() >= 2) {
+        TokenId best = std::numeric_limits<TokenId>::max();
+        for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+            const auto it = rank_.find(key(ids[i], ids[i + 1]));
+            if (it != rank_.end()) best = std::min(best, it->second);
+        }
+        if (best == std::numeric_limits<TokenId>::max()) break;  // no pair is a merge
+        const Pair pair = merges_[std::size_t(best - kBytes)];
+        std::size_t out = 0;
+        for (std::size_t i = 0; i < ids.size(); ++out) {
+            if (i + 1 < ids.size() && ids[i] == pair.left && ids[i + 1] == pair.right) {
+                ids[out] = best;
+                i += 2;
+            } else {
+                ids[out] = ids[i++];
+            }
+        }
+        ids.resize(out);
+    }
+    return ids;
+}
+
+// Ordinary text: split into chunks, encode each. A text repeats its words, so each distinct
+// chunk is encoded once per call and its IDs copied from then on (the KJV: 33× fewer chunks).
+TokenIds Tokenizer::encode_text(std::string_view text) const {
+    TokenIds ids;
+    ids.reserve(text.size() / 3);
+    std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> seen;  // chunk → [begin, end) in ids
+    for (std::string_view chunk : splitter_.split(text)) {
+        const auto [it, inserted] = seen.try_emplace(chunk);
+        if (inserted) {
+            const TokenIds chunk_ids = encode_chunk(chunk);
+            it->second = {ids.size(), ids.size() + chunk_ids.size()};
+            ids.insert(ids.end(), chunk_ids.begin(), chunk_ids.end());
+        } else {
+            const auto [begin, end] = it->second;
+            for (std::size_t i = begin; i < end; ++i) ids.push_back(ids[i]);
+        }
+    }
+    return ids;
+}
+
+TokenIds Tokenizer::encode_ordinary(std::string_view text) const { return encode_text(text); }
+
+TokenIds Tokenizer::encode(std::string_view text, Special allowed) const {
+    if (specials_.empty() || allowed == Special::none) return encode_text(text);
+    if (allowed == Special::none_raise) {
+        for (const SpecialToken& s : specials_)
+            if (const std::size_t at = text.find(s.text); at != std::string_view::npos)
+                throw std::invalid_argument(fmt::format(
+                    "encode: the text contains the special token {:?} at byte {}; pass Special::all to encode it as "
+                    "ID {}, or Special::none to encode it as ordinary text",
+                    s.text, at, s.id));
+        return encode_text(text);
+    }
+    // Special::all: the text between special tokens is ordinary; at one position the first
+    // registered special token that matches wins (as Python's re.split with their alternation).
+    TokenIds ids;
+    std::size_t from = 0;
+    while (from <= text.size()) {
+        std::size_t at = std::string_view::npos;
+        const SpecialToken* found = nullptr;
+        for (const SpecialToken& s : specials_) {
+            const std::size_t p = text.find(s.text, from);
+            if (p < at) at = p, found = &s;
+        }
+        const TokenIds part = encode_text(text.substr(from, found ? at - from : std::string_view::npos));
+        ids.insert(ids.end(), part.begin(), part.end());
+        if (!found) break;
+        ids.push_back(found->id);
+        from = at + found->text.size();
+    }
+    return ids;
+}
+
+std::string Tokenizer::decode(const TokenIds& ids) const {
+    std::string out;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const TokenId id = ids[i];
+        if (id >= 0 && id < TokenId(vocab_.size())) {
+            out += vocab_[std::size_t(id)];
+            continue;
+        }
+        const auto s = std::find_if(specials_.begin(), specials_.end(), [id](const SpecialToken& t) { return t.id == id; });
+        if (s == specials_.end())
+            throw std::out_of_range(fmt::format("decode: ids[{}] = {} is no token ID: valid are [0, {}){}", i, id,
+                                                vocab_.size(), specials_.empty() ? "" : " and the special tokens' IDs"));
+        out += s->text;
+    }
+    return out;
+}
+
+bool Tokenizer::operator==(const Tokenizer& o) const {
+    const auto same_special = [](const SpecialToken& a, const SpecialToken& b) { return a.id == b.id && a.text == b.text; };
+    return merges_ == o.merges_ && pattern() == o.pattern() && specials_.size() == o.specials_.size() &&
+           std::equal(specials_.begin(), specials_.end(), o.specials_.begin(), same_special);
+}
+
+// ---- the file --------------------------------------------------------------------------------
+namespace {
+
+std::string crc_line(std::string_view body) {
+    const auto crc = ::crc32_z(::crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(body.data()), body.size());
+    return fmt::format("crc32 {:08x}\n", std::uint32_t(crc));
+}
+
+[[noreturn]] void fail(const std::string& path, std::size_t line, const std::string& what) {
+    throw std::runtime_error(fmt::format("Tokenizer::load: {} line {}: {}", path, line, what));
+}
+
+}  // namespace
+
+void Tokenizer::save(const std::string& path) const {
+    if (pattern().find_first_of("\r\n") != std::string::npos)
+        throw std::runtime_error(fmt::format("Tokenizer::save: {}: the split pattern holds a line break, which the "
+                                             "one-line field cannot store",
+                                             path));
+    std::string body = fmt::format("{}\npattern {}\nmerges {}\n", kHeader, pattern(), merges_.size());
+    for (const Pair& m : merges_) body += fmt::format("{} {}\n", m.left, m.right);
+    body += fmt::format("specials {}\n", specials_.size());
+    for (const SpecialToken& s : specials_) body += fmt::format("{} {}\n", s.id, s.text);
+    body += crc_line(body);
+
+    // A temporary file beside the target, flushed to disk, then renamed over it: a reader sees
+    // the old file or the new one, never a part.
+    const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw std::runtime_error(fmt::format("Tokenizer::save: cannot create {}: {}", tmp, std::strerror(errno)));
+    bool ok = std::fwrite(body.data(), 1, body.size(), f) == body.size();
+    ok = std::fflush(f) == 0 && ok;
+    ok = ::fsync(::fileno(f)) == 0 && ok;
+    const int saved_errno = errno;
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const std::string reason = std::strerror(ok ? errno : saved_errno);
+        std::remove(tmp.c_str());
+        throw std::runtime_error(fmt::format("Tokenizer::save: cannot write {}: {}", path, reason));
+    }
+}
+
+Tokenizer Tokenizer::load(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(fmt::format("Tokenizer::load: cannot open {}: {}", path, std::strerror(errno)));
+    std::string bytes;
+    char buffer[1 << 16];
+    while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+        bytes.append(buffer, std::size_t(in.gcount()));
+        if (bytes.size() > kMaxFileBytes)
+            throw std::runtime_error(fmt::format("Tokenizer::load: {} is larger than {} MiB: not a tokenizer file", path,
+                                                 kMaxFileBytes >> 20));
+    }
+    if (in.bad()) throw std::runtime_error(fmt::format("Tokenizer::load: cannot read {}", path));
+
+    // The checksum first: the last line covers every byte before it.
+    const std::size_t last = bytes.size() >= 2 ? bytes.rfind('\n', bytes.size() - 2) : std::string::npos;
+    const std::string_view body = std::string_view(bytes).substr(0, last == std::string::npos ? 0 : last + 1);
+    if (last == std::string::npos || bytes.compare(last + 1, std::string::npos, crc_line(body)) != 0)
+        fail(path, std::size_t(std::count(body.begin(), body.end(), '\n')) + 1,
+             "the checksum line is missing or does not match the file (damaged or edited)");
+
+    std::istringstream lines{std::string(body)};
+    std::string line;
+    std::size_t n = 0;
+    const auto next = [&](const char* what) -> std::string& {
+        if (!std::getline(lines, line)) fail(path, n + 1, fmt::format("the file ends before {}", what));
+        ++n;
+        return line;
+    };
+    const auto field = [&](const char* name) {  // "<name> <rest>" → rest
+        const std::string& l = next(name);
+        const std::string prefix = std::string(name) + " ";
+        if (l.compare(0, prefix.size(), prefix) != 0) fail(path, n, fmt::format("expected \"{}…\"", prefix));
+        return l.substr(prefix.size());
+    };
+    const auto count = [&](const std::string& text, const char* name) {
+        std::size_t used = 0;
+        long long v = -1;
+        try { v = std::stoll(text, &used); } catch (const std::exception&) {}
+        if (used != text.size() || v < 0 || v > (1 << 24)) fail(path, n, fmt::format("{} count {:?} is not in [0, 2^24]", name, text));
+        return std::size_t(v);
+    };
+    if (next("the header") != kHeader) fail(path, n, fmt::format("expected \"{}\": not an xgrad tokenizer file", kHeader));
+    std::string pattern = field("pattern");
+    std::vector<Pair> merges(count(field("merges"), "merges"));
+    for (Pair& m : merges) {
+        std::istringstream l(next("the last merge"));
+        if (!(l >> m.left >> m.right) || !(l >> std::ws).eof()) fail(path, n, "expected \"<left> <right>\"");
+    }
+    std::vector<SpecialToken> specials(count(field("specials"), "specials"));
+    for (SpecialToken& s : specials) {
+        std::istringstream l(next("the last special token"));
+        if (!(l >> s.id >> s.text) || !(l >> std::ws).eof()) fail(path, n, "expected \"<id> <text>\"");
+    }
+    if (std::getline(lines, line)) fail(path, n + 1, "unexpected line after the special tokens");
+    try {
+        Tokenizer t(std::move(merges), std::move(pattern));
+        t.register_special_tokens(specials);
+        return t;
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("Tokenizer::load: {}: {}", path, e.what()));
+    }
+}
+
+}  // namespace xgrad::text

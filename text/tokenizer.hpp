@@ -1,0 +1,139 @@
+// text/tokenizer.hpp — byte-pair encoding (BPE): text ↔ token IDs, the step before the embedding.
+//
+// Legend: V vocabulary size (256 bytes + M merges + the special tokens), N tokens.
+//
+// The base vocabulary is the 256 byte values, so every text can be encoded and nothing is
+// "unknown". Training (text/train.hpp) learns M merges, each a pair of existing tokens that
+// becomes a new one with the next ID:
+//
+//   merge i:  (left, right) → 256 + i        bytes(256 + i) = bytes(left) + bytes(right)
+//
+// Encoding a chunk (text/split.hpp) starts from its bytes and applies the merges in the order
+// they were learned: while some adjacent pair is a merge, the pair with the lowest new ID is
+// replaced everywhere in the chunk, left to right. With the merges of Wikipedia's example
+// (aa → 256, ab → 257, 256 257 → 258):
+//
+//   "aaabdaaabac"  bytes  97 97 97 98 100 97 97 97 98 97 99
+//                  256:   256 97 98 100 256 97 98 97 99
+//                  257:   256 257 100 256 257 97 99
+//                  258:   258 100 258 97 99                     (5 tokens for 11 bytes)
+//
+// Decoding concatenates each token's bytes. decode(encode(x)) == x for every byte string x.
+// Special tokens (e.g. "<|endoftext|>") are whole strings with IDs of their own, never produced by
+// merges; encode() meets them in the text only when asked to (Special::all), as tiktoken does.
+//
+// The lesson: karpathy/minbpe (minbpe/regex.py, RegexTokenizer); this tokenizer gives its IDs
+// exactly (tests/text/test_tokenizer.cpp, against tests/reference/make_bpe_reference.py).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "split.hpp"
+
+namespace xgrad::text {
+
+using TokenId = std::int64_t;          // int64, as PyTorch's token tensors
+using TokenIds = std::vector<TokenId>;
+
+struct Pair {
+    TokenId left = 0, right = 0;
+    bool operator==(const Pair& o) const { return left == o.left && right == o.right; }
+};
+
+// A special token: its text and its ID.
+struct SpecialToken {
+    std::string text;
+    TokenId id = 0;
+};
+
+// How encode() treats special tokens' text found in its input (tiktoken's allowed_special).
+enum class Special {
+    none_raise,  // throw std::invalid_argument if the text contains one (the default: the safe one)
+    none,        // encode it as ordinary text, byte by byte and merges
+    all,         // encode it as its special ID
+};
+
+class Tokenizer {
+public:
+    // The 256 byte tokens, no merges, no special tokens, GPT-4's split.
+    Tokenizer();
+    // The byte tokens and `merges` (merge i makes token 256 + i), split by `pattern`.
+    // Throws std::invalid_argument if a merge uses a token that does not exist before it
+    // (left or right ≥ 256 + i, or < 0) or repeats an earlier pair, naming the merge; and for a
+    // pattern that does not compile (Splitter).
+    Tokenizer(std::vector<Pair> merges, std::string pattern = std::string(kGpt4Pattern));
+
+    // Adds special tokens. Each text is non-empty, at most 256 bytes, valid in a one-line file
+    // (no whitespace or control bytes), distinct from the others; each ID is ≥ 256 + M (above
+    // the merged tokens), < 2^31 and distinct. Throws std::invalid_argument naming the token
+    // otherwise; then nothing is added.
+    void register_special_tokens(const std::vector<SpecialToken>& specials);
+
+    // 256 + M + the number of special tokens.
+    std::int64_t vocab_size() const;
+    // The size of an embedding table that can look up every ID: 1 + the largest ID.
+    std::int64_t n_vocab() const;
+    std::int64_t n_merges() const { return std::int64_t(merges_.size()); }
+    const std::vector<Pair>& merges() const { return merges_; }
+    const std::vector<SpecialToken>& special_tokens() const { return specials_; }
+    const std::string& pattern() const { return splitter_.pattern(); }
+    const Splitter& splitter() const { return splitter_; }
+
+    // The bytes of token `id` (for a special token, its text). Throws std::out_of_range naming
+    // the ID and the valid ranges.
+    const std::string& bytes(TokenId id) const;
+
+    // The IDs of `text` (any bytes; UTF-8 for the split to see characters), special tokens'
+    // text treated as `allowed` says. (N,) int64, each in [0, n_vocab()).
+    TokenIds encode(std::string_view text, Special allowed = Special::none_raise) const;
+    // The IDs of `text` with every special token's text encoded as ordinary text.
+    TokenIds encode_ordinary(std::string_view text) const;
+    // The IDs of one chunk: its bytes, then the merges in order (the algorithm above).
+    TokenIds encode_chunk(std::string_view chunk) const;
+
+    // The bytes of `ids`, concatenated. Throws std::out_of_range naming the position and value
+    // of the first ID that is no token. The result may end inside a UTF-8 character (when `ids`
+    // is a prefix of an encoding).
+    std::string decode(const TokenIds& ids) const;
+
+    // Writes the tokenizer to `path` as text (the format below), atomically: a temporary file in
+    // the same directory, flushed and renamed over `path`. Throws std::runtime_error naming the
+    // path and the system's reason.
+    //
+    //   xgrad-bpe 1
+    //   pattern <the split pattern, one line>
+    //   merges <M>
+    //   <left> <right>                 M lines: merge i makes token 256 + i
+    //   specials <S>
+    //   <id> <text>                    S lines
+    //   crc32 <8 hex digits>           zlib's CRC-32 of every byte before this line
+    void save(const std::string& path) const;
+    // Reads a file written by save(). Throws std::runtime_error naming the path and line for a
+    // missing or unreadable file, a file over 64 MiB, a wrong header, a malformed line, a wrong
+    // checksum, or merges and special tokens that the constructor and register_special_tokens
+    // refuse.
+    static Tokenizer load(const std::string& path);
+
+    // The same merges, special tokens and pattern.
+    bool operator==(const Tokenizer& o) const;
+    bool operator!=(const Tokenizer& o) const { return !(*this == o); }
+
+private:
+    static std::uint64_t key(TokenId left, TokenId right) {
+        return (std::uint64_t(left) << 32) | std::uint64_t(right);
+    }
+    TokenIds encode_text(std::string_view text) const;  // ordinary text: split, then each chunk
+
+    std::vector<Pair> merges_;
+    std::unordered_map<std::uint64_t, TokenId> rank_;  // (left, right) → the merged token's ID
+    std::vector<std::string> vocab_;                   // (256 + M,) ID → bytes
+    std::vector<SpecialToken> specials_;
+    Splitter splitter_;
+};
+
+}  // namespace xgrad::text

@@ -1,0 +1,240 @@
+// text/train.cpp — the lesson's trainer and the fast one, which learn the same merges.
+#include "train.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace xgrad::text {
+
+namespace {
+
+using Id = std::int32_t;  // IDs while training: < 2^31 (checked), half the memory of TokenId
+using Key = std::uint64_t;
+
+constexpr Key key(Id left, Id right) { return (Key(std::uint32_t(left)) << 32) | std::uint32_t(right); }
+constexpr Pair pair_of(Key k) { return {TokenId(k >> 32), TokenId(k & 0xFFFFFFFFu)}; }
+
+std::int64_t merges_to_learn(std::int64_t vocab_size) {
+    if (vocab_size < 256 || vocab_size > std::numeric_limits<Id>::max())
+        throw std::invalid_argument(fmt::format("train: vocab_size {} must be in [256, 2^31 − 1]: the 256 byte tokens "
+                                                "come first, then one token per merge",
+                                                vocab_size));
+    return vocab_size - 256;
+}
+
+[[noreturn]] void out_of_pairs(std::int64_t learned, std::int64_t wanted) {
+    throw std::invalid_argument(fmt::format("train: the text allows only {} merges (every chunk is one token by then), "
+                                            "but vocab_size {} needs {}; give a longer text or a smaller vocab_size",
+                                            learned, 256 + wanted, wanted));
+}
+
+std::vector<Id> byte_ids(std::string_view chunk) {
+    std::vector<Id> ids(chunk.size());
+    for (std::size_t i = 0; i < chunk.size(); ++i) ids[i] = static_cast<unsigned char>(chunk[i]);
+    return ids;
+}
+
+// Replaces every (left, right) in `ids` by `id`, left to right, in place; minbpe's merge().
+void merge(std::vector<Id>& ids, Id left, Id right, Id id) {
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < ids.size(); ++out) {
+        if (i + 1 < ids.size() && ids[i] == left && ids[i + 1] == right) {
+            ids[out] = id;
+            i += 2;
+        } else {
+            ids[out] = ids[i++];
+        }
+    }
+    ids.resize(out);
+}
+
+}  // namespace
+
+// ---- the lesson -------------------------------------------------------------------------------
+std::vector<LearnedMerge> train_lesson(std::string_view text, std::int64_t vocab_size, const Splitter& split,
+                                       const MergeCallback& on_merge) {
+    const std::int64_t n_merges = merges_to_learn(vocab_size);
+    std::vector<std::vector<Id>> chunks;  // (C,) every chunk of the text, in order
+    for (std::string_view chunk : split.split(text)) chunks.push_back(byte_ids(chunk));
+
+    std::vector<LearnedMerge> merges;
+    for (std::int64_t i = 0; i < n_merges; ++i) {
+        // Count every adjacent pair, remembering the order in which pairs are first seen.
+        std::unordered_map<Key, std::int64_t> counts;
+        std::vector<Key> first_seen;
+        for (const auto& ids : chunks)
+            for (std::size_t j = 0; j + 1 < ids.size(); ++j) {
+                const auto [it, is_new] = counts.try_emplace(key(ids[j], ids[j + 1]), 0);
+                if (is_new) first_seen.push_back(it->first);
+                ++it->second;
+            }
+        if (first_seen.empty()) out_of_pairs(i, n_merges);
+        // The most frequent pair; a strictly greater count is needed to pass one seen earlier.
+        Key best = first_seen.front();
+        for (Key k : first_seen)
+            if (counts[k] > counts[best]) best = k;
+        const Id id = Id(256 + i);
+        const Pair p = pair_of(best);
+        for (auto& ids : chunks) merge(ids, Id(p.left), Id(p.right), id);
+        merges.push_back({p, counts[best]});
+        if (on_merge) on_merge(i, merges.back());
+    }
+    return merges;
+}
+
+// ---- the fast way -----------------------------------------------------------------------------
+namespace {
+
+// A distinct chunk: its current IDs and how often it occurs in the text.
+struct Word {
+    std::vector<Id> ids;
+    std::int64_t count = 0;
+};
+
+class PairCounts {
+public:
+    explicit PairCounts(std::vector<Word> words) : words_(std::move(words)) {
+        for (std::size_t w = 0; w < words_.size(); ++w) add_pairs(Id(w), +1, /*new_id=*/-1);
+        for (const auto& [k, c] : counts_) queue_.push({c, k});
+    }
+
+    // The most frequent pair and its count; among equal counts, the one seen first in the text.
+    // {0, 0} when no pair is left.
+    std::pair<Key, std::int64_t> most_frequent() {
+        drop_stale();
+        if (queue_.empty()) return {0, 0};
+        const std::int64_t top = queue_.top().first;
+        std::vector<Key> tied;
+        while (!queue_.empty() && queue_.top().first == top) {
+            const Key k = queue_.top().second;
+            queue_.pop();
+            if (current(k) == top && std::find(tied.begin(), tied.end(), k) == tied.end()) tied.push_back(k);
+            drop_stale();
+        }
+        Key best = tied.front();
+        if (tied.size() > 1) {
+            std::pair<Id, std::size_t> best_at = first_seen(best);
+            for (Key k : tied)
+                if (const auto at = first_seen(k); at < best_at) best = k, best_at = at;
+        }
+        for (Key k : tied)
+            if (k != best) queue_.push({top, k});
+        return {best, top};
+    }
+
+    // Replaces the pair by `id` in every word that holds it and updates the counts of the pairs
+    // of those words only.
+    void merge_pair(Key k, Id id) {
+        std::vector<Id> holders = std::move(where_[k]);
+        where_.erase(k);
+        std::sort(holders.begin(), holders.end());
+        holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+        const Pair p = pair_of(k);
+        changed_.clear();
+        for (Id w : holders) {
+            if (position(w, k) == npos) continue;  // the pair left this word in an earlier merge
+            add_pairs(w, -1, -1);
+            merge(words_[std::size_t(w)].ids, Id(p.left), Id(p.right), id);
+            add_pairs(w, +1, id);
+        }
+        std::sort(changed_.begin(), changed_.end());
+        changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+        for (Key c : changed_) {
+            const std::int64_t n = current(c);
+            if (n > 0) queue_.push({n, c});
+            else counts_.erase(c);
+        }
+    }
+
+private:
+    static constexpr std::size_t npos = std::size_t(-1);
+
+    // Adds (sign +1) or removes (−1) the word's pairs, times its count. Pairs holding new_id are
+    // new in this word: the word joins their holders.
+    void add_pairs(Id w, int sign, Id new_id) {
+        const Word& word = words_[std::size_t(w)];
+        for (std::size_t j = 0; j + 1 < word.ids.size(); ++j) {
+            const Key k = key(word.ids[j], word.ids[j + 1]);
+            counts_[k] += sign * word.count;
+            changed_.push_back(k);
+            if (sign > 0 && (new_id < 0 || word.ids[j] == new_id || word.ids[j + 1] == new_id)) {
+                auto& holders = where_[k];
+                if (holders.empty() || holders.back() != w) holders.push_back(w);
+            }
+        }
+    }
+
+    std::size_t position(Id w, Key k) const {
+        const auto& ids = words_[std::size_t(w)].ids;
+        for (std::size_t j = 0; j + 1 < ids.size(); ++j)
+            if (key(ids[j], ids[j + 1]) == k) return j;
+        return npos;
+    }
+
+    // Where the pair first occurs in the text: (the first word holding it, its position there).
+    std::pair<Id, std::size_t> first_seen(Key k) const {
+        std::pair<Id, std::size_t> best{std::numeric_limits<Id>::max(), npos};
+        for (Id w : where_.at(k))
+            if (w < best.first)
+                if (const std::size_t j = position(w, k); j != npos) best = {w, j};
+        return best;
+    }
+
+    std::int64_t current(Key k) const {
+        const auto it = counts_.find(k);
+        return it == counts_.end() ? 0 : it->second;
+    }
+    // Queue entries whose count has changed since they were pushed are skipped (a newer entry
+    // with the current count was pushed when it changed).
+    void drop_stale() {
+        while (!queue_.empty() && current(queue_.top().second) != queue_.top().first) queue_.pop();
+    }
+
+    std::vector<Word> words_;                            // (U,) in order of first occurrence
+    std::unordered_map<Key, std::int64_t> counts_;       // pair → occurrences in the text
+    std::unordered_map<Key, std::vector<Id>> where_;     // pair → words that hold (or held) it
+    std::priority_queue<std::pair<std::int64_t, Key>> queue_;  // (count, pair), largest count on top
+    std::vector<Key> changed_;                           // pairs whose count the last merge touched
+};
+
+}  // namespace
+
+std::vector<LearnedMerge> train(std::string_view text, std::int64_t vocab_size, const Splitter& split,
+                                const MergeCallback& on_merge) {
+    const std::int64_t n_merges = merges_to_learn(vocab_size);
+    // The distinct chunks, numbered in the order they first occur, with their counts.
+    std::vector<Word> words;
+    std::unordered_map<std::string_view, Id> index;
+    for (std::string_view chunk : split.split(text)) {
+        const auto [it, is_new] = index.try_emplace(chunk, Id(words.size()));
+        if (is_new) words.push_back({byte_ids(chunk), 0});
+        ++words[std::size_t(it->second)].count;
+    }
+    PairCounts pairs(std::move(words));
+    std::vector<LearnedMerge> merges;
+    for (std::int64_t i = 0; i < n_merges; ++i) {
+        const auto [best, count] = pairs.most_frequent();
+        if (count == 0) out_of_pairs(i, n_merges);
+        pairs.merge_pair(best, Id(256 + i));
+        merges.push_back({pair_of(best), count});
+        if (on_merge) on_merge(i, merges.back());
+    }
+    return merges;
+}
+
+Tokenizer make_tokenizer(const std::vector<LearnedMerge>& merges, const Splitter& split) {
+    std::vector<Pair> pairs;
+    for (const LearnedMerge& m : merges) pairs.push_back(m.pair);
+    return Tokenizer(std::move(pairs), split.pattern());
+}
+
+Tokenizer train_tokenizer(std::string_view text, std::int64_t vocab_size, const Splitter& split) {
+    return make_tokenizer(train(text, vocab_size, split), split);
+}
+
+}  // namespace xgrad::text
