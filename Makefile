@@ -1,7 +1,7 @@
 # Quick start for xgrad. Everything real lives in CMake; this file only strings the steps together.
 #   make run [ARGS="--steps 1000"]   install deps, Release build in build/, run the main example
-#   make install [PREFIX=dir]        install deps, build the libraries xgrad, xgrad_f64 and
-#                                    xgrad_distributed in build/,
+#   make install [PREFIX=dir]        install deps, build the libraries xgrad, xgrad_f64,
+#                                    xgrad_distributed and xgrad_text in build/,
 #                                    install them with the headers and the CMake package under PREFIX
 #                                    (default ~/.local/xgrad); works right after make run
 #   make test                        install deps, Release build, run every test with ctest
@@ -52,14 +52,14 @@ run: deps
 	cmake --build $(BUILD) -j $(JOBS) --target $(notdir $(MAIN))
 	$(MAIN) $(ARGS)
 
-# The install needs the three libraries (cmake/install.cmake installs xgrad_f64 and xgrad_distributed
-# beside xgrad), and make run builds only its example, so they are built here first;
+# The install needs the four libraries (cmake/install.cmake installs xgrad_f64, xgrad_distributed
+# and xgrad_text beside xgrad), and make run builds only its example, so they are built here first;
 # tests/consumer.sh makes the same two calls.
 install: deps
 	$(call configure,$(BUILD)) -DCMAKE_BUILD_TYPE=Release
-	cmake --build $(BUILD) -j $(JOBS) --target xgrad xgrad_f64 xgrad_distributed
+	cmake --build $(BUILD) -j $(JOBS) --target xgrad xgrad_f64 xgrad_distributed xgrad_text
 	cmake --install $(BUILD) --prefix $(PREFIX)
-	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a, libxgrad_f64.a and libxgrad_distributed.a in lib,"
+	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a, libxgrad_f64.a, libxgrad_distributed.a and libxgrad_text.a in lib,"
 	@echo "the CMake package in lib/cmake/xgrad. A project finds it with -DCMAKE_PREFIX_PATH=$(PREFIX)."
 
 test: deps

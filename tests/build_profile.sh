@@ -7,7 +7,7 @@
 # Builds xgrad from scratch in DIR (default build-profile/, removed first) with Ninja, one phase at
 # a time, and prints the wall time of each phase:
 #   configure   cmake -S . -B DIR -G Ninja -DCMAKE_BUILD_TYPE=Release CMAKE_ARGS...
-#   library     the three libraries: xgrad, xgrad_f64, xgrad_distributed
+#   library     the four libraries: xgrad, xgrad_f64, xgrad_distributed, xgrad_text
 #   examples    every example (the examples/all target)
 #   tests       the rest of `all`: test binaries, the README snippets
 #   ctest       every test, as make test runs them
@@ -55,7 +55,7 @@ phase() {  # phase NAME COMMAND...: run COMMAND quietly (its log in DIR/NAME.log
 
 total_start=$(ms)
 phase configure cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXGRAD_CCACHE=OFF "$@"
-phase library   cmake --build "$dir" -j "$jobs" --target xgrad xgrad_f64 xgrad_distributed
+phase library   cmake --build "$dir" -j "$jobs" --target xgrad xgrad_f64 xgrad_distributed xgrad_text
 phase examples  cmake --build "$dir" -j "$jobs" --target examples/all
 phase tests     cmake --build "$dir" -j "$jobs"
 if ((run_ctest)); then

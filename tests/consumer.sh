@@ -30,7 +30,7 @@ args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
 [[ -n $launcher ]] && args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher")
 case $mode in
   install)
-    cmake --build "$build" -j "$(nproc)" --target xgrad xgrad_f64 xgrad_distributed
+    cmake --build "$build" -j "$(nproc)" --target xgrad xgrad_f64 xgrad_distributed xgrad_text
     rm -rf "$work/prefix"
     cmake --install "$build" --prefix "$work/prefix"
     # Only the public headers are installed: the internal ones live under detail/.
