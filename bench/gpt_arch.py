@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import cpu_name, table_lines  # noqa: E402
+from page import cpu_name, table_lines  # noqa: E402  (bench/page.py)
 
 # row name → (flags, what the row changes)
 ROWS = {

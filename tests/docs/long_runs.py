@@ -22,7 +22,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from compare import cpu_name  # noqa: E402
+from page import cpu_name  # noqa: E402  (bench/page.py)
 
 OPEN = re.compile(r"^<!--\s*long-run:\s*(\w+)(?:\s+lines=/(.*)/)?\s*-->\s*$")
 CLOSE = re.compile(r"^<!--\s*/long-run\s*-->\s*$")

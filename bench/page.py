@@ -1,0 +1,212 @@
+"""bench/page.py — the results page of bench/compare.py: the table, the runs it came from, bench/README.md.
+
+    print_table(args, title, load, header, rows, date)   prints a run's table; with --markdown PATH
+                                                         writes the page, with --merge into PATH's
+
+A row is a tuple of cells; its workload is the first word of its first cell ("T4gen   xgrad
+recompute ..." is T4gen's). With --merge the page keeps the rows of every workload this run did not
+measure and the runs they came from; this run's rows replace its workloads' rows. The page lists
+each run (title, machine, date, command) under the workloads whose rows it wrote:
+
+    - Rows T7, T8:
+      - Run: xgrad alone, 1 thread(s), ...
+      - Date: ...
+
+Only the standard library is used.
+"""
+import os
+import re
+import shlex
+import sys
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return re.sub(r"\s+", " ", line.split(":", 1)[1].strip())
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def table_lines(header, rows):
+    """rows as a Markdown table, columns padded to their widest cell."""
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in rows]
+
+
+def machine(load):
+    return (f"{cpu_name()}, {os.cpu_count()} cores; load average (1 min) {load[0][0]:.2f} at start, "
+            f"{load[1][0]:.2f} at end")
+
+
+# A static measurement, not remade by this script: where T1's step and T2's layer_norm and softmax
+# spend their time, by `perf record -g` on xgrad_bench (see the command in the text).
+T1_PROFILE = [
+    "## T1 profile",
+    "",
+    "Measured once by hand (AMD EPYC, 2 cores shared with other jobs, load 1-5, 2026-12-02), not by this",
+    "script: `OPENBLAS_NUM_THREADS=1 perf record -g build-bench/bench/xgrad_bench --threads 1",
+    "--benchmark_filter=T1 --benchmark_min_time=5`, then `perf report --no-children` (each symbol's own",
+    "samples, share of the run). The step's matrix products, OpenBLAS's gemm with its packing, are 73%",
+    "of it; the backward pass 59%, the forward 35%, AdamW 0.8% and the gradient clipping 0.6%.",
+    "",
+    "| symbol (what it does) | share of T1 |",
+    "|---|---|",
+    "| sgemm_kernel_ZEN (OpenBLAS: the multiply-adds of every product) | 60.7% |",
+    "| sgemm_oncopy, itcopy, otcopy, incopy (OpenBLAS packs the operands into panels) | 10.9% |",
+    "| map_values, map_grads of the exact GELU (nn/activation.cpp: forward 3.5%, backward 3.7%) | 7.2% |",
+    "| memmove (a Linear's bias rows, reshape, attention's head split and merge) | 4.8% |",
+    "| sgemm_beta_ZEN (OpenBLAS zeroes C for beta = 0) | 3.3% |",
+    "| xtensor's a + b (autograd summing two gradients of one tensor) | 1.1% |",
+    "| softmax_row, AdamW's update, permute_array, fused_norm (layer_norm), memset | 0.6-0.9% each |",
+    "",
+    "T2 layer_norm, the same way: its forward rows 33%, the backward's dL/dw and dL/db column sums 30%,",
+    "the backward's dL/dx rows 18%, the row mean (sum_double) 10%. T2 softmax: softmax_row 71% (most of",
+    "it xsimd's exp), softmax_backward_row 22%.",
+]
+
+
+# The page's workloads in table order; a row's workload is the first word of its first cell.
+WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8")
+
+
+def workload_of(row):
+    return str(row[0]).split()[0]
+
+
+def workload_rank(w):
+    return WORKLOAD_ORDER.index(w) if w in WORKLOAD_ORDER else len(WORKLOAD_ORDER)
+
+
+def in_table_order(rows):
+    """rows sorted by workload (WORKLOAD_ORDER, unknown ones last); a workload's rows keep their order."""
+    return sorted(rows, key=lambda r: workload_rank(workload_of(r)))
+
+
+RUN_LIST = re.compile(r"^- Rows (.+):$")
+RUN_FIELD = re.compile(r"^  - ([^:]+): (.*)$")
+OLD_RUN_FIELD = re.compile(r"^- (Run|Machine|Date|Command[^:]*): (.*)$")  # a page of one run
+
+
+def read_page(path, header):
+    """(runs, rows) of a page this script wrote: runs as [workloads, [(label, value), ...]], rows as
+    tuples of cells. Exits when the page has no table with `header`."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        sys.exit(f"compare.py: --merge cannot read {path}: {e.strerror}")
+    runs, rows, in_table, old_fields = [], [], False, []
+    for line in lines:
+        if m := RUN_LIST.match(line):
+            runs.append([[w.strip() for w in m.group(1).split(",")], []])
+        elif (m := RUN_FIELD.match(line)) and runs:
+            runs[-1][1].append((m.group(1), m.group(2)))
+        elif m := OLD_RUN_FIELD.match(line):
+            old_fields.append((m.group(1), m.group(2)))
+        elif line.startswith("| "):
+            cells = tuple(c.strip() for c in line.strip()[1:-1].split("|"))
+            if cells == tuple(header):
+                in_table = True
+            elif in_table:
+                rows.append(cells)
+        elif in_table and not line.startswith("|"):
+            in_table = False
+    if not rows:
+        sys.exit(f"compare.py: --merge found no table with the columns {', '.join(header)} in {path}")
+    if old_fields and not runs:
+        runs = [[sorted({workload_of(r) for r in rows}, key=workload_rank), old_fields]]
+    return runs, rows
+
+
+def merged(args, header, rows, run):
+    """With --merge: the page's rows and runs with this run's workloads replaced by `rows` and `run`;
+    otherwise this run alone."""
+    if not args.merge:
+        return rows, [run]
+    old_runs, old_rows = read_page(args.markdown, header)
+    mine = set(run[0])
+    runs = [[[w for w in ws if w not in mine], fields] for ws, fields in old_runs]
+    runs = [r for r in runs if r[0]] + [run]
+    return in_table_order([r for r in old_rows if workload_of(r) not in mine] + rows), runs
+
+
+# A static measurement, not remade by this script: the lesson's trainer run whole once, against which
+# T8's two extrapolations can be read.
+T8_LESSON_WHOLE = [
+    "T8's lesson trainer run whole, once by hand (Intel Xeon, 2 cores, 2026-12-04 16:33 UTC, load 1.5-1.8,",
+    "not by this script): `OPENBLAS_NUM_THREADS=1 build-bench/bench/xgrad_bench --benchmark_filter=T8whole`",
+    "trained all 3,840 merges the lesson's way in 50.2 s: both extrapolations above overestimate it, the",
+    "one per token read by about a fifth.",
+]
+
+
+def print_table(args, title, load, header, rows, date):
+    """Prints the run's title, the machine and its load (start, end), then rows as a Markdown table;
+    with --markdown PATH also writes PATH whole: bench/README.md is this function's output. With
+    --merge, PATH keeps the rows of the workloads this run did not measure, and the runs they came
+    from, each run listed with its workloads."""
+    print(title)
+    print(f"machine: {machine(load)}")
+    print("\n".join(table_lines(header, rows)))
+    if not args.markdown:
+        return
+    command = shlex.join(["bench/compare.py"] + sys.argv[1:])
+    workloads = sorted({workload_of(r) for r in rows}, key=workload_rank)
+    run = [workloads, [("Run", title), ("Machine", machine(load)), ("Date", f"{date:%Y-%m-%d %H:%M} UTC"),
+                       (f"Command, from the repository root after `make bench` built `{args.build}`", f"`{command}`")]]
+    rows, runs = merged(args, header, rows, run)
+    run_lines = []
+    for ws, fields in runs:
+        run_lines.append(f"- Rows {', '.join(ws)}:")
+        run_lines += [f"  - {label}: {value}" for label, value in fields]
+    text = [
+        "# xgrad's benchmarks: measured speed and memory",
+        "",
+        "Written whole by `bench/compare.py --markdown` from the runs described below; never edited by",
+        "hand. A run with `--merge` replaces the rows of the workloads it measured and keeps the others'",
+        "rows and runs: a row's first word, its workload, names the run it comes from. The workloads are",
+        "defined in `bench/xgrad_bench.cpp` and `bench/torch_peer.py` (W6: the default `examples/char_mlp`",
+        "run; T3: the default `examples/gpt` run and `bench/torch_gpt.py`; T4: examples/gpt's default step",
+        "in several processes, `t4()` in `bench/compare.py`; T4gen:",
+        "generation with and without the KV cache, `t4gen()` in `bench/compare.py` and `bench/torch_peer.py`;",
+        "T5: causal attention alone, the tiled kernel against the fused one and PyTorch's composed form;",
+        "T6: examples/gpt at block 1,024 with and without `--checkpoint-blocks`, and `bench/torch_gpt.py`,",
+        "`t6()` in `bench/compare.py`; T7: the row-sparse embedding update against the dense one, and T8:",
+        "the byte-pair tokenizer of `text/` on the whole KJV, xgrad alone, `t7_rows()` and `t8_rows()` in",
+        "`bench/compare.py`).",
+        "",
+        *run_lines,
+        "",
+        *table_lines(header, rows),
+        "",
+        "Units: steps/s are the workload's steps per second, higher is better (W1-W4, T1 and T7: a training",
+        "step, forward, backward and update; T2: one op's forward and backward); tokens/s are T4's",
+        "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10), T4gen's",
+        "new tokens generated per second (512 or 448 per generation; PyTorch's 512); GB/s and MB are 10^9",
+        "bytes/s and 10^6 bytes; W5's GFLOP/s count 2·m·k·n per matmul; MiB are 2^20 bytes of peak resident",
+        "memory (GNU time's %M, W6 and T6); T5's KiB are 2^10 bytes saved for backward by one forward",
+        "(malloc's bytes in use after it, minus before, minus the output); MB/s are 10^6 bytes of text per",
+        "second (T8: the KJV's bytes over the time of one whole encoding or decoding); s are seconds of",
+        "wall time (T8: one whole training, split included). A ratio is xgrad's figure over PyTorch's, or",
+        "over the figure the row names (for time ratios, the lower the better). A cell gives the median",
+        "over the repeats and [min – max].",
+        "\"met\" is yes when every repeat reaches the target, no when none does, mixed otherwise.",
+        "",
+        "T4gen at 512 tokens: the last 64 pass the block, where the cropped window moves every token and",
+        "an exact cache must rerun all of it (examples/gpt/generate.hpp). Counting positions run through",
+        "the model, recompute runs 161,568 and any exact cache at least 33,279 (the prompt, 447 single",
+        "tokens, 64 windows of 512), so no exact cache reaches more than 4.9x recompute on this workload;",
+        "at 448 tokens, which end at the block, the bound is 252x.",
+        "",
+        *T8_LESSON_WHOLE,
+        "",
+        *T1_PROFILE,
+    ]
+    with open(args.markdown, "w") as f:
+        f.write("\n".join(text) + "\n")
+    print(f"compare.py: wrote {args.markdown}", file=sys.stderr)
