@@ -1,4 +1,4 @@
-// bench/xgrad_bench.cpp — xgrad's side of the PyTorch comparison (issue 5), on Google Benchmark.
+// bench/xgrad_bench.cpp — xgrad's side of the PyTorch comparison, on Google Benchmark.
 //
 // One benchmark iteration is one warm training step: forward, backward, optimizer step and
 // zero_grad, in the order examples/char_mlp/main.cpp uses. Each workload is built once per
