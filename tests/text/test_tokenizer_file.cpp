@@ -177,6 +177,34 @@ TEST_CASE("text/tokenizer file: load refuses a missing file, a wrong header, a d
     CHECK_THAT(refused(dir, good + "\n"), Contains("checksum"));
 }
 
+TEST_CASE("text/tokenizer file: load refuses bad merges and special tokens, naming the line", "[text]") {
+    TempDir dir;
+    // Lines: 1 header, 2 pattern, 3 "merges 3", 4-6 the merges, 7 "specials 1", 8 the special token.
+    CHECK_THAT(refused(dir, with_crc(wikipedia_body("97 97\n258 97\n256 257\n"))),
+               Contains("line 5") && Contains("(258, 97)"));
+    CHECK_THAT(refused(dir, with_crc(wikipedia_body("97 97\n97 98\n97 97\n"))),
+               Contains("line 6") && Contains("repeats the pair (97, 97)"));
+    CHECK_THAT(refused(dir, with_crc(wikipedia_body("97 97\n97 x\n256 257\n"))),
+               Contains("line 5") && Contains("<left> <right>"));
+    CHECK_THAT(refused(dir, with_crc(wikipedia_body("97 97\n97 98 99\n256 257\n"))), Contains("line 5"));
+    std::string body = wikipedia_body();
+    CHECK_THAT(refused(dir, with_crc(body.replace(body.find("300 <|eot|>"), 3, "257"))),
+               Contains("line 8") && Contains("ID 257"));
+    body = wikipedia_body();
+    CHECK_THAT(refused(dir, with_crc(body.replace(body.find("specials 1"), 10, "specials 2") + "301 <|eot|>\n")),
+               Contains("line 9") && Contains("repeats the text"));
+    CHECK_THAT(refused(dir, with_crc(wikipedia_body() + "one line too many\n")),
+               Contains("line 9") && Contains("unexpected line"));
+    body = wikipedia_body();
+    CHECK_THAT(refused(dir, with_crc(body.replace(body.find("merges 3"), 8, "merges -3"))),
+               Contains("line 3") && Contains("merges count"));
+    body = wikipedia_body();
+    CHECK_THAT(refused(dir, with_crc(body.replace(body.find("merges 3"), 8, "merge 3"))),
+               Contains("line 3") && Contains("expected \"merges "));
+    CHECK_THAT(refused(dir, with_crc("xgrad-bpe 1\npattern (?\nmerges 0\nspecials 0\n")),
+               Contains("line 2") && Contains("does not compile"));
+}
+
 TEST_CASE("text/tokenizer file: a failed load leaves the tokenizer it would replace unchanged", "[text]") {
     TempDir dir;
     wikipedia_tokenizer().save(dir.file("good.bpe"));
