@@ -1,6 +1,8 @@
 // text/split.cpp — the split pattern on PCRE2 (https://www.pcre.org/current/doc/html/).
 #include "split.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -69,6 +71,13 @@ std::vector<std::string_view> Splitter::split(std::string_view text) const {
                                                                        pcre2_jit_stack_free);
     if (!match || !context || !stack) throw std::bad_alloc();
     pcre2_jit_stack_assign(context.get(), nullptr, stack.get());
+    // PCRE2 ends a match after 10 million backtracking steps by default, a guard against patterns
+    // that backtrack exponentially. GPT-4's \s*[\r\n] gives back a whitespace run one character at
+    // a time before \s+(?!\S) takes it: linear work, but past that limit for a run of 10 MB. The
+    // limit grows with the text, so that only a pattern that is worse than linear reaches it.
+    constexpr std::uint64_t kBaseLimit = 10'000'000, kStepsPerByte = 16;
+    pcre2_set_match_limit(context.get(), std::uint32_t(std::min<std::uint64_t>(
+                                             UINT32_MAX, kBaseLimit + kStepsPerByte * std::uint64_t(text.size()))));
 
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     std::size_t covered = 0, from = 0;  // text[0, covered) is in chunks; the next search starts at `from`

@@ -53,8 +53,8 @@ public:
     //     whitespace or another symbol); it does for invalid UTF-8, which Python's str cannot
     //     hold and PCRE2 never matches (PCRE2_MATCH_INVALID_UTF), and for patterns that do not
     //     cover every character (Python's findall drops those characters).
-    // Throws std::runtime_error with PCRE2's message if matching fails (for example a pattern
-    // that backtracks past PCRE2's match limit).
+    // Throws std::runtime_error with PCRE2's message if matching fails: a pattern that backtracks
+    // worse than linearly, past PCRE2's match limit (here 10 million + 16 steps per byte of text).
     std::vector<std::string_view> split(std::string_view text) const;
 
     const std::string& pattern() const { return pattern_; }

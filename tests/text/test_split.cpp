@@ -97,6 +97,18 @@ TEST_CASE("text/split: what a pattern does not cover is kept, in order", "[text]
     CHECK(std::find(chunks.begin(), chunks.end(), "xx") != chunks.end());
 }
 
+TEST_CASE("text/split: a whitespace run of 12 MiB splits as a short one does", "[text]") {
+    // GPT-4's \s*[\r\n] gives back a run of spaces one at a time, looking for a line break, before
+    // \s+(?!\S) takes the run: steps that PCRE2 counts against its match limit.
+    const std::size_t n = std::size_t(12) << 20;
+    const std::string text = std::string(n, ' ') + "x";
+    const std::vector<std::string_view> chunks = Splitter().split(text);
+    REQUIRE(chunks.size() == 2);
+    CHECK(chunks[0].size() == n - 1);  // all but the last space, which goes with the word
+    CHECK(chunks[1] == " x");
+    CHECK(Splitter().split(std::string(n, '\t')).size() == 1);
+}
+
 TEST_CASE("text/split: several threads share one Splitter", "[text]") {
     const Splitter gpt4;
     const std::string& text = testing::bpe::excerpt();
