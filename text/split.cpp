@@ -1,6 +1,8 @@
 // text/split.cpp — the split pattern on PCRE2 (https://www.pcre.org/current/doc/html/).
 #include "split.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -15,14 +17,6 @@ std::string pcre2_message(int code) {
     PCRE2_UCHAR buffer[256];
     const int n = pcre2_get_error_message(code, buffer, sizeof buffer);
     return n < 0 ? "error " + std::to_string(code) : std::string(reinterpret_cast<const char*>(buffer), std::size_t(n));
-}
-
-// Length in bytes of the UTF-8 sequence starting with `lead`; 1 for a byte that cannot start one.
-std::size_t utf8_length(unsigned char lead) {
-    if (lead >= 0xF0 && lead <= 0xF4) return 4;
-    if (lead >= 0xE0) return lead <= 0xEF ? 3 : 1;
-    if (lead >= 0xC2) return 2;
-    return 1;
 }
 
 }  // namespace
@@ -69,23 +63,32 @@ std::vector<std::string_view> Splitter::split(std::string_view text) const {
                                                                        pcre2_jit_stack_free);
     if (!match || !context || !stack) throw std::bad_alloc();
     pcre2_jit_stack_assign(context.get(), nullptr, stack.get());
+    // PCRE2 ends a match after 10 million backtracking steps by default, a guard against patterns
+    // that backtrack exponentially. GPT-4's \s*[\r\n] gives back a whitespace run one character at
+    // a time before \s+(?!\S) takes it: linear work, but past that limit for a run of 10 MB. The
+    // limit grows with the text, so that only a pattern that is worse than linear reaches it.
+    constexpr std::uint64_t kBaseLimit = 10'000'000, kStepsPerByte = 16;
+    pcre2_set_match_limit(context.get(), std::uint32_t(std::min<std::uint64_t>(
+                                             UINT32_MAX, kBaseLimit + kStepsPerByte * std::uint64_t(text.size()))));
 
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     std::size_t covered = 0, from = 0;  // text[0, covered) is in chunks; the next search starts at `from`
+    std::uint32_t options = 0;
     while (from < text.size()) {
-        const int rc = pcre2_match(compiled_->code, subject, text.size(), from, 0, match.get(), context.get());
+        const int rc = pcre2_match(compiled_->code, subject, text.size(), from, options, match.get(), context.get());
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) throw std::runtime_error("Splitter::split: matching failed at byte " + std::to_string(from) + ": " +
                                              pcre2_message(rc));
         const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match.get());
         const std::size_t begin = span[0], end = span[1];
-        if (begin > covered) chunks.push_back(text.substr(covered, begin - covered));  // not matched: kept
         if (end > begin) {
+            if (begin > covered) chunks.push_back(text.substr(covered, begin - covered));  // not matched: kept
             chunks.push_back(text.substr(begin, end - begin));
             covered = from = end;
-        } else {  // an empty match: move on by one character, as findall does
-            covered = begin;
-            from = begin + utf8_length(static_cast<unsigned char>(text[begin]));
+            options = 0;
+        } else {  // an empty match is skipped; as in findall, the next may start here if it is not empty
+            from = begin;
+            options = PCRE2_NOTEMPTY_ATSTART;
         }
     }
     if (covered < text.size()) chunks.push_back(text.substr(covered));

@@ -36,8 +36,10 @@ inline constexpr std::string_view kGpt4Pattern =
 class Splitter {
 public:
     // Compiles `pattern` (UTF-8, Unicode properties on: \s, \w, \d and \p{…} follow Unicode, as in
-    // Python's `regex`). Throws std::invalid_argument with PCRE2's message and the byte offset
-    // of the error, e.g. for "(?" or an unknown property.
+    // Python's `regex`, but for U+180E MONGOLIAN VOWEL SEPARATOR, which PCRE2's \s counts as
+    // space, and for characters newer than the Unicode version of the PCRE2 library). Throws
+    // std::invalid_argument with PCRE2's message and the byte offset of the error, e.g. for "(?"
+    // or an unknown property.
     explicit Splitter(std::string pattern = std::string(kGpt4Pattern));
     ~Splitter();
     Splitter(Splitter&&) noexcept;
@@ -47,14 +49,15 @@ public:
 
     // The chunks of `text`, in order, as views into it; their concatenation is `text`.
     //   - Matches are found as Python's re.findall finds them: the leftmost match, then the next
-    //     from where it ended; an empty match is skipped.
+    //     from where it ended; an empty match is skipped, and the next may start at the same
+    //     character if it is not empty.
     //   - What no match covers becomes a chunk of its own, so nothing is lost. On valid UTF-8 and
     //     GPT-2's or GPT-4's pattern that never happens (every character is a letter, a number,
     //     whitespace or another symbol); it does for invalid UTF-8, which Python's str cannot
     //     hold and PCRE2 never matches (PCRE2_MATCH_INVALID_UTF), and for patterns that do not
     //     cover every character (Python's findall drops those characters).
-    // Throws std::runtime_error with PCRE2's message if matching fails (for example a pattern
-    // that backtracks past PCRE2's match limit).
+    // Throws std::runtime_error with PCRE2's message if matching fails: a pattern that backtracks
+    // worse than linearly, past PCRE2's match limit (here 10 million + 16 steps per byte of text).
     std::vector<std::string_view> split(std::string_view text) const;
 
     const std::string& pattern() const { return pattern_; }

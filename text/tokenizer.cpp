@@ -35,20 +35,25 @@ std::vector<std::string> byte_tokens() {
 Tokenizer::Tokenizer() : vocab_(byte_tokens()) {}
 
 Tokenizer::Tokenizer(std::vector<Pair> merges, std::string pattern)
-    : merges_(std::move(merges)), vocab_(byte_tokens()), splitter_(std::move(pattern)) {
-    rank_.reserve(merges_.size());
-    for (std::size_t i = 0; i < merges_.size(); ++i) {
-        const auto [left, right] = merges_[i];
-        const TokenId id = kBytes + TokenId(i);
-        if (left < 0 || right < 0 || left >= id || right >= id)
-            throw std::invalid_argument(fmt::format("Tokenizer: merge {} ({}, {}) → {} uses a token that does not "
-                                                    "exist before it; valid IDs are [0, {})",
-                                                    i, left, right, id, id));
-        if (!rank_.emplace(key(left, right), id).second)
-            throw std::invalid_argument(fmt::format("Tokenizer: merge {} repeats the pair ({}, {}) of merge {}", i,
-                                                    left, right, rank_.at(key(left, right)) - kBytes));
-        vocab_.push_back(vocab_[std::size_t(left)] + vocab_[std::size_t(right)]);
-    }
+    : vocab_(byte_tokens()), splitter_(std::move(pattern)) {
+    merges_.reserve(merges.size());
+    rank_.reserve(merges.size());
+    for (const Pair& m : merges) add_merge(m);
+}
+
+void Tokenizer::add_merge(Pair merge) {
+    const auto [left, right] = merge;
+    const std::size_t i = merges_.size();
+    const TokenId id = kBytes + TokenId(i);
+    if (left < 0 || right < 0 || left >= id || right >= id)
+        throw std::invalid_argument(fmt::format("Tokenizer: merge {} ({}, {}) → {} uses a token that does not "
+                                                "exist before it; valid IDs are [0, {})",
+                                                i, left, right, id, id));
+    if (!rank_.emplace(key(left, right), id).second)
+        throw std::invalid_argument(fmt::format("Tokenizer: merge {} repeats the pair ({}, {}) of merge {}", i, left,
+                                                right, rank_.at(key(left, right)) - kBytes));
+    merges_.push_back(merge);
+    vocab_.push_back(vocab_[std::size_t(left)] + vocab_[std::size_t(right)]);
 }
 
 void Tokenizer::register_special_tokens(const std::vector<SpecialToken>& specials) {
@@ -282,26 +287,34 @@ Tokenizer Tokenizer::load(const std::string& path) {
         if (used != text.size() || v < 0 || v > (1 << 24)) fail(path, n, fmt::format("{} count {:?} is not in [0, 2^24]", name, text));
         return std::size_t(v);
     };
+    // What the constructor and register_special_tokens refuse, refused on the line that holds it.
+    const auto on_this_line = [&](const auto& step) {
+        try {
+            step();
+        } catch (const std::invalid_argument& e) {
+            fail(path, n, e.what());
+        }
+    };
     if (next("the header") != kHeader) fail(path, n, fmt::format("expected \"{}\": not an xgrad tokenizer file", kHeader));
-    std::string pattern = field("pattern");
-    std::vector<Pair> merges(count(field("merges"), "merges"));
-    for (Pair& m : merges) {
+    Tokenizer t;
+    const std::string pattern = field("pattern");
+    on_this_line([&] { t = Tokenizer({}, pattern); });
+    const std::size_t n_merges = count(field("merges"), "merges");
+    for (std::size_t i = 0; i < n_merges; ++i) {
+        Pair m;
         std::istringstream l(next("the last merge"));
         if (!(l >> m.left >> m.right) || !(l >> std::ws).eof()) fail(path, n, "expected \"<left> <right>\"");
+        on_this_line([&] { t.add_merge(m); });
     }
-    std::vector<SpecialToken> specials(count(field("specials"), "specials"));
-    for (SpecialToken& s : specials) {
+    const std::size_t n_specials = count(field("specials"), "specials");
+    for (std::size_t i = 0; i < n_specials; ++i) {
+        SpecialToken s;
         std::istringstream l(next("the last special token"));
         if (!(l >> s.id >> s.text) || !(l >> std::ws).eof()) fail(path, n, "expected \"<id> <text>\"");
+        on_this_line([&] { t.register_special_tokens({s}); });
     }
     if (std::getline(lines, line)) fail(path, n + 1, "unexpected line after the special tokens");
-    try {
-        Tokenizer t(std::move(merges), std::move(pattern));
-        t.register_special_tokens(specials);
-        return t;
-    } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(fmt::format("Tokenizer::load: {}: {}", path, e.what()));
-    }
+    return t;
 }
 
 }  // namespace xgrad::text

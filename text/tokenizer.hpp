@@ -128,6 +128,8 @@ private:
         return (std::uint64_t(left) << 32) | std::uint64_t(right);
     }
     TokenIds encode_text(std::string_view text) const;  // ordinary text: split, then each chunk
+    // Appends merge M (token 256 + M); throws std::invalid_argument as the constructor says.
+    void add_merge(Pair merge);
 
     std::vector<Pair> merges_;
     std::unordered_map<std::uint64_t, TokenId> rank_;  // (left, right) → the merged token's ID

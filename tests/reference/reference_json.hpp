@@ -1,6 +1,6 @@
 // tests/reference/reference_json.hpp — the PyTorch values kept as JSON in tests/reference/ (written
 // by its make_*_reference.py scripts, never run by the tests), for the value tests that compare
-// against them: attention, init and positional.
+// against them: attention, init and positional; and minbpe's tokens for text/ (bpe_reference.json).
 #pragma once
 
 #include <catch2/catch.hpp>
