@@ -130,10 +130,7 @@ TokenIds Tokenizer::encode_chunk(std::string_view chunk) const {
 
 // Ordinary text: split into chunks, encode each. A text repeats its words, so each distinct
 // chunk is encoded once per call and its IDs copied from then on (the KJV: 33× fewer chunks).
-TokenIds Tokenizer::encode_text(std::string_view text) const {
-    TokenIds ids;
-    ids.reserve(text.size() / 3);
-    std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> seen;  // chunk → [begin, end) in ids
+void Tokenizer::encode_text(std::string_view text, TokenIds& ids, ChunkCache& seen) const {
     for (std::string_view chunk : splitter_.split(text)) {
         const auto [it, inserted] = seen.try_emplace(chunk);
         if (inserted) {
@@ -145,6 +142,13 @@ TokenIds Tokenizer::encode_text(std::string_view text) const {
             for (std::size_t i = begin; i < end; ++i) ids.push_back(ids[i]);
         }
     }
+}
+
+TokenIds Tokenizer::encode_text(std::string_view text) const {
+    TokenIds ids;
+    ids.reserve(text.size() / 3);
+    ChunkCache seen;
+    encode_text(text, ids, seen);
     return ids;
 }
 
@@ -163,17 +167,22 @@ TokenIds Tokenizer::encode(std::string_view text, Special allowed) const {
     }
     // Special::all: the text between special tokens is ordinary; at one position the first
     // registered special token that matches wins (as Python's re.split with their alternation).
+    // next[s] is where special token s next occurs at or after `from` (found again only once
+    // `from` has passed it), so the text is searched once per token, not once per match.
     TokenIds ids;
+    ids.reserve(text.size() / 3);
+    ChunkCache seen;  // one cache for all the ordinary pieces
+    std::vector<std::size_t> next;
+    for (const SpecialToken& s : specials_) next.push_back(text.find(s.text));
     std::size_t from = 0;
-    while (from <= text.size()) {
+    while (true) {
         std::size_t at = std::string_view::npos;
         const SpecialToken* found = nullptr;
-        for (const SpecialToken& s : specials_) {
-            const std::size_t p = text.find(s.text, from);
-            if (p < at) at = p, found = &s;
+        for (std::size_t s = 0; s < specials_.size(); ++s) {
+            if (next[s] != std::string_view::npos && next[s] < from) next[s] = text.find(specials_[s].text, from);
+            if (next[s] < at) at = next[s], found = &specials_[s];
         }
-        const TokenIds part = encode_text(text.substr(from, found ? at - from : std::string_view::npos));
-        ids.insert(ids.end(), part.begin(), part.end());
+        encode_text(text.substr(from, found ? at - from : std::string_view::npos), ids, seen);
         if (!found) break;
         ids.push_back(found->id);
         from = at + found->text.size();

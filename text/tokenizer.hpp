@@ -127,7 +127,11 @@ private:
     static std::uint64_t key(TokenId left, TokenId right) {
         return (std::uint64_t(left) << 32) | std::uint64_t(right);
     }
-    TokenIds encode_text(std::string_view text) const;  // ordinary text: split, then each chunk
+    // Ordinary text: split, then each chunk. A text repeats its chunks, so each distinct chunk is
+    // encoded once per call and its IDs copied from `ids` after that (chunk → [begin, end) there).
+    using ChunkCache = std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>>;
+    TokenIds encode_text(std::string_view text) const;
+    void encode_text(std::string_view text, TokenIds& ids, ChunkCache& seen) const;
     // Appends merge M (token 256 + M); throws std::invalid_argument as the constructor says.
     void add_merge(Pair merge);
 
