@@ -129,7 +129,7 @@ TokenIds Tokenizer::encode_chunk(std::string_view chunk) const {
 }
 
 // Ordinary text: split into chunks, encode each. A text repeats its words, so each distinct
-// chunk is encoded once per call and its IDs copied from then on (the KJV: 33× fewer chunks).
+// chunk is encoded once per call and its IDs copied from then on.
 void Tokenizer::encode_text(std::string_view text, TokenIds& ids, ChunkCache& seen) const {
     for (std::string_view chunk : splitter_.split(text)) {
         const auto [it, inserted] = seen.try_emplace(chunk);

@@ -2,28 +2,13 @@
 //
 // Legend: V vocabulary size (256 bytes + M merges + the special tokens), N tokens.
 //
-// The base vocabulary is the 256 byte values, so every text can be encoded and nothing is
-// "unknown". Training (text/train.hpp) learns M merges, each a pair of existing tokens that
-// becomes a new one with the next ID:
-//
 //   merge i:  (left, right) → 256 + i        bytes(256 + i) = bytes(left) + bytes(right)
+//   encode a chunk: its bytes, then while an adjacent pair is a merge, the earliest merge's pair
+//                   replaced everywhere, left to right
+//   decode: the tokens' bytes, concatenated; decode(encode(x)) == x for every byte string x
 //
-// Encoding a chunk (text/split.hpp) starts from its bytes and applies the merges in the order
-// they were learned: while some adjacent pair is a merge, the pair with the lowest new ID is
-// replaced everywhere in the chunk, left to right. With the merges of Wikipedia's example
-// (aa → 256, ab → 257, 256 257 → 258):
-//
-//   "aaabdaaabac"  bytes  97 97 97 98 100 97 97 97 98 97 99
-//                  256:   256 97 98 100 256 97 98 97 99
-//                  257:   256 257 100 256 257 97 99
-//                  258:   258 100 258 97 99                     (5 tokens for 11 bytes)
-//
-// Decoding concatenates each token's bytes. decode(encode(x)) == x for every byte string x.
-// Special tokens (e.g. "<|endoftext|>") are whole strings with IDs of their own, never produced by
-// merges; encode() meets them in the text only when asked to (Special::all), as tiktoken does.
-//
-// The lesson: karpathy/minbpe (minbpe/regex.py, RegexTokenizer); this tokenizer gives its IDs
-// exactly (tests/text/test_tokenizer.cpp, against tests/reference/make_bpe_reference.py).
+// The algorithm with Wikipedia's example, special tokens and the file: text/README.md. The lesson
+// is karpathy/minbpe's RegexTokenizer, whose IDs this tokenizer gives exactly.
 #pragma once
 
 #include <cstdint>

@@ -1,25 +1,14 @@
 // text/train.hpp — learning the merges: byte-pair encoding's training (Sennrich et al. 2016,
-// "Neural Machine Translation of Rare Words with Subword Units", arXiv:1508.07909; byte-level as in
-// GPT-2, Radford et al. 2019).
+// arXiv:1508.07909; byte-level as in GPT-2), the lesson's way and the fast way.
 //
-// Legend: M merges to learn (vocab_size − 256), C chunks of the text, U distinct chunks.
+// Legend: M merges to learn (vocab_size − 256), U distinct chunks of the text.
 //
-// The lesson (train_lesson, karpathy/minbpe's RegexTokenizer.train):
-//   split the text into chunks; each chunk is a list of byte IDs
-//   repeat M times:
-//     count every adjacent pair in every chunk                      (pairs never cross chunks)
-//     take the most frequent pair; ties go to the pair seen first in the text
-//     replace it everywhere by a new ID, 256 + i, left to right
-// Each round reads the whole text: O(M · text) work, 3,840 passes over the KJV for 4,096 tokens.
+//   repeat M times: count every adjacent pair of every chunk; the most frequent pair (a tie goes
+//   to the pair seen first in the text) becomes token 256 + i, replaced everywhere
 //
-// The fast way (train), which learns the same merges:
-//   - a text repeats its chunks (the KJV: 1.1 M chunks, 33 k distinct), so each distinct chunk is
-//     kept once, with its count; a pair's count is the sum over the chunks holding it
-//   - the counts live in a priority queue and are updated, not recounted: merging a pair changes
-//     only the chunks that hold it, so only their pairs' counts change
-// The tie rule is kept exactly: the distinct chunks are numbered in the order they first occur,
-// so among pairs of equal count the one seen first lies in the lowest-numbered chunk, and in it at
-// the lowest position.
+// train_lesson counts again every round (karpathy/minbpe's RegexTokenizer.train); train keeps the
+// U distinct chunks with their counts and updates the pair counts in a priority queue. Both learn
+// the same merges: text/README.md, section 3.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The code in the READMEs, checked: what a learner reads is what the build compiles.
 
-Conventions (README.md, distributed/README.md and every examples/**/README.md). Every fenced ```cpp block is checked; the
+Conventions (README.md, distributed/README.md, text/README.md and every examples/**/README.md). Every fenced ```cpp block is checked; the
 line directly above its opening fence says how:
   <!-- check: file PATH -->     the block is exactly the file PATH (repo-relative); also allowed above
                                 ```cmake and ```sh blocks
@@ -51,7 +51,7 @@ def readmes(root, given=()):
     """The READMEs to check: those given (the fixtures of the tools' own tests), else the project's."""
     if given:
         return [pathlib.Path(g).resolve() for g in given]
-    return [root / "README.md", root / "distributed" / "README.md", *sorted((root / "examples").glob("**/README.md"))]
+    return [root / "README.md", root / "distributed" / "README.md", root / "text" / "README.md", *sorted((root / "examples").glob("**/README.md"))]
 
 
 def relname(root, path):
