@@ -115,9 +115,10 @@ std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, 
         out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
     }
     const std::size_t params = model.num_parameters() * sizeof(real);
-    return out + fmt::format("  beside: parameters {}, gradients {}, AdamW state {} (exp_avg + exp_avg_sq); the graph "
+    const std::string grads = c.sparse_embedding ? " at most (the row-sparse token table's: below)" : "";
+    return out + fmt::format("  beside: parameters {}, gradients {}{}, AdamW state {} (exp_avg + exp_avg_sq); the graph "
                              "is {:.1f}x the parameters\n",
-                             optim::human_bytes(params), optim::human_bytes(params), optim::human_bytes(2 * params),
+                             optim::human_bytes(params), optim::human_bytes(params), grads, optim::human_bytes(2 * params),
                              double(std::max(malloc_delta, total)) / double(params));
 }
 
