@@ -9,8 +9,9 @@
 //                                                         hex digits) and the text's length and hash
 //             "data.tokenizer"                            byte-pair runs: the tokenizer's identity
 // A resume takes exactly the steps of the uninterrupted run; other flags, another text or another
-// tokenizer are refused, since token id 5 must keep its character (nanoGPT's meta.pkl). examples/gpt/README.md,
-// "Checkpoints: resume, train further, sample", explains the file and its three uses.
+// tokenizer are refused, since token id 5 must keep its character (nanoGPT's meta.pkl).
+// examples/gpt/README.md, "Checkpoints: resume, train further, sample", explains the file and its
+// three uses.
 #pragma once
 
 #include <cstdint>
@@ -63,8 +64,8 @@ void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, co
 // is not a training checkpoint, records no value of one of `flags` (written before that flag
 // existed), was saved with other flags (naming the flag and both values), or, with `data`,
 // lacks a fingerprint or was trained on another vocabulary, text or tokenizer (naming the first
-// id whose byte differs, both lengths and hashes, or both tokenizers). A state no run saves is refused too, naming the
-// invariant broken: a weight that is NaN or infinite, a step beyond `flags`' --steps, a
+// id whose byte differs, both lengths and hashes, or both tokenizers). A state no run saves is
+// refused too, naming the invariant broken: a weight that is NaN or infinite, a step beyond `flags`' --steps, a
 // parameter's AdamW step count above the step; the optimizer's ValueError for a non-finite
 // buffer or a negative exp_avg_sq (optim/optimizer.hpp).
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,

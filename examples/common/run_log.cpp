@@ -165,7 +165,10 @@ Progress::Progress(int first, int total)
       start_(now_seconds()) {}
 
 void Progress::update(int step, double loss, double lr, double val_loss, double val_per_char) {
-    if (!std::isnan(val_loss)) last_val_ = val_loss, last_val_per_char_ = std::isnan(val_per_char) ? -1 : val_per_char;
+    if (!std::isnan(val_loss)) {
+        last_val_ = val_loss;
+        last_val_per_char_ = std::isnan(val_per_char) ? -1 : val_per_char;
+    }
     const double elapsed = now_seconds() - start_;
     const double rate = (step - first_) / std::max(elapsed, 1e-9);
     const double eta = (total_ - step) / std::max(rate, 1e-9);

@@ -6,8 +6,9 @@
 // (model.hpp) is L 4 pre-LayerNorm blocks of 4-head causal self-attention and a 4x MLP at width
 // d 128, reading 64 characters, with the head tied to the token table; AdamW (lr 1e-3, betas
 // 0.9/0.99, weight decay 0.1 on the 2-D weights only) with 100 warmup steps and a cosine decay to
-// 1e-4, gradients clipped at norm 1, 2,000 steps of 12 windows. Then it reports the losses against a bigram baseline, samples text
-// (through a KV cache, generate.hpp), and draws the loss curve and one head's attention.
+// 1e-4, gradients clipped at norm 1, 2,000 steps of 12 windows. Then it reports the losses
+// against a bigram baseline, samples text (through a KV cache, generate.hpp), and draws the loss
+// curve and one head's attention.
 // --arch llama trains the same way with LLaMA's block (llama.hpp).
 // --checkpoint-blocks keeps only each block's input and recomputes the block in backward: the same
 // losses with less memory (README.md, "Long context: memory"); the run ends with its peak RSS.

@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "common/gnuplot.hpp"
+#include "common/outputs.hpp"     // close_checked
 #include "common/similarity.hpp"  // unit_rows, nearest
-#include "common/outputs.hpp"  // close_checked
 #include <xgrad/optim/optimizer.hpp>
 
 namespace gpt {
@@ -166,8 +166,9 @@ std::string plot_attention(LanguageModel& model, const Tokens& tokens, const std
                            std::int64_t head, const std::string& dir) {
     check(head >= 0 && head < model.config().n_head, "plot_attention", "head {} is outside [0, {})", head,
           model.config().n_head);
-    Ids ids = tokens.encode(text);
-    ids.resize(std::min<std::size_t>(ids.size(), std::size_t(model.config().block)));  // the first ≤ block tokens
+    const std::size_t block = std::size_t(model.config().block);
+    Ids ids = tokens.encode(tokens.is_bpe() ? text : text.substr(0, block));  // characters: the first ≤ block
+    ids.resize(std::min(ids.size(), block));                                   // the first ≤ block tokens
     IndexArray x(ArrayShape{1, ids.size()});
     std::copy(ids.begin(), ids.end(), x.data());
     EvalMode eval_mode(model);  // the weights without the embeddings' dropout

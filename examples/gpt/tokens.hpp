@@ -5,7 +5,8 @@
 //
 //   --tokenizer char  text ──Vocab──▶ ids ──first 90% / last 10% of the ids──▶ train, val
 //   --tokenizer bpe   text ──first 90% / last 10% of the characters──▶ train text, val text
-//                     train text ──text::train (V = --vocab-size)──▶ Tokenizer ──encode each part──▶ train, val
+//                     train text ──text::train (V = --vocab-size)──▶ Tokenizer
+//                     each part ──encode──▶ train, val ids
 //
 // Token t stands for bytes(t), one byte or more. A loss per token depends on how much text a token
 // holds; a loss per character does not:
