@@ -94,6 +94,9 @@ def main():
     def flag(name):
         return meta.get(f"flag.--{name}", "gpt2" if name == "arch" else None)
 
+    if flag("tokenizer") == "bpe":
+        sys.exit(f"{a.checkpoint} is a --tokenizer bpe run: nanogpt.py reads characters only")
+
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     T, B, n_batches = int(flag("block-size")), int(flag("batch-size")), int(flag("eval-batches"))
     ids, chars = nanogpt.encode(nanogpt.read_text(flag("data") or None))
@@ -127,7 +130,7 @@ def xgrad_flags(meta):
         if not key.startswith("flag."):
             continue
         name = key[len("flag."):]
-        if name in ("--no-tie", "--no-bias"):
+        if name in ("--no-tie", "--no-bias", "--sparse-embedding"):
             if value == "true":
                 args.append(name)
         elif name == "--data" and value == "":

@@ -5,8 +5,8 @@
 # AdamW state, the step and the batch sampler's state), a second process logs 10 more steps and
 # is lost before saving, and a third resumes from step 30. A and B write loss.csv (step,
 # minibatch loss, val loss on the fixed set, lr); the files must be identical, byte for byte (no
-# step logged twice), and so must the final weights. Then --init-from starts a new run
-# from A's weights.
+# step logged twice), and so must the final weights. The same holds with byte-pair tokens and the
+# row-sparse token table (run P against Q). Then --init-from starts a new run from A's weights.
 # Usage: gpt_resume.sh path/to/gpt
 set -euo pipefail
 bin=$1
@@ -41,6 +41,26 @@ if "$bin" "${common[@]}" --out "$work/B" --lr 0.002 --resume "$work/B/checkpoint
 fi
 grep -q -- "--lr" "$work/C.log" || { echo "FAIL: the refusal does not name --lr"; cat "$work/C.log"; exit 1; }
 
+# Byte-pair tokens (300: 44 merges learnt on the train text) with the untied, row-sparse token table
+# and AdamW's lazy update: the resumed run reads tokenizer.bpe beside the checkpoint instead of
+# learning it again and takes the same steps; loss.csv (with val_nats_per_char), the weights and the
+# tokenizer are identical.
+bpe=("${common[@]}" --tokenizer bpe --vocab-size 300 --no-tie --sparse-embedding)
+"$bin" "${bpe[@]}" --out "$work/P" > "$work/P.log"
+"$bin" "${bpe[@]}" --out "$work/Q" --stop-after 30 > "$work/Q1.log"
+"$bin" "${bpe[@]}" --out "$work/Q" --resume "$work/Q/checkpoint.safetensors" > "$work/Q2.log"
+grep -q "read from $work/Q/tokenizer.bpe" "$work/Q2.log" ||
+    { echo "FAIL: the byte-pair resume did not read the saved tokenizer"; head -n 3 "$work/Q2.log"; exit 1; }
+[ "$(head -n 1 "$work/P/loss.csv")" = "step,train_loss,val_loss,lr,val_nats_per_char" ] ||
+    { echo "FAIL: the byte-pair loss.csv has no val_nats_per_char column"; head -n 2 "$work/P/loss.csv"; exit 1; }
+if ! diff "$work/P/loss.csv" "$work/Q/loss.csv"; then
+    echo "FAIL: the resumed byte-pair run's loss trajectory differs from the uninterrupted one"
+    exit 1
+fi
+cmp "$work/P/model.safetensors" "$work/Q/model.safetensors" || { echo "FAIL: the byte-pair final weights differ"; exit 1; }
+cmp "$work/P/tokenizer.bpe" "$work/Q/tokenizer.bpe" || { echo "FAIL: the saved tokenizers differ"; exit 1; }
+bpe_lines=$(wc -l < "$work/P/loss.csv")
+
 # --init-from: a new run of 10 steps from A's final weights (a fresh AdamW and schedule, loss.csv
 # from step 10) validates lower at step 10 than A did from random weights, and a checkpoint of
 # another width or vocabulary is refused, naming the flag or the character.
@@ -61,5 +81,6 @@ if "$bin" "${init[@]}" --data "$work/other.txt" --d 16 --init-from "$work/A/chec
     echo "FAIL: --init-from on a text of another vocabulary was accepted"; exit 1
 fi
 grep -q "vocabulary mismatch" "$work/E.log" || { echo "FAIL: the refusal does not say vocabulary"; cat "$work/E.log"; exit 1; }
-echo "PASS: $((lines - 1)) logged steps and the final weights identical after resuming at step 30;" \
+echo "PASS: $((lines - 1)) logged steps and the final weights identical after resuming at step 30" \
+     "(and $((bpe_lines - 1)) with byte pairs and the sparse token table);" \
      "--init-from trains on from them (val $val_init at its step 10, against $val_fresh at A's step 20)"

@@ -21,6 +21,7 @@ using namespace xgrad;
 namespace {
 const std::string kModel = "model.", kOptim = "optim.", kFlag = "flag.";
 const std::string kVocab = "data.vocab_hex", kTextBytes = "data.text_bytes", kTextHash = "data.text_fnv1a64";
+const std::string kTokenizer = "data.tokenizer";
 
 bool strip(const std::string& s, const std::string& prefix, std::string& rest) {
     if (s.compare(0, prefix.size(), prefix) != 0) return false;
@@ -71,6 +72,19 @@ void check_same_vocab(const std::string& path, const nn::Metadata& meta, const s
     }
 }
 
+// Refuses a checkpoint whose tokenizer differs from `now` ("" for one byte per token, as a
+// checkpoint without the key); `advice` ends the message.
+void check_same_tokenizer(const std::string& path, const nn::Metadata& meta, const std::string& now,
+                          const std::string& advice) {
+    const auto it = meta.find(kTokenizer);
+    const std::string saved = it == meta.end() ? "" : it->second;
+    auto name = [](const std::string& t) { return t.empty() ? std::string("one byte per token") : "'" + t + "'"; };
+    if (saved != now)
+        throw std::runtime_error(fmt::format("{}: tokenizer mismatch: the checkpoint's ids are those of {}, this run's "
+                                             "of {}; the ids above the bytes would mean other text: {}",
+                                             path, name(saved), name(now), advice));
+}
+
 // Refuses a checkpoint whose vocabulary or text differs from this run's (see checkpoint.hpp).
 void check_same_data(const std::string& path, const nn::Metadata& meta, const TextFingerprint& now) {
     check_same_vocab(path, meta, now.vocab, "resume on the text the checkpoint was trained on");
@@ -83,6 +97,7 @@ void check_same_data(const std::string& path, const nn::Metadata& meta, const Te
             "{} bytes with hash {} (the same vocabulary). The resumed run would not continue the saved one: resume on "
             "the text the checkpoint was trained on",
             path, bytes, hash, bytes_now, hash_now));
+    check_same_tokenizer(path, meta, now.tokenizer, "resume with the tokenizer saved beside the checkpoint");
 }
 
 // What a run's own checkpoint always satisfies, so that an edited file whose CRC was recomputed
@@ -134,14 +149,16 @@ std::uint64_t fnv1a64(const std::string& bytes) {
 }
 
 TextFingerprint fingerprint(const std::string& vocab, const std::string& text) {
-    return {vocab, text.size(), fnv1a64(text)};
+    return {vocab, text.size(), fnv1a64(text), ""};
 }
 
 nn::Metadata fingerprint_metadata(const TextFingerprint& data) {
     std::string hex;
     for (unsigned char b : data.vocab) hex += fmt::format("{:02x}", b);
-    return {{kVocab, hex}, {kTextBytes, std::to_string(data.text_bytes)},
-            {kTextHash, fmt::format("{:016x}", data.text_fnv1a)}};
+    nn::Metadata meta{{kVocab, hex}, {kTextBytes, std::to_string(data.text_bytes)},
+                      {kTextHash, fmt::format("{:016x}", data.text_fnv1a)}};
+    if (!data.tokenizer.empty()) meta[kTokenizer] = data.tokenizer;
+    return meta;
 }
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
@@ -231,7 +248,7 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
 }
 
 int load_model_weights(const std::string& path, nn::Module& model, const RunFlags& model_flags,
-                       const std::string& vocab) {
+                       const std::string& vocab, const std::string& tokenizer) {
     const nn::SafetensorsFile file = nn::load_safetensors(path);
     auto meta = [&](const std::string& key) { return training_metadata(file, path, key, "--init-from"); };
     const int step = checkpoint_step(path, meta("train.step"));
@@ -247,6 +264,7 @@ int load_model_weights(const std::string& path, nn::Module& model, const RunFlag
                                                  path, flag, saved, flag, value, flag, saved));
     }
     check_same_vocab(path, file.metadata, vocab, "train on a text with the same characters");
+    check_same_tokenizer(path, file.metadata, tokenizer, "start from the tokenizer saved beside the checkpoint");
     NamedTensors model_state;
     std::string rest;
     for (const auto& [name, t] : file.tensors)

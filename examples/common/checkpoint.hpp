@@ -7,9 +7,11 @@
 //             "flag.--steps", ...                         every flag that shapes the trajectory
 //             "data.vocab_hex", "data.text_bytes", "data.text_fnv1a64"   the vocabulary (byte i as 2
 //                                                         hex digits) and the text's length and hash
-// A resume takes exactly the steps of the uninterrupted run; other flags or another text are
-// refused, since token id 5 must keep its character (nanoGPT's meta.pkl). examples/gpt/README.md,
-// "Checkpoints: resume, train further, sample", explains the file and its three uses.
+//             "data.tokenizer"                            byte-pair runs: the tokenizer's identity
+// A resume takes exactly the steps of the uninterrupted run; other flags, another text or another
+// tokenizer are refused, since token id 5 must keep its character (nanoGPT's meta.pkl).
+// examples/gpt/README.md, "Checkpoints: resume, train further, sample", explains the file and its
+// three uses.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,8 @@ struct TextFingerprint {
     std::string vocab;            // (V,) bytes: id i is the byte vocab[i]; any of 0x00-0xff
     std::uint64_t text_bytes = 0; // the length of the training text
     std::uint64_t text_fnv1a = 0; // its 64-bit FNV-1a hash (fnv1a64)
+    std::string tokenizer;        // "": one byte per token; else what gives ids above the bytes their
+                                  // meaning, e.g. a byte-pair tokenizer's merges as a hash (gpt/tokens.hpp)
 };
 TextFingerprint fingerprint(const std::string& vocab, const std::string& text);
 
@@ -40,8 +44,9 @@ TextFingerprint fingerprint(const std::string& vocab, const std::string& text);
 // ref: Fowler, Noll, Vo; IETF draft-eastlake-fnv, section 2
 std::uint64_t fnv1a64(const std::string& bytes);
 
-// The fingerprint as metadata ("data.vocab_hex", "data.text_bytes", "data.text_fnv1a64"), for
-// the checkpoint and for a model file that needs its vocabulary to be sampled from.
+// The fingerprint as metadata ("data.vocab_hex", "data.text_bytes", "data.text_fnv1a64", and
+// "data.tokenizer" when set), for the checkpoint and for a model file that needs its vocabulary to
+// be sampled from.
 xgrad::nn::Metadata fingerprint_metadata(const TextFingerprint& data);
 
 // The name of the first tensor holding a NaN or an infinity, or "" if every value is finite.
@@ -58,9 +63,9 @@ void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, co
 // std::runtime_error (leaving the model and optimizer untouched) if the file is unreadable,
 // is not a training checkpoint, records no value of one of `flags` (written before that flag
 // existed), was saved with other flags (naming the flag and both values), or, with `data`,
-// lacks a fingerprint or was trained on another vocabulary or text (naming the first id whose
-// byte differs, or both lengths and hashes). A state no run saves is refused too, naming the
-// invariant broken: a weight that is NaN or infinite, a step beyond `flags`' --steps, a
+// lacks a fingerprint or was trained on another vocabulary, text or tokenizer (naming the first
+// id whose byte differs, both lengths and hashes, or both tokenizers). A state no run saves is
+// refused too, naming the invariant broken: a weight that is NaN or infinite, a step beyond `flags`' --steps, a
 // parameter's AdamW step count above the step; the optimizer's ValueError for a non-finite
 // buffer or a negative exp_avg_sq (optim/optimizer.hpp).
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
@@ -71,9 +76,10 @@ int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::op
 // (gpt's --init-from); returns the step they were saved at. Throws std::runtime_error, leaving the
 // model untouched, if the file is not a training checkpoint, records another value of one of
 // `model_flags` (naming the flag and both values), a vocabulary other than `vocab` (V bytes,
-// id i = byte i; naming the first id that differs) or a weight that is NaN or infinite;
+// id i = byte i; naming the first id that differs), a tokenizer other than `tokenizer`
+// (TextFingerprint::tokenizer; naming both) or a weight that is NaN or infinite;
 // nn::Module::load_state_dict's errors else.
 int load_model_weights(const std::string& path, xgrad::nn::Module& model, const RunFlags& model_flags,
-                       const std::string& vocab);
+                       const std::string& vocab, const std::string& tokenizer = "");
 
 }  // namespace examples

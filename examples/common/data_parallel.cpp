@@ -75,6 +75,7 @@ void check_same_run(const RunFlags& flags, const TextFingerprint& data) {
     std::string text;
     for (const auto& [name, value] : flags) text += name + " " + value + "\n";
     text += fmt::format("data {} bytes, FNV-1a {:016x}, vocabulary {}\n", data.text_bytes, data.text_fnv1a, data.vocab);
+    if (!data.tokenizer.empty()) text += "tokenizer " + data.tokenizer + "\n";
     dist::check_same_on_all_ranks("flags and data", text);  // parse_and_run's error line names the program
 }
 

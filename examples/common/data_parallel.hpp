@@ -67,7 +67,8 @@ void print_on_rank_0_only();
 // Throws the same ValueError on every rank ("flags and data: rank 1 differs from rank 0: line 12 is
 // '--lr 0.002' on rank 1 and '--lr 0.001' on rank 0", distributed::check_same_on_all_ranks) unless
 // every rank was started with the same `flags` (one line each, in name order) and read the same data (the last
-// line). Collective. With W = 1 it returns at once.
+// line, and one more naming the tokenizer when data.tokenizer is set). Collective. With W = 1 it
+// returns at once.
 void check_same_run(const RunFlags& flags, const TextFingerprint& data);
 // The same for the state a run starts from (the step, and batch_rng after a --resume): a rank
 // that resumed from another checkpoint than rank 0 would take another number of steps.

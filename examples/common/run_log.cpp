@@ -47,26 +47,27 @@ namespace {
 
 const std::string kLossHeader = "step,train_loss,val_loss,lr\n";
 
-// The text of loss.csv holding only the header and the complete rows (4 fields, a newline) of
-// steps <= `step`.
-std::string rows_up_to(const std::string& text, int step) {
-    std::string kept = kLossHeader;
-    std::size_t begin = text.compare(0, kLossHeader.size(), kLossHeader) == 0 ? kLossHeader.size() : 0;
+// The text of loss.csv holding only `header` and the complete rows (`fields` fields, a newline)
+// of steps <= `step`.
+std::string rows_up_to(const std::string& text, int step, const std::string& header, std::size_t fields) {
+    std::string kept = header;
+    std::size_t begin = text.compare(0, header.size(), header) == 0 ? header.size() : 0;
     for (std::size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
         const std::string_view row(text.data() + begin, end - begin);
         const std::optional<std::int64_t> s = xgrad::try_parse_int64(row.substr(0, row.find(',')));
-        if (s && *s <= step && std::count(row.begin(), row.end(), ',') == 3) kept.append(row).push_back('\n');
+        if (s && *s <= step && std::size_t(std::count(row.begin(), row.end(), ',')) == fields - 1)
+            kept.append(row).push_back('\n');
     }
     return kept;
 }
 
 // Drops the rows of loss.csv after `step`, atomically (write_file_atomically: a crash never loses
 // a kept row; a symlink stays a link, its target rewritten).
-void keep_rows_up_to(const std::string& path, int step) {
+void keep_rows_up_to(const std::string& path, int step, const std::string& header, std::size_t fields) {
     std::ifstream in(path, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in.eof() && in.fail()) throw std::runtime_error(fmt::format("{}: cannot read the loss log", path));
-    const std::string kept = rows_up_to(text, step);
+    const std::string kept = rows_up_to(text, step, header, fields);
     if (kept == text) return;
     try {
         write_file_atomically(path, kept);
@@ -77,18 +78,21 @@ void keep_rows_up_to(const std::string& path, int step) {
 
 }  // namespace
 
-LossLog::LossLog(const std::string& path, int resumed_at) : path_(path) {
+LossLog::LossLog(const std::string& path, int resumed_at, const std::string& extra_column)
+    : path_(path), extra_(!extra_column.empty()) {
+    header_ = extra_ ? kLossHeader.substr(0, kLossHeader.size() - 1) + "," + extra_column + "\n" : kLossHeader;
     std::error_code ec;
     const bool continuing = resumed_at > 0 && std::filesystem::exists(path, ec);  // else start a fresh file
-    if (continuing) keep_rows_up_to(path, resumed_at);
+    if (continuing) keep_rows_up_to(path, resumed_at, header_, extra_ ? 5 : 4);
     out_.open(path, continuing ? std::ios::app : std::ios::trunc);
     if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
-    if (!continuing) out_ << kLossHeader;
+    if (!continuing) out_ << header_;
 }
 
-void LossLog::write(int step, double train_loss, double val_loss, double lr) {
-    out_ << fmt::format("{},{:.6f},{},{:.6g}\n", step, train_loss,
-                        std::isnan(val_loss) ? std::string() : fmt::format("{:.6f}", val_loss), lr);
+void LossLog::write(int step, double train_loss, double val_loss, double lr, double extra) {
+    auto field = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.6f}", v); };
+    out_ << fmt::format("{},{:.6f},{},{:.6g}{}\n", step, train_loss, field(val_loss), lr,
+                        extra_ ? "," + field(extra) : std::string());
     out_.flush();
     if (!out_ && failure_.empty()) {
         failure_ = fmt::format("rows from step {} on not written ({})", step, std::strerror(errno));
@@ -160,15 +164,19 @@ Progress::Progress(int first, int total)
     : first_(first), total_(total), tty_(::isatty(STDOUT_FILENO) && xgrad::distributed::world_size() == 1),
       start_(now_seconds()) {}
 
-void Progress::update(int step, double loss, double lr, double val_loss) {
-    if (!std::isnan(val_loss)) last_val_ = val_loss;
+void Progress::update(int step, double loss, double lr, double val_loss, double val_per_char) {
+    if (!std::isnan(val_loss)) {
+        last_val_ = val_loss;
+        last_val_per_char_ = std::isnan(val_per_char) ? -1 : val_per_char;
+    }
     const double elapsed = now_seconds() - start_;
     const double rate = (step - first_) / std::max(elapsed, 1e-9);
     const double eta = (total_ - step) / std::max(rate, 1e-9);
     // On a terminal the line stays and shows the latest validation loss; in a log, only the
     // lines of an evaluation show one.
     const bool show_val = tty_ ? last_val_ >= 0 : !std::isnan(val_loss);
-    const std::string val = show_val ? fmt::format("  val {:.4f}", last_val_) : "";
+    std::string val = show_val ? fmt::format("  val {:.4f}", last_val_) : "";
+    if (show_val && last_val_per_char_ >= 0) val += fmt::format(" ({:.4f} nats/char)", last_val_per_char_);
     const std::string line = fmt::format("step {:>6}/{}  loss {:.4f} nats  lr {:.2e}  {:>6.{}f} steps/s  ETA {:>4.0f} s{}",
                                          step, total_, loss, lr, rate, rate < 100 ? 2 : 0, eta, val);  // slow runs: 2 decimals
     if (tty_) fmt::print("\r{:<100}", line);

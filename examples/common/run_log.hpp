@@ -5,12 +5,15 @@
 #pragma once
 
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace examples {
 
-// loss.csv: "step,train_loss,val_loss,lr" (losses in nats; val_loss empty between evaluations).
+// loss.csv: "step,train_loss,val_loss,lr" (losses in nats; val_loss empty between evaluations),
+// and, when the log is made with an extra column, its name and value last, e.g.
+// "step,train_loss,val_loss,lr,val_nats_per_char" (gpt's byte-pair runs).
 class LossLog {
 public:
     // resumed_at 0: a fresh file with the header. A run resumed at step s > 0 continues the file:
@@ -19,16 +22,19 @@ public:
     // rewritten through a temporary and a rename, so a crash leaves the old rows or the new.
     // A symlinked path stays a link: its target is rewritten. Throws std::runtime_error if the
     // file cannot be read, rewritten or opened for writing.
-    LossLog(const std::string& path, int resumed_at);
+    LossLog(const std::string& path, int resumed_at, const std::string& extra_column = "");
     LossLog(const std::string& path, bool) = delete;  // a step, not a flag: 1 would drop rows
     // Appends and flushes one row. A row that cannot be written (a full disk) does not stop the
     // run, whose checkpoint matters more: the first is reported on stderr once and in failure().
-    void write(int step, double train_loss, double val_loss /* NaN = none */, double lr);
+    // `extra` fills the extra column (NaN: empty; a log without one ignores it).
+    void write(int step, double train_loss, double val_loss /* NaN = none */, double lr,
+               double extra = std::numeric_limits<double>::quiet_NaN());
     // "" while every row was written; else "rows from step <s> on not written (<why>)".
     const std::string& failure() const { return failure_; }
 
 private:
-    std::string path_, failure_;
+    std::string path_, header_, failure_;
+    bool extra_ = false;
     std::ofstream out_;
 };
 
@@ -52,17 +58,19 @@ std::string plot_losses(const std::string& out_dir, const std::string& title = "
                         const std::string& yrange = "[1.5:3.5]", double ema_weight = 0.99);
 
 // One status line per update: "step s/total  loss (nats)  lr  steps/s  ETA (s)  [val (nats)]",
-// rewritten in place ('\r') on a terminal, plain lines otherwise.
+// rewritten in place ('\r') on a terminal, plain lines otherwise. A validation loss per character
+// given too is shown after the validation loss: "val 4.1234 (1.2345 nats/char)".
 class Progress {
 public:
     Progress(int first_step, int total_steps);
-    void update(int step, double loss, double lr, double val_loss /* NaN = none */);
+    void update(int step, double loss, double lr, double val_loss /* NaN = none */,
+                double val_per_char = std::numeric_limits<double>::quiet_NaN());
     void finish();
 
 private:
     int first_, total_;
     bool tty_;
-    double start_, last_val_ = -1;
+    double start_, last_val_ = -1, last_val_per_char_ = -1;
 };
 
 // Throws std::runtime_error unless the loss of `step` is finite. Once a loss is NaN or infinite

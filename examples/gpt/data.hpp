@@ -8,7 +8,8 @@
 // Every position of a window is a training example: y[b, t] is the character after
 // x[b, 0..t], so one window of T+1 characters gives T next-character predictions.
 // The text is the King James Bible exactly as `bible -f "gen1:1-rev22:21"` prints it (verse
-// references such as "Ge1:1" included: V = 73), or any file (--data); one byte is one token.
+// references such as "Ge1:1" included: V = 73), or any file (--data); one byte is one token
+// (--tokenizer bpe makes the ids from byte pairs instead: tokens.hpp).
 #pragma once
 
 #include <array>
@@ -58,9 +59,15 @@ Batch sample_batch(const Ids& data, int batch, int block, std::mt19937_64& rng);
 std::vector<std::size_t> fixed_offsets(std::size_t n_data, int block, std::size_t n);
 
 // The count-based bigram model P(next | prev) = (count + 1) / (row total + V), fitted on every
-// adjacent pair of `train` (add-one smoothing), and its mean negative log-likelihood over every
-// adjacent pair of `eval`, in nats. The floor a model that sees one character of context
-// should beat.
-double bigram_nll(const Ids& train, const Ids& eval, std::int64_t vocab);
+// adjacent pair of `train` (add-one smoothing), and its negative log-likelihood over every
+// adjacent pair of `eval`: per token (the mean, nats) and per character (the sum over the bytes
+// of the predicted tokens, byte_counts (V,); empty: 1 byte a token, so both are equal). The floor
+// a model that sees one token of context should beat.
+struct BigramLoss {
+    double per_token = 0, per_char = 0;  // nats/token, nats/char
+};
+BigramLoss bigram_loss(const Ids& train, const Ids& eval, std::int64_t vocab,
+                       const std::vector<std::int64_t>& byte_counts = {});
+double bigram_nll(const Ids& train, const Ids& eval, std::int64_t vocab);  // bigram_loss(...).per_token
 
 }  // namespace gpt

@@ -75,11 +75,11 @@ Ids generate(LanguageModel& model, const Ids& prompt, const GenerateOptions& o, 
     return Ids(ids.begin() + std::ptrdiff_t(prompt.size()), ids.end());
 }
 
-std::string sample_text(LanguageModel& model, const Vocab& vocab, const std::string& prompt,
+std::string sample_text(LanguageModel& model, const Tokens& tokens, const std::string& prompt,
                         const GenerateOptions& options, std::mt19937_64& rng, GenerateStats* stats) {
-    Ids ids = vocab.encode(prompt);
+    Ids ids = tokens.encode(prompt);
     if (ids.empty()) ids.push_back(0);
-    return vocab.decode(generate(model, ids, options, rng, nullptr, stats));
+    return tokens.decode(generate(model, ids, options, rng, nullptr, stats));
 }
 
 }  // namespace gpt

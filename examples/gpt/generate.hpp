@@ -22,6 +22,7 @@
 
 #include "data.hpp"
 #include "model.hpp"
+#include "tokens.hpp"
 
 namespace gpt {
 
@@ -47,9 +48,10 @@ struct GenerateStats {
 Ids generate(LanguageModel& model, const Ids& prompt, const GenerateOptions& options, std::mt19937_64& rng,
              std::vector<std::vector<real>>* logits = nullptr, GenerateStats* stats = nullptr);
 
-// generate() on text: the prompt encoded with `vocab` (an empty prompt starts from id 0), the new
-// ids decoded. Throws std::runtime_error if the prompt has a character outside the vocabulary.
-std::string sample_text(LanguageModel& model, const Vocab& vocab, const std::string& prompt,
+// generate() on text: the prompt encoded with `tokens` (characters or byte pairs; an empty prompt
+// starts from id 0), the new ids decoded. Throws std::runtime_error if the prompt has a character
+// outside a character vocabulary.
+std::string sample_text(LanguageModel& model, const Tokens& tokens, const std::string& prompt,
                         const GenerateOptions& options, std::mt19937_64& rng, GenerateStats* stats = nullptr);
 
 }  // namespace gpt

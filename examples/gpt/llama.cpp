@@ -43,12 +43,15 @@ static GPTConfig checked_llama(const GPTConfig& c) {
     check(c.pos == "rope" && !c.bias, "Llama", "LLaMA's block uses pos rope and no biases; got pos {}, bias {}",
           c.pos, c.bias);
     check(c.ffn_hidden >= 0, "Llama", "ffn_hidden must be >= 0 (0: LLaMA's rule); got {}", c.ffn_hidden);
+    check(!(c.sparse_embedding && c.tie), "Llama", "a sparse token table needs an untied output: the tied output "
+          "gives every row a gradient");
     return c;  // the attention and the feed-forward check the rest
 }
 
 Llama::Llama(const GPTConfig& config) : LanguageModel(checked_llama(config)) {
     const GPTConfig& c = config_;
-    tok_embeddings = register_module("tok_embeddings", std::make_shared<nn::Embedding>(c.vocab, c.d));
+    tok_embeddings = register_module("tok_embeddings", std::make_shared<nn::Embedding>(
+                                                           c.vocab, c.d, nn::EmbeddingOptions().sparse(c.sparse_embedding)));
     layers = register_module("layers", std::make_shared<nn::ModuleList<LlamaBlock>>());
     for (std::int64_t i = 0; i < c.n_layer; ++i) layers->push_back(std::make_shared<LlamaBlock>(c));
     norm = register_module("norm", std::make_shared<nn::RMSNorm>(c.d, kNormEps));

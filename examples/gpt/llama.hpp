@@ -39,12 +39,13 @@ public:
     // applied to these names (Meta publishes none for training): weights N(0, 0.02), the residual
     // outputs wo and w2 N(0, 0.02/√(2L)), RMSNorm weights 1. Throws ValueError for arch other than
     // llama, pos other than rope, bias on, a non-positive size, d not divisible by H, an odd head
-    // width, n_kv_head not dividing H, or dropout outside [0, 1).
+    // width, n_kv_head not dividing H, dropout outside [0, 1), or sparse_embedding with a tied output.
     explicit Llama(const GPTConfig& config);
 
     Tensor forward(const IndexTensor& idx) const override;
     Tensor forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const override;
     Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const override;
+    const nn::Embedding& token_embedding() const override { return *tok_embeddings; }
 
     std::shared_ptr<nn::Embedding> tok_embeddings;        // (V, d)
     std::shared_ptr<nn::ModuleList<LlamaBlock>> layers;   // "0", "1", ...

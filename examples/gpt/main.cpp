@@ -1,12 +1,14 @@
-// examples/gpt/main.cpp — train a character-level GPT on the King James Bible.
+// examples/gpt/main.cpp — train a GPT on the King James Bible, on characters or byte-pair tokens.
 //
 // nanoGPT's shakespeare_char CPU run, on the KJV: characters are tokens (V = 73), the first 90%
-// of the text trains, the last 10% validates. The model (model.hpp) is L 4 pre-LayerNorm blocks
-// of 4-head causal self-attention and a 4x MLP at width d 128, reading 64 characters, with the
-// head tied to the token table; AdamW (lr 1e-3, betas 0.9/0.99, weight decay 0.1 on the 2-D
-// weights only) with 100 warmup steps and a cosine decay to 1e-4, gradients clipped at norm 1,
-// 2,000 steps of 12 windows. Then it reports the losses against a bigram baseline, samples text
-// (through a KV cache, generate.hpp), and draws the loss curve and one head's attention.
+// of the text trains, the last 10% validates (--tokenizer bpe: V = --vocab-size byte pairs learnt
+// on the training text, tokens.hpp, and the losses per token and per character). The model
+// (model.hpp) is L 4 pre-LayerNorm blocks of 4-head causal self-attention and a 4x MLP at width
+// d 128, reading 64 characters, with the head tied to the token table; AdamW (lr 1e-3, betas
+// 0.9/0.99, weight decay 0.1 on the 2-D weights only) with 100 warmup steps and a cosine decay to
+// 1e-4, gradients clipped at norm 1, 2,000 steps of 12 windows. Then it reports the losses
+// against a bigram baseline, samples text (through a KV cache, generate.hpp), and draws the loss
+// curve and one head's attention.
 // --arch llama trains the same way with LLaMA's block (llama.hpp).
 // --checkpoint-blocks keeps only each block's input and recomputes the block in backward: the same
 // losses with less memory (README.md, "Long context: memory"); the run ends with its peak RSS.
@@ -15,9 +17,9 @@
 //       build/examples/gpt --help          (every flag, with units and defaults)
 //       mpirun -np 2 build/examples/gpt    (2 processes, each on its half of every batch; README.md)
 // Writes to --out: loss.csv, loss_ema.csv, loss.png, attention.csv, attention.png,
-// checkpoint.safetensors (model, optimizer and the text's vocabulary, for --resume and --init-from)
-// and model.safetensors (the weights under nanoGPT's names, for bench/gpt_to_torch.py, with the
-// vocabulary sampling needs).
+// checkpoint.safetensors (model, optimizer and the text's vocabulary, for --resume and --init-from),
+// model.safetensors (the weights under nanoGPT's names, for bench/gpt_to_torch.py, with the
+// vocabulary sampling needs) and, with --tokenizer bpe, tokenizer.bpe (text::Tokenizer::save).
 // Under mpirun every rank trains the same model on its slice of each batch (common/data_parallel.hpp)
 // and rank 0 alone prints and writes.
 #include <algorithm>
@@ -45,6 +47,7 @@
 #include "generate.hpp"
 #include "model.hpp"
 #include "report.hpp"
+#include "tokens.hpp"
 
 using namespace xgrad;
 using namespace gpt;
@@ -66,6 +69,8 @@ struct Config {
     std::uint64_t seed = 1337;    // initialisation, batches, samples
     int threads = 1;              // xgrad threads (set_num_threads, core/threads.hpp)
     std::string data;             // empty: the KJV from `bible`
+    std::string tokenizer = "char";  // char: one byte a token; bpe: byte pairs (tokens.hpp)
+    std::int64_t vocab_size = 4096;  // --tokenizer bpe: V = 256 byte tokens + the merges
     std::string out = "out/gpt";
     std::string resume;           // checkpoint.safetensors to continue exactly
     std::string init_from;        // checkpoint.safetensors whose weights start a new run
@@ -73,7 +78,7 @@ struct Config {
     bool eval_only = false;       // with --resume: print the fixed-set validation loss and exit
     int eval_every = 250;         // steps between validation losses
     int eval_batches = 50;        // batches in the fixed validation set
-    int sample = 500;             // characters to sample at the end
+    int sample = 500;             // tokens to sample at the end (characters with --tokenizer char)
     double temperature = 0.8;
     int top_k = 0;
     bool kv_cache = true;         // sample through the KV cache (generate.hpp)
@@ -82,6 +87,7 @@ struct Config {
     int heatmap_layer = -1;       // -1: the last block
     int heatmap_head = 0;
     bool verbose = false;         // the optimizer's full memory table instead of its summary
+    int neighbours = 0;           // frequent tokens whose nearest tokens are printed at the end (0: none)
 };
 
 static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
@@ -100,13 +106,21 @@ static RunFlags trajectory_flags(const Config& c) {
             {"--no-tie", m.tie ? "false" : "true"},         {"--no-bias", m.bias ? "false" : "true"},
             {"--dropout", fmt::format("{}", m.dropout)},    {"--eval-batches", std::to_string(c.eval_batches)},
             {"--arch", m.arch},                             {"--n-kv-head", std::to_string(m.n_kv_head)},
-            {"--ffn-hidden", std::to_string(m.ffn_hidden)}};
+            {"--ffn-hidden", std::to_string(m.ffn_hidden)}, {"--tokenizer", c.tokenizer},
+            {"--sparse-embedding", m.sparse_embedding ? "true" : "false"}};
+}
+
+// trajectory_flags and, for byte pairs, --vocab-size.
+static RunFlags run_flags(const Config& c) {
+    RunFlags flags = trajectory_flags(c);
+    if (c.tokenizer == "bpe") flags["--vocab-size"] = std::to_string(c.vocab_size);
+    return flags;
 }
 
 // What every rank must agree on (common/data_parallel.hpp): the trajectory, and what sets how
 // many collectives a run calls. --grad-accum and the number of ranks change the rounding only.
 static examples::RunFlags same_on_all_ranks(const Config& c) {
-    RunFlags flags = trajectory_flags(c);
+    RunFlags flags = run_flags(c);
     flags["--grad-accum"] = std::to_string(c.grad_accum);
     flags["--stop-after"] = std::to_string(c.stop_after);
     flags["--eval-only"] = c.eval_only ? "true" : "false";
@@ -126,45 +140,75 @@ static examples::BatchSplit prepare_run(const Config& cfg) {
     std::error_code ec;
     if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
-    if (distributed::rank() == 0)
-        examples::check_output_files(cfg.out, {"loss.csv", "loss_ema.csv", "loss.gp", "loss.png", "attention.csv",
-                                               "attention.gp", "attention.png", "checkpoint.safetensors",
-                                               "model.safetensors"});
+    std::vector<std::string> files{"loss.csv",      "loss_ema.csv", "loss.gp",  "loss.png", "attention.csv",
+                                   "attention.gp",  "attention.png", "checkpoint.safetensors", "model.safetensors"};
+    if (cfg.tokenizer == "bpe") files.push_back("tokenizer.bpe");
+    if (distributed::rank() == 0) examples::check_output_files(cfg.out, files);
     return batch_split;
 }
 
-// The text as ids: its vocabulary, the 90/10 split, and the fingerprint stored in every file written.
+// The text as ids: its tokens, the 90/10 split, and the fingerprint stored in every file written.
 struct TextData {
-    Vocab vocab;
+    Tokens tokens;                        // characters or byte pairs
     Split split;                          // ids: train (the first 90%), val (the rest)
     examples::TextFingerprint fingerprint;
 };
 
-static TextData load_data(const Config& cfg, bool prompt_given) {
-    const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
-    const std::string text = examples::read_text(cfg.data);
+// --tokenizer char: each byte of the text is a token; V is the bytes that occur.
+static TextData character_data(const Config& cfg, const std::string& text, const std::string& source) {
     Vocab vocab = build_vocab(text);
     Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
     fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
                split.train.size(), split.val.size());
+    examples::TextFingerprint fingerprint = examples::fingerprint(vocab.chars, text);
+    return {Tokens::characters(std::move(vocab)), std::move(split), std::move(fingerprint)};
+}
+
+// --tokenizer bpe: the text split first, the tokenizer learnt on the training part (or, with
+// --resume and --init-from, read from beside the checkpoint), then both parts encoded.
+static TextData byte_pair_data(const Config& cfg, const std::string& text, const std::string& source) {
+    const TextSplit parts = split_text(text);
+    fmt::print("data   {}: {} characters → train {} / val {} characters\n", source, text.size(), parts.train.size(),
+               parts.val.size());
+    const std::string& saved = cfg.resume.empty() ? cfg.init_from : cfg.resume;
+    const double t0 = examples::now_seconds();
+    Tokens tokens = Tokens::byte_pairs(saved.empty() ? train_bpe(parts.train, cfg.vocab_size)
+                                                     : load_bpe_beside(saved, cfg.vocab_size,
+                                                                       cfg.resume.empty() ? "--init-from" : "--resume"));
+    const double t1 = examples::now_seconds();
+    Split split = split_tokens(tokens.encode(std::string(parts.train)), tokens.encode(std::string(parts.val)),
+                               int(cfg.model.block), source);
+    const std::string how = saved.empty() ? fmt::format("learnt on the train characters in {:.1f} s", t1 - t0)
+                                          : "read from " + tokenizer_beside(saved);
+    fmt::print("tokens BPE V {} ({}; encoded in {:.1f} s) → train {} / val {} tokens, {:.2f} characters per token\n",
+               tokens.size(), how, examples::now_seconds() - t1, split.train.size(), split.val.size(),
+               double(parts.train.size()) / double(split.train.size()));
+    examples::TextFingerprint fingerprint = examples::fingerprint(tokens.fingerprint_vocab(), text);
+    fingerprint.tokenizer = tokens.identity();
+    return {std::move(tokens), std::move(split), std::move(fingerprint)};
+}
+
+static TextData load_data(const Config& cfg, bool prompt_given) {
+    const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
+    const std::string text = examples::read_text(cfg.data);
+    TextData d = cfg.tokenizer == "bpe" ? byte_pair_data(cfg, text, source) : character_data(cfg, text, source);
     if (prompt_given && cfg.sample > 0) {  // a prompt the text cannot encode is refused now, not after training
         try {
-            vocab.encode(cfg.prompt);
+            d.tokens.encode(cfg.prompt);
         } catch (const std::exception& e) {
             throw std::invalid_argument(fmt::format("--prompt {}: {}", quoted_text(cfg.prompt), e.what()));
         }
     }
-    examples::TextFingerprint fingerprint = examples::fingerprint(vocab.chars, text);
-    return {std::move(vocab), std::move(split), std::move(fingerprint)};
+    return d;
 }
 
 // The flags that fix the model's shape: --init-from needs the saved model's values of all of them.
 static RunFlags model_flags(const Config& c) {
-    const RunFlags all = trajectory_flags(c);
+    const RunFlags all = run_flags(c);
     RunFlags flags;
     for (const char* f : {"--arch", "--n-layer", "--n-head", "--n-kv-head", "--d", "--ffn-hidden", "--block-size",
-                          "--pos", "--no-tie", "--no-bias"})
-        flags[f] = all.at(f);
+                          "--pos", "--no-tie", "--no-bias", "--tokenizer", "--vocab-size"})
+        if (all.count(f)) flags[f] = all.at(f);
     return flags;
 }
 
@@ -175,7 +219,7 @@ static RunFlags model_flags(const Config& c) {
 static int restore(const Config& cfg, LanguageModel& model, optim::Optimizer& opt, optim::CosineWithWarmup& schedule,
                    std::mt19937_64& batch_rng, const RunFlags& flags, const examples::TextFingerprint& data) {
     if (!cfg.init_from.empty()) {
-        const int saved = examples::load_model_weights(cfg.init_from, model, model_flags(cfg), data.vocab);
+        const int saved = examples::load_model_weights(cfg.init_from, model, model_flags(cfg), data.vocab, data.tokenizer);
         fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n",
                    cfg.init_from, saved, cfg.steps);
         return 0;
@@ -196,23 +240,38 @@ static void print_model(const LanguageModel& model) {
                m.tie ? " (the tied table counted once)" : "");
 }
 
-// attention.csv/png: one head's weights on Genesis 1:1, or (another text without those
-// characters) on the start of val. Returns the note to print.
+// attention.csv/png: one head's weights on Genesis 1:1, or (a character vocabulary without
+// those characters) on the start of val. Returns the note to print.
 static std::string draw_heatmap(const Config& cfg, LanguageModel& model, const TextData& d) {
     const GPTConfig& m = model.config();
     std::string line = cfg.heatmap_text;
-    if (std::any_of(line.begin(), line.end(), [&](char ch) { return d.vocab.id[static_cast<unsigned char>(ch)] < 0; }))
-        line = d.vocab.decode(Ids(d.split.val.begin(), d.split.val.begin() + std::min<std::ptrdiff_t>(m.block, 60)));
+    if (!d.tokens.is_bpe() &&
+        std::any_of(line.begin(), line.end(), [&](char ch) { return d.tokens.vocab().id[static_cast<unsigned char>(ch)] < 0; }))
+        line = d.tokens.decode(Ids(d.split.val.begin(), d.split.val.begin() + std::min<std::ptrdiff_t>(m.block, 60)));
     const std::int64_t layer = cfg.heatmap_layer < 0 ? m.n_layer - 1 : cfg.heatmap_layer;
-    return plot_attention(model, d.vocab, line, layer, cfg.heatmap_head, cfg.out);
+    return plot_attention(model, d.tokens, line, layer, cfg.heatmap_head, cfg.out);
+}
+
+// --neighbours N: the N most frequent tokens of the training ids (byte pairs: of 3 bytes or more,
+// so that words show rather than letters), each with the 5 tokens nearest it by the cosine of
+// their rows of the token table (report.hpp).
+static void print_neighbours(const Config& cfg, const LanguageModel& model, const TextData& d) {
+    const std::size_t min_bytes = d.tokens.is_bpe() ? 3 : 1;
+    const std::vector<std::int64_t> queries = frequent_tokens(d.split.train, d.tokens, std::size_t(cfg.neighbours), min_bytes);
+    const Tensor& table = model.token_embedding().weight;
+    fmt::print("\nnearest tokens by cosine in the token table {}, for the {} most frequent tokens{} of train:\n{}",
+               shape_str(table.shape()), queries.size(), min_bytes > 1 ? " of 3 bytes or more" : "",
+               nearest_tokens(table.data(), d.tokens, queries, 5));
 }
 
 // --eval-only: the fixed-set validation loss (bench/gpt_to_torch.py compares this line with
-// PyTorch's figure) and the heatmap.
+// PyTorch's figure), per character too for byte pairs, the heatmap and --neighbours.
 static int evaluate_only(const Config& cfg, LanguageModel& model, const TextData& d) {
-    fmt::print("val (fixed set) {:.6f} nats over {} batches of {}\n",
-               evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches), cfg.eval_batches, cfg.batch_size);
+    const EvalLoss val = evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches, d.tokens.byte_counts());
+    fmt::print("val (fixed set) {:.6f} nats over {} batches of {}{}\n", val.per_token, cfg.eval_batches, cfg.batch_size,
+               d.tokens.is_bpe() ? fmt::format(" ({:.6f} nats/char)", val.per_char) : "");
     if (distributed::rank() != 0) return 0;
+    if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
     examples::FinalSaves saves;
     saves.attempt(cfg.out + "/attention.png", [&] { fmt::print("{}\n", draw_heatmap(cfg, model, d)); });
     saves.check();  // not written: exit status 1
@@ -251,46 +310,70 @@ static double data_parallel_step(LanguageModel& model, optim::Optimizer& opt, di
 
 // After step `step` (1-based): the validation loss every --eval-every steps and at the last
 // (every rank evaluates: the same weights give the same value, so a divergence stops all), and
-// every 10 steps a row of loss.csv (rank 0's) and the progress line.
-static void log_step(const Config& cfg, LanguageModel& model, const Ids& val, int step, double train_loss, double lr,
+// every 10 steps a row of loss.csv (rank 0's) and the progress line; byte pairs add the
+// validation loss per character to both.
+static void log_step(const Config& cfg, LanguageModel& model, const TextData& d, int step, double train_loss, double lr,
                      std::optional<LossLog>& log, Progress& progress) {
     const bool eval = step % cfg.eval_every == 0 || step == cfg.steps;
-    const double val_loss = eval ? evaluate_fixed(model, val, cfg.batch_size, cfg.eval_batches) : nan();
-    if (eval) examples::check_finite_loss(step, val_loss, "validation");
-    if (log && (step % 10 == 0 || eval)) log->write(step, train_loss, val_loss, lr);
-    if (step % 10 == 0 || eval) progress.update(step, train_loss, lr, val_loss);
+    const EvalLoss val = eval ? evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches, d.tokens.byte_counts())
+                              : EvalLoss{nan(), nan()};
+    if (eval) examples::check_finite_loss(step, val.per_token, "validation");
+    const double per_char = d.tokens.is_bpe() ? val.per_char : nan();
+    if (log && (step % 10 == 0 || eval)) log->write(step, train_loss, val.per_token, lr, per_char);
+    if (step % 10 == 0 || eval) progress.update(step, train_loss, lr, val.per_token, per_char);
 }
 
 // checkpoint.safetensors (for --resume and --init-from) and model.safetensors (nanoGPT's names,
-// with the vocabulary sampling needs), each tried even if the other fails (a full disk).
+// with the vocabulary sampling needs), and for byte pairs tokenizer.bpe beside them; each tried
+// even if another fails (a full disk).
 static void save(const Config& cfg, const LanguageModel& model, const optim::Optimizer& opt, int step,
-                 const std::mt19937_64& batch_rng, const RunFlags& flags, const examples::TextFingerprint& data,
+                 const std::mt19937_64& batch_rng, const RunFlags& flags, const TextData& d,
                  examples::FinalSaves& saves) {
+    if (d.tokens.is_bpe())
+        saves.attempt(cfg.out + "/tokenizer.bpe", [&] { d.tokens.tokenizer().save(cfg.out + "/tokenizer.bpe"); });
     saves.attempt(cfg.out + "/checkpoint.safetensors", [&] {
-        examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, step, batch_rng, flags, data);
+        examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, step, batch_rng, flags, d.fingerprint);
     });
     saves.attempt(cfg.out + "/model.safetensors", [&] {
         const NamedTensors weights = model.state_dict();
         const std::string bad = examples::first_non_finite(weights);
         if (!bad.empty()) throw std::runtime_error(fmt::format("'{}' holds a NaN or an infinity (the run diverged)", bad));
-        nn::Metadata model_meta = examples::fingerprint_metadata(data);
+        nn::Metadata model_meta = examples::fingerprint_metadata(d.fingerprint);
         model_meta["format"] = "pt";
         nn::save_safetensors(cfg.out + "/model.safetensors", weights, model_meta);
     });
 }
 
-// The final losses against the bigram baseline, and the wall time since t0.
+// The final losses against the bigram baseline, and the wall time since t0. Byte pairs: per token
+// and per character (tokens.hpp), the baseline too.
 static void print_losses(const Config& cfg, LanguageModel& model, const TextData& d, double t0, int start) {
     std::mt19937_64 eval_rng(cfg.seed + 1);
-    const double val_fixed = evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches);
-    const double val_random = evaluate_random(model, d.split.val, cfg.batch_size, cfg.eval_batches, eval_rng);
-    const double train_random = evaluate_random(model, d.split.train, cfg.batch_size, cfg.eval_batches, eval_rng);
-    fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
-               "val over {} random batches {:.4f})\n",
-               train_random, val_fixed, cfg.eval_batches, cfg.batch_size, cfg.eval_batches, val_random);
-    const std::int64_t V = d.vocab.size();
-    fmt::print("bigram baseline  train {:.4f}   val {:.4f}   (add-one smoothed counts from train)\n",
-               bigram_nll(d.split.train, d.split.train, V), bigram_nll(d.split.train, d.split.val, V));
+    const std::vector<std::int64_t>& bytes = d.tokens.byte_counts();
+    const EvalLoss val_fixed = evaluate_fixed(model, d.split.val, cfg.batch_size, cfg.eval_batches, bytes);
+    const EvalLoss val_random = evaluate_random(model, d.split.val, cfg.batch_size, cfg.eval_batches, eval_rng, bytes);
+    const EvalLoss train_random = evaluate_random(model, d.split.train, cfg.batch_size, cfg.eval_batches, eval_rng, bytes);
+    const std::int64_t V = d.tokens.size();
+    const BigramLoss bigram_train = bigram_loss(d.split.train, d.split.train, V, bytes);
+    const BigramLoss bigram_val = bigram_loss(d.split.train, d.split.val, V, bytes);
+    if (!d.tokens.is_bpe()) {
+        fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
+                   "val over {} random batches {:.4f})\n",
+                   train_random.per_token, val_fixed.per_token, cfg.eval_batches, cfg.batch_size, cfg.eval_batches,
+                   val_random.per_token);
+        fmt::print("bigram baseline  train {:.4f}   val {:.4f}   (add-one smoothed counts from train)\n",
+                   bigram_train.per_token, bigram_val.per_token);
+    } else {
+        fmt::print("\nloss (nats/token) train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
+                   "val over {} random batches {:.4f})\n",
+                   train_random.per_token, val_fixed.per_token, cfg.eval_batches, cfg.batch_size, cfg.eval_batches,
+                   val_random.per_token);
+        fmt::print("loss (nats/char)  train {:.4f}   val {:.4f}   (the same windows: Σ token losses / Σ bytes of the "
+                   "target tokens; val over {} random batches {:.4f})\n",
+                   train_random.per_char, val_fixed.per_char, cfg.eval_batches, val_random.per_char);
+        fmt::print("bigram nats/token train {:.4f}   val {:.4f}   (add-one smoothed counts of token pairs from train)\n",
+                   bigram_train.per_token, bigram_val.per_token);
+        fmt::print("bigram nats/char  train {:.4f}   val {:.4f}\n", bigram_train.per_char, bigram_val.per_char);
+    }
     fmt::print("wall time        {:.1f} s{}\n", examples::now_seconds() - t0,
                start > 0 ? " (this process, since the resume)" : "");
 }
@@ -305,24 +388,26 @@ static void print_optimizer_memory(const optim::Optimizer& opt, bool verbose) {
     else fmt::print("{}\n", optim::memory_summary(memory, 5));
 }
 
-// --sample characters after the prompt (generate.hpp), and what the KV cache held.
+// --sample tokens after the prompt (generate.hpp), and what the KV cache held.
 static void print_samples(const Config& cfg, LanguageModel& model, const TextData& d, bool prompt_given) {
     std::string prompt = cfg.prompt;
-    if (!prompt_given) {  // the default prompt, in a text that lacks its characters
+    if (!prompt_given && !d.tokens.is_bpe()) {  // the default prompt, in a text that lacks its characters
         const bool ok = std::all_of(prompt.begin(), prompt.end(),
-                                    [&](char ch) { return d.vocab.id[static_cast<unsigned char>(ch)] >= 0; });
-        if (!ok) prompt = d.vocab.decode(Ids(d.split.val.begin(), d.split.val.begin() + 1));
+                                    [&](char ch) { return d.tokens.vocab().id[static_cast<unsigned char>(ch)] >= 0; });
+        if (!ok) prompt = d.tokens.decode(Ids(d.split.val.begin(), d.split.val.begin() + 1));
     }
+    const std::string unit = d.tokens.is_bpe() ? "tokens" : "characters";
     std::mt19937_64 sample_rng(cfg.seed);
     const GenerateOptions gen{cfg.sample, cfg.temperature, cfg.top_k, cfg.kv_cache};
     GenerateStats stats;
     const double t_sample = examples::now_seconds();
-    const std::string text_out = sample_text(model, d.vocab, prompt, gen, sample_rng, &stats);
+    const std::string text_out = sample_text(model, d.tokens, prompt, gen, sample_rng, &stats);
     const double seconds = examples::now_seconds() - t_sample;
-    fmt::print("\n{} sampled characters (temperature {}, top-k {}) after the prompt:\n{}{}\n", cfg.sample,
-               cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k), prompt, text_out);
-    fmt::print("\nsampling  {:.1f} characters/s, KV cache {}: {} positions run through the model for {} characters",
-               cfg.sample / seconds, cfg.kv_cache ? "on" : "off", stats.positions_run, cfg.sample);
+    fmt::print("\n{} sampled {} (temperature {}, top-k {}) after the prompt:\n{}{}\n", cfg.sample, unit,
+               cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k), prompt,
+               d.tokens.is_bpe() ? replace_invalid_utf8(text_out) : text_out);  // byte pairs: U+FFFD, as minbpe
+    fmt::print("\nsampling  {:.1f} {}/s, KV cache {}: {} positions run through the model for {} {}", cfg.sample / seconds,
+               unit, cfg.kv_cache ? "on" : "off", stats.positions_run, cfg.sample, unit);
     if (cfg.kv_cache) {
         const std::size_t layer = stats.cache_bytes.empty() ? 0 : stats.cache_bytes.front();
         fmt::print(" ({} rebuilt past the block)\nKV cache  {} layers × {} = {}: {} bytes per position "
@@ -341,7 +426,7 @@ static int run(const Config& cfg, bool prompt_given) {
     const examples::BatchSplit batch_split = prepare_run(cfg);
     const TextData d = load_data(cfg, prompt_given);
     GPTConfig model_cfg = cfg.model;
-    model_cfg.vocab = d.vocab.size();
+    model_cfg.vocab = d.tokens.size();
 
     manual_seed(cfg.seed);
     const std::unique_ptr<LanguageModel> model_ptr = make_model(model_cfg);  // GPT or Llama (--arch)
@@ -350,17 +435,19 @@ static int run(const Config& cfg, bool prompt_given) {
     auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
     optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
     std::mt19937_64 batch_rng(cfg.seed);
-    const RunFlags flags = trajectory_flags(cfg);
+    const RunFlags flags = run_flags(cfg);
     const int start = restore(cfg, model, *opt, schedule, batch_rng, flags, d.fingerprint);
     examples::check_same_start(start, batch_rng);
     distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
     print_model(model);
     if (cfg.eval_only) return evaluate_only(cfg, model, d);
     if (rank0) print_graph_memory(model, d.split.val, batch_split.per_rank());
+    if (rank0 && (d.tokens.is_bpe() || model_cfg.sparse_embedding))  // the k rows a batch looks up (report.hpp)
+        fmt::print("{}", token_table_report(model, d.split.train, cfg.batch_size, batch_rng));
 
     // ---- the training loop: every rank draws the same B windows and takes the same step -----------
     std::optional<LossLog> log;  // rank 0's loss.csv
-    if (rank0) log.emplace(cfg.out + "/loss.csv", /*resumed_at=*/start);
+    if (rank0) log.emplace(cfg.out + "/loss.csv", /*resumed_at=*/start, d.tokens.is_bpe() ? "val_nats_per_char" : "");
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     examples::SyncTimer sync_timer;  // the all-reduce's share of the steps
@@ -373,13 +460,13 @@ static int run(const Config& cfg, bool prompt_given) {
         const double train_loss = examples::mean_over_ranks(loss_sum);  // the B windows' mean CE, nats
         examples::check_finite_loss(step + 1, train_loss);
         schedule.step();
-        log_step(cfg, model, d.split.val, step + 1, train_loss, lr, log, progress);
+        log_step(cfg, model, d, step + 1, train_loss, lr, log, progress);
     }
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
     examples::FinalSaves saves;  // a failed save is reported, the other files are still written
-    save(cfg, model, *opt, end, batch_rng, flags, d.fingerprint, saves);
+    save(cfg, model, *opt, end, batch_rng, flags, d, saves);
     saves.attempt(cfg.out + "/loss.csv", [&] {  // a row that could not be written, reported again here
         if (!log->failure().empty()) throw std::runtime_error(log->failure());
     });
@@ -394,8 +481,10 @@ static int run(const Config& cfg, bool prompt_given) {
     print_losses(cfg, model, d, t0, start);
     print_optimizer_memory(*opt, cfg.verbose);
     if (cfg.sample > 0) print_samples(cfg, model, d, prompt_given);
+    if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
     if (saves.all_written())
-        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors and {0}/model.safetensors\n", cfg.out);
+        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors{1} {0}/model.safetensors{2}\n", cfg.out,
+                   d.tokens.is_bpe() ? "," : " and", d.tokens.is_bpe() ? fmt::format(" and {}/tokenizer.bpe", cfg.out) : "");
     // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
     saves.attempt(cfg.out + "/loss.png", [&] {
         fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
@@ -405,12 +494,56 @@ static int run(const Config& cfg, bool prompt_given) {
     return 0;
 }
 
+// Lower bounds on the memory the flags ask for, against the machine's (check_flags).
+static void check_memory_needs(const Config& c) {
+    const GPTConfig& m = c.model;
+    const examples::BatchSplit split = examples::split_batch(c.batch_size, c.grad_accum);
+    // Lower bounds in bytes (model.hpp's and llama.hpp's shapes): L·(4d² + k·d·F) weights
+    // (attention 4d² at most, the feed-forward's k = 2 matrices of d × 4d, or LLaMA's k = 3 of
+    // d × F), each with its gradient and AdamW's two moments; and the feed-forward's (b, T, F)
+    // hidden activation of one micro-batch, b = B/(W·N), which each of the L blocks keeps.
+    const bool llama = m.arch == "llama";
+    const double L = double(m.n_layer), d = double(m.d), B = double(split.per_rank()), T = double(m.block);
+    const double F = llama ? double(m.ffn_hidden > 0 ? m.ffn_hidden : nn::swiglu_hidden_width(m.d)) : 4 * d;
+    const double bytes = sizeof(real), per_layer = 4 * d * d + (llama ? 3 : 2) * d * F;
+    const examples::MemoryNeed weights{"parameters L·(4d² + k·d·F), with gradients and AdamW's exp_avg and exp_avg_sq",
+                                       4 * L * per_layer * bytes};
+    // Every rank draws the whole step's batch, B offsets and B windows x, y of T int64 ids, and
+    // keeps it through the step and its evaluation. An evaluation holds the offsets of its
+    // E·B windows, one batch of B windows and a feed-forward output (B, T, F). All in doubles:
+    // B·E·8 and the like may not fit in 64 bits.
+    const double B_all = double(c.batch_size), E = double(c.eval_batches), id = 8;
+    const examples::MemoryNeed batch{"the step's batch: B offsets and the windows x, y (B, T) of int64 ids",
+                                     B_all * (1 + 2 * T) * id};
+    // Byte pairs: the token table (V, d), and the untied head's, with gradients and AdamW's
+    // moments; the logits (b, T, V) and the cross-entropy's softmax of one micro-batch, kept for
+    // backward; an evaluation's logits (B, T, V). (Characters: V ≤ 256, a small share.)
+    const double V = c.tokenizer == "bpe" ? double(c.vocab_size) : 0;
+    const examples::MemoryNeed table{"the token table V·d (and an untied head's), with gradients and AdamW's moments",
+                                     (m.tie ? 1 : 2) * 4 * V * d * bytes};
+    const std::string shape = fmt::format("--block-size {}, --d {}{} --n-layer {}{}{}", m.block, m.d, llama ? "," : " or",
+                                          m.n_layer, llama ? fmt::format(" or --ffn-hidden {}", std::int64_t(F)) : "",
+                                          V > 0 ? fmt::format(" or --vocab-size {}", c.vocab_size) : "");
+    std::vector<examples::MemoryNeed> held{weights, batch};
+    if (V > 0) held.push_back(table);
+    examples::check_memory(held, fmt::format("--batch-size {}, {}", c.batch_size, shape));
+    std::vector<examples::MemoryNeed> step = held;
+    step.push_back({"the feed-forward activations L·b·T·F kept for backward (b = B/(ranks·N))", L * B * T * F * bytes});
+    if (V > 0) step.push_back({"the logits b·T·V and their softmax, kept for backward", 2 * B * T * V * bytes});
+    examples::check_memory(step, fmt::format("--batch-size {} (or raise --grad-accum), {}", c.batch_size, shape));
+    std::vector<examples::MemoryNeed> eval = held;
+    eval.push_back({fmt::format("an evaluation: E·B offsets, B windows x, y and a feed-forward output B·T·F{}",
+                                V > 0 ? " and the logits B·T·V" : ""),
+                    (E * B_all + B_all * (1 + 2 * T)) * id + B_all * T * (F + V) * bytes});
+    examples::check_memory(eval, fmt::format("--batch-size {}, --eval-batches {}, {}", c.batch_size, c.eval_batches, shape));
+}
+
 // Every check that needs no data, so that a bad combination of flags is refused before the text
 // is read. Throws std::invalid_argument naming the flags.
-static void check_flags(const Config& c) {
+static void check_flags(const Config& c, bool vocab_size_given) {
     using examples::require;
     const GPTConfig& m = c.model;
-    const examples::BatchSplit split = examples::split_batch(c.batch_size, c.grad_accum);  // W·N divides B
+    examples::split_batch(c.batch_size, c.grad_accum);  // throws unless W·N divides B
     require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}: pass --warmup {} or less", c.warmup, c.steps, c.steps));
     require(c.min_lr <= c.lr, fmt::format("--min-lr {} is above --lr {}", c.min_lr, c.lr));
     require(m.d % m.n_head == 0, fmt::format("--n-head {} does not divide --d {}: each head gets d/H dimensions",
@@ -430,32 +563,12 @@ static void check_flags(const Config& c) {
     require(!c.eval_only || !c.resume.empty(), "--eval-only needs --resume CHECKPOINT");
     require(c.resume.empty() || c.init_from.empty(),
             "--resume continues a run exactly and --init-from starts a new one from its weights: pass one of them");
-    // Lower bounds in bytes (model.hpp's and llama.hpp's shapes): L·(4d² + k·d·F) weights
-    // (attention 4d² at most, the feed-forward's k = 2 matrices of d × 4d, or LLaMA's k = 3 of
-    // d × F), each with its gradient and AdamW's two moments; and the feed-forward's (b, T, F)
-    // hidden activation of one micro-batch, b = B/(W·N), which each of the L blocks keeps.
-    const bool llama = m.arch == "llama";
-    const double L = double(m.n_layer), d = double(m.d), B = double(split.per_rank()), T = double(m.block);
-    const double F = llama ? double(m.ffn_hidden > 0 ? m.ffn_hidden : nn::swiglu_hidden_width(m.d)) : 4 * d;
-    const double bytes = sizeof(real), per_layer = 4 * d * d + (llama ? 3 : 2) * d * F;
-    const examples::MemoryNeed weights{"parameters L·(4d² + k·d·F), with gradients and AdamW's exp_avg and exp_avg_sq",
-                                       4 * L * per_layer * bytes};
-    // Every rank draws the whole step's batch, B offsets and B windows x, y of T int64 ids, and
-    // keeps it through the step and its evaluation. An evaluation holds the offsets of its
-    // E·B windows, one batch of B windows and a feed-forward output (B, T, F). All in doubles:
-    // B·E·8 and the like may not fit in 64 bits.
-    const double B_all = double(c.batch_size), E = double(c.eval_batches), id = 8;
-    const examples::MemoryNeed batch{"the step's batch: B offsets and the windows x, y (B, T) of int64 ids",
-                                     B_all * (1 + 2 * T) * id};
-    const std::string shape = fmt::format("--block-size {}, --d {}{} --n-layer {}{}", m.block, m.d, llama ? "," : " or",
-                                          m.n_layer, llama ? fmt::format(" or --ffn-hidden {}", std::int64_t(F)) : "");
-    examples::check_memory({weights, batch}, fmt::format("--batch-size {}, {}", c.batch_size, shape));
-    examples::check_memory({weights, batch, {"the feed-forward activations L·b·T·F kept for backward (b = B/(ranks·N))",
-                                             L * B * T * F * bytes}},
-                           fmt::format("--batch-size {} (or raise --grad-accum), {}", c.batch_size, shape));
-    examples::check_memory({weights, batch, {"an evaluation: E·B offsets, B windows x, y and a feed-forward output B·T·F",
-                                             (E * B_all + B_all * (1 + 2 * T)) * id + B_all * T * F * bytes}},
-                           fmt::format("--batch-size {}, --eval-batches {}, {}", c.batch_size, c.eval_batches, shape));
+    require(c.tokenizer == "bpe" || !vocab_size_given,
+            fmt::format("--vocab-size {} sets the number of byte-pair tokens: it needs --tokenizer bpe (--tokenizer "
+                        "char takes the text's characters as they are)", c.vocab_size));
+    require(!m.sparse_embedding || !m.tie,
+            "--sparse-embedding needs --no-tie: the tied head would give every row of the token table a gradient");
+    check_memory_needs(c);
 }
 
 int main(int argc, char** argv) {
@@ -466,12 +579,12 @@ int main(int argc, char** argv) {
     const double inf = std::numeric_limits<double>::infinity();
     Config cfg;
     GPTConfig& m = cfg.model;
-    CLI::App app{"Train a character-level GPT (nanoGPT's shape) on the King James Bible."};
+    CLI::App app{"Train a GPT (nanoGPT's shape) on the King James Bible, on characters or byte-pair tokens."};
     bool no_tie = false, no_bias = false;
     int_flag(app, "--n-layer", m.n_layer, 1, 256, "L, transformer blocks");
     int_flag(app, "--n-head", m.n_head, 1, 256, "H, attention heads per block (must divide --d)");
     int_flag(app, "--d", m.d, 1, 65536, "d, the model width (n_embd)");
-    int_flag(app, "--block-size", m.block, 1, 65536, "T, characters of context");
+    int_flag(app, "--block-size", m.block, 1, 65536, "T, tokens of context (characters with --tokenizer char)");
     app.add_option("--arch", m.arch, "the block: gpt2 (LayerNorm, GELU MLP, biases; nanoGPT's names) or llama (RMSNorm, SwiGLU, rope, no biases; Meta's names)")
         ->capture_default_str()->check(CLI::IsMember({"gpt2", "llama"}));
     int_flag(app, "--n-kv-head", m.n_kv_head, 0, 256, "K/V heads, dividing --n-head (grouped-query attention; 1: multi-query; 0: --n-head)");
@@ -494,25 +607,30 @@ int main(int argc, char** argv) {
     real_flag(app, "--grad-clip", cfg.grad_clip, {0, inf}, "clip the global gradient L2 norm to this before each step (0: off)");
     examples::seed_flag(app, "--seed", cfg.seed, "seed of the initialisation, the batches and the samples");
     int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
-    app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (each byte is a token)");
+    app.add_option("--data", cfg.data, "a text file to train on instead of the KJV (--tokenizer char: each byte is a token)");
+    app.add_option("--tokenizer", cfg.tokenizer, "tokens: char (one byte each; V = the bytes that occur) or bpe (byte pairs learnt on the training text, text/tokenizer.hpp, saved as tokenizer.bpe beside the checkpoint)")
+        ->capture_default_str()->check(CLI::IsMember({"char", "bpe"}));
+    auto* vocab_size = int_flag(app, "--vocab-size", cfg.vocab_size, 256, INT_MAX, "--tokenizer bpe: V, the 256 byte tokens and V - 256 merges (at most what the training text's merges and the memory allow)");
+    app.add_flag("--sparse-embedding", m.sparse_embedding, "with --no-tie: the token table's gradient holds only the rows a batch looks up, and AdamW updates only those (lazily, as PyTorch's SparseAdam)");
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
-    examples::checkpoint_flag(app, "--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --checkpoint-blocks, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --eval-every and --stop-after must match the saved run (at any number of ranks)");
-    examples::checkpoint_flag(app, "--init-from", cfg.init_from, "checkpoint.safetensors whose model weights start this run (nanoGPT's init_from): AdamW, the schedule and the batches start afresh at step 0, for --steps more; the model flags (--arch, --n-layer, --n-head, --n-kv-head, --d, --ffn-hidden, --block-size, --pos, --no-tie, --no-bias) and the vocabulary must match the saved run's");
+    examples::checkpoint_flag(app, "--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --checkpoint-blocks, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --neighbours, --eval-every and --stop-after must match the saved run (at any number of ranks); --tokenizer bpe reads tokenizer.bpe beside it");
+    examples::checkpoint_flag(app, "--init-from", cfg.init_from, "checkpoint.safetensors whose model weights start this run (nanoGPT's init_from): AdamW, the schedule and the batches start afresh at step 0, for --steps more; the model flags (--arch, --n-layer, --n-head, --n-kv-head, --d, --ffn-hidden, --block-size, --pos, --no-tie, --no-bias, --tokenizer, --vocab-size) and the vocabulary must match the saved run's; --tokenizer bpe reads tokenizer.bpe beside it");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");
     int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
     int_flag(app, "--eval-batches", cfg.eval_batches, 1, INT_MAX, "batches of --batch-size windows in the fixed validation set (evenly spaced over the split)");
-    int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "characters to sample after training (0: none)");
+    int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "tokens to sample after training (characters with --tokenizer char; 0: none)");
     real_flag(app, "--temperature", cfg.temperature, {0, inf, true}, "sampling temperature: logits are divided by it");
-    int_flag(app, "--top-k", cfg.top_k, 0, INT_MAX, "sample only among the k likeliest characters (0: all)");
+    int_flag(app, "--top-k", cfg.top_k, 0, INT_MAX, "sample only among the k likeliest tokens (0: all)");
     std::string kv_cache = "on";
     app.add_option("--kv-cache", kv_cache, "sample through a KV cache (on) or rerun the whole context per character (off); the same characters")
         ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
     int_flag(app, "--heatmap-layer", cfg.heatmap_layer, -1, 255, "block whose attention attention.png shows (-1: the last; below --n-layer)");
     int_flag(app, "--heatmap-head", cfg.heatmap_head, 0, 255, "head whose attention attention.png shows (below --n-head)");
+    int_flag(app, "--neighbours", cfg.neighbours, 0, 1000, "after training (and with --eval-only): the 5 nearest tokens, by cosine in the token table, of the N most frequent tokens of train (--tokenizer bpe: of 3 bytes or more; 0: none)");
     app.add_flag("--verbose", cfg.verbose,
                  "print the optimizer memory table of every parameter tensor, not only the 5 largest");
-    auto* prompt = app.add_option("--prompt", cfg.prompt, "text the samples continue (characters must be in the vocabulary)")->capture_default_str();
+    auto* prompt = app.add_option("--prompt", cfg.prompt, "text the samples continue (--tokenizer char: its characters must be in the vocabulary)")->capture_default_str();
     return examples::parse_and_run(app, "gpt", argc, argv, [&] {
         m.tie = !no_tie;
         m.bias = !no_bias;
@@ -520,7 +638,7 @@ int main(int argc, char** argv) {
         if (m.arch == "llama" && pos->count() == 0) m.pos = "rope";  // LLaMA's positions
         if (m.arch == "llama" && !no_bias) m.bias = false;          // and no biases
         if (warmup->count() == 0) cfg.warmup = std::min(cfg.warmup, cfg.steps / 10);
-        check_flags(cfg);
+        check_flags(cfg, vocab_size->count() > 0);
         const int status = run(cfg, prompt->count() > 0);
         if (distributed::rank() == 0)  // the memory at its highest, whichever options made it
             fmt::print("peak RSS {:.1f} MiB (getrusage ru_maxrss: the most memory this process held at once)\n",

@@ -48,7 +48,8 @@ Tensor Block::forward_cached(Tensor x, nn::KVCache& cache) const {
 }
 
 Transformer::Transformer(const GPTConfig& c) {
-    wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab, c.d));
+    wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab, c.d,
+                                                                 nn::EmbeddingOptions().sparse(c.sparse_embedding)));
     if (c.pos == "learned") wpe = register_module("wpe", std::make_shared<nn::LearnedPositions>(c.block, c.d));
     h = register_module("h", std::make_shared<nn::ModuleList<Block>>());
     for (std::int64_t i = 0; i < c.n_layer; ++i) h->push_back(std::make_shared<Block>(c));  // "0", "1", ...
@@ -67,6 +68,8 @@ static GPTConfig checked(const GPTConfig& c) {
     check(c.pos != "sinusoidal" || c.d % 2 == 0, "GPT", "sinusoidal positions need an even d, got {}", c.d);
     check(c.dropout >= 0 && c.dropout < 1, "GPT", "dropout {} is outside [0, 1)", c.dropout);
     check(c.arch == "gpt2", "GPT", "arch '{}' is not gpt2: make_model builds the others", c.arch);
+    check(!(c.sparse_embedding && c.tie), "GPT", "a sparse token table needs an untied head: the tied head gives "
+          "every row a gradient");
     return c;
 }
 

@@ -44,6 +44,7 @@ struct GPTConfig {
     std::int64_t n_kv_head = 0;    // K/V heads, dividing n_head (grouped-query attention); 0 = n_head
     std::int64_t ffn_hidden = 0;   // llama: SwiGLU's hidden width; 0 = nn::swiglu_hidden_width(d)
     bool checkpoint_blocks = false;  // each block through xgrad::checkpoint: same values, less graph memory
+    bool sparse_embedding = false;   // the token table's gradient row-sparse (k rows), AdamW's update lazy; untied only
 };
 
 // What training, generation and the reports need of a model, GPT-2's or LLaMA's block.
@@ -61,6 +62,9 @@ public:
 
     // The attention weights of one layer (B, H, T, T) for idx, without building a graph.
     virtual Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const = 0;
+
+    // The token table (V, d): wte, or LLaMA's tok_embeddings.
+    virtual const nn::Embedding& token_embedding() const = 0;
 
     // One empty KVCache per layer, each holding up to block positions.
     std::vector<nn::KVCache> make_kv_caches() const;
@@ -134,12 +138,14 @@ public:
     // Builds and initialises the model from the global generator (manual_seed): weights
     // N(0, 0.02), biases 0, LayerNorm weight 1, and the residual output projections
     // (attn.c_proj, mlp.c_proj) N(0, 0.02/√(2L)), as GPT-2 and nanoGPT. Throws ValueError for
-    // a non-positive size, d not divisible by H, an odd head width with rope, or an unknown pos.
+    // a non-positive size, d not divisible by H, an odd head width with rope, an unknown pos, or
+    // sparse_embedding with a tied head (the head would give the table a dense gradient anyway).
     explicit GPT(const GPTConfig& config);
 
     Tensor forward(const IndexTensor& idx) const override;
     Tensor forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const override;
     Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const override;
+    const nn::Embedding& token_embedding() const override { return *transformer->wte; }
 
     std::shared_ptr<Transformer> transformer;
     std::shared_ptr<nn::Linear> lm_head;  // (V, d), no bias; its weight IS wte.weight when tied

@@ -1,10 +1,11 @@
-// examples/gpt/report.cpp — evaluation, the graph-memory report, sampling, the attention heatmap.
+// examples/gpt/report.cpp — evaluation, the graph-memory report, the attention heatmap, the nearest tokens.
 #include "report.hpp"
 
 #include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -14,36 +15,53 @@
 #include <fmt/format.h>
 
 #include "common/gnuplot.hpp"
-#include "common/outputs.hpp"  // close_checked
+#include "common/outputs.hpp"     // close_checked
+#include "common/similarity.hpp"  // unit_rows, nearest
 #include <xgrad/optim/optimizer.hpp>
 
 namespace gpt {
 
 namespace F = nn::functional;
 
-double evaluate_fixed(LanguageModel& model, const Ids& data, int batch, int n_batches) {
+EvalLoss evaluate_fixed(LanguageModel& model, const Ids& data, int batch, int n_batches,
+                        const std::vector<std::int64_t>& byte_counts) {
     NoGradGuard no_grad;
     EvalMode eval_mode(model);  // no dropout
     const int T = int(model.config().block);
     const std::vector<std::size_t> offsets = fixed_offsets(data.size(), T, std::size_t(batch) * std::size_t(n_batches));
     double total = 0;
+    LossSum sum;
     for (int b = 0; b < n_batches; ++b) {
         const std::vector<std::size_t> rows(offsets.begin() + b * batch, offsets.begin() + (b + 1) * batch);
         Batch w = windows(data, rows, T);
-        total += F::cross_entropy(model.forward(w.x), w.y).item();
+        const double loss = F::cross_entropy(model.forward(w.x), w.y).item();
+        total += loss;
+        sum.add(loss, w.y, byte_counts);
     }
-    return total / n_batches;
+    return {total / n_batches, sum.per_char()};
 }
 
-double evaluate_random(LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng) {
+EvalLoss evaluate_random(LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng,
+                         const std::vector<std::int64_t>& byte_counts) {
     NoGradGuard no_grad;
     EvalMode eval_mode(model);  // no dropout
     double total = 0;
+    LossSum sum;
     for (int b = 0; b < n_batches; ++b) {
         Batch w = sample_batch(data, batch, int(model.config().block), rng);
-        total += F::cross_entropy(model.forward(w.x), w.y).item();
+        const double loss = F::cross_entropy(model.forward(w.x), w.y).item();
+        total += loss;
+        sum.add(loss, w.y, byte_counts);
     }
-    return total / n_batches;
+    return {total / n_batches, sum.per_char()};
+}
+
+double evaluate_fixed(LanguageModel& model, const Ids& data, int batch, int n_batches) {
+    return evaluate_fixed(model, data, batch, n_batches, {}).per_token;
+}
+
+double evaluate_random(LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng) {
+    return evaluate_random(model, data, batch, n_batches, rng, {}).per_token;
 }
 
 std::size_t malloc_in_use() { return mallinfo2().uordblks; }
@@ -97,26 +115,60 @@ std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, 
         out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
     }
     const std::size_t params = model.num_parameters() * sizeof(real);
-    return out + fmt::format("  beside: parameters {}, gradients {}, AdamW state {} (exp_avg + exp_avg_sq); the graph "
+    const std::string grads = c.sparse_embedding ? " at most (the row-sparse token table's: below)" : "";
+    return out + fmt::format("  beside: parameters {}, gradients {}{}, AdamW state {} (exp_avg + exp_avg_sq); the graph "
                              "is {:.1f}x the parameters\n",
-                             optim::human_bytes(params), optim::human_bytes(params), optim::human_bytes(2 * params),
+                             optim::human_bytes(params), optim::human_bytes(params), grads, optim::human_bytes(2 * params),
                              double(std::max(malloc_delta, total)) / double(params));
 }
 
-// A character as a gnuplot tic label in a double-quoted string.
-static std::string tic_label(char c) {
-    if (c == ' ') return "·";
-    if (c == '\n') return "\\\\n";
-    if (c == '"' || c == '\\') return std::string("\\") + c;
-    return std::string(1, c);
+std::string token_table_report(const LanguageModel& model, const Ids& train, int batch, const std::mt19937_64& batch_rng) {
+    const GPTConfig& m = model.config();
+    std::mt19937_64 rng = batch_rng;
+    std::size_t lo = SIZE_MAX, hi = 0, sum = 0;
+    const int n = 10;
+    for (int i = 0; i < n; ++i) {
+        const Batch b = sample_batch(train, batch, int(m.block), rng);  // x (B, T): the ids the table looks up
+        std::vector<std::int64_t> ids(b.x.data().begin(), b.x.data().end());
+        std::sort(ids.begin(), ids.end());
+        const std::size_t k = std::size_t(std::unique(ids.begin(), ids.end()) - ids.begin());
+        lo = std::min(lo, k), hi = std::max(hi, k), sum += k;
+    }
+    const double k = double(sum) / n, V = double(m.vocab), row = double(m.d * std::int64_t(sizeof(real)));
+    const std::size_t dense = std::size_t(V * row), sparse = std::size_t(k * (8 + row));
+    std::string out = fmt::format("token table ({}, {}): a batch of {} × {} looks up k = {:.0f} distinct rows on "
+                                  "average ({} to {} over the next {} batches), {:.1f}% of V\n",
+                                  m.vocab, m.d, batch, m.block, k, lo, hi, n, 100 * k / V);
+    if (m.sparse_embedding)
+        out += fmt::format("  its gradient per step: {} row-sparse (k·(8 + d·4) B at the mean k) instead of {} dense "
+                           "(V·d·4 B); AdamW updates those k rows only\n",
+                           optim::human_bytes(sparse), optim::human_bytes(dense));
+    else
+        out += fmt::format("  its gradient per step: {} dense (V·d·4 B); row-sparse (--no-tie --sparse-embedding) it "
+                           "would be {} (k·(8 + d·4) B at the mean k)\n",
+                           optim::human_bytes(dense), optim::human_bytes(sparse));
+    return out;
 }
 
-std::string plot_attention(LanguageModel& model, const Vocab& vocab, const std::string& text, std::int64_t layer,
+// A token's text as a gnuplot tic label in a double-quoted string: a space as ·, a newline as \n.
+static std::string tic_label(const std::string& token) {
+    std::string label;
+    for (char c : token) {
+        if (c == ' ') label += "·";
+        else if (c == '\n') label += "\\\\n";
+        else if (c == '"' || c == '\\') label += std::string("\\") + c;
+        else label += c;
+    }
+    return label;
+}
+
+std::string plot_attention(LanguageModel& model, const Tokens& tokens, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& dir) {
     check(head >= 0 && head < model.config().n_head, "plot_attention", "head {} is outside [0, {})", head,
           model.config().n_head);
-    const std::string line = text.substr(0, std::size_t(model.config().block));
-    const Ids ids = vocab.encode(line);
+    const std::size_t block = std::size_t(model.config().block);
+    Ids ids = tokens.encode(tokens.is_bpe() ? text : text.substr(0, block));  // characters: the first ≤ block
+    ids.resize(std::min(ids.size(), block));                                   // the first ≤ block tokens
     IndexArray x(ArrayShape{1, ids.size()});
     std::copy(ids.begin(), ids.end(), x.data());
     EvalMode eval_mode(model);  // the weights without the embeddings' dropout
@@ -128,7 +180,7 @@ std::string plot_attention(LanguageModel& model, const Vocab& vocab, const std::
         for (std::size_t j = 0; j < T; ++j) csv << a[i * T + j] << (j + 1 < T ? "," : "\n");
     examples::close_checked(csv, dir + "/attention.csv");
     std::string tics;
-    for (std::size_t i = 0; i < T; ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", tic_label(line[i]), i);
+    for (std::size_t i = 0; i < T; ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", tic_label(tokens.bytes(ids[i])), i);
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,860 noenhanced font ',9'\n"
        << "set output " << examples::gnuplot_quote(dir + "/attention.png") << "\n"
@@ -140,6 +192,45 @@ std::string plot_attention(LanguageModel& model, const Vocab& vocab, const std::
        << "set palette defined (0 'white', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nset size square\n"
        << "plot " << examples::gnuplot_quote(dir + "/attention.csv") << " matrix with image notitle\n";
     return examples::run_gnuplot(dir + "/attention.gp", gp.str(), dir + "/attention.png", "attention heatmap");
+}
+
+std::vector<std::int64_t> frequent_tokens(const Ids& ids, const Tokens& tokens, std::size_t n, std::size_t min_bytes) {
+    std::vector<std::int64_t> count(std::size_t(tokens.size()), 0);
+    for (std::int64_t id : ids) ++count.at(std::size_t(id));
+    std::vector<std::int64_t> order;
+    for (std::int64_t id = 0; id < tokens.size(); ++id)
+        if (count[std::size_t(id)] > 0 && tokens.bytes(id).size() >= min_bytes) order.push_back(id);
+    std::stable_sort(order.begin(), order.end(),  // most frequent first; equal counts keep the id order
+                     [&](std::int64_t a, std::int64_t b) { return count[std::size_t(a)] > count[std::size_t(b)]; });
+    order.resize(std::min(order.size(), n));
+    return order;
+}
+
+// A token's bytes between quotes, printable: a newline as \n, another control or non-ASCII byte as \xNN.
+static std::string token_text(const std::string& bytes) {
+    std::string out = "'";
+    for (unsigned char c : bytes) {
+        if (c == '\n') out += "\\n";
+        else if (c >= 0x20 && c < 0x7f) out += char(c);
+        else out += fmt::format("\\x{:02x}", c);
+    }
+    return out + "'";
+}
+
+std::string nearest_tokens(const Array& table, const Tokens& tokens, const std::vector<std::int64_t>& queries,
+                           std::size_t k) {
+    const Array unit = examples::unit_rows(table);  // each row / its length: a dot product is a cosine
+    std::size_t width = 0;
+    for (std::int64_t q : queries) width = std::max(width, token_text(tokens.bytes(q)).size());
+    std::string out;
+    for (std::int64_t q : queries) {
+        std::string line = fmt::format("  {:<{}}", token_text(tokens.bytes(q)), width);
+        const auto near = examples::nearest(unit, q, k);
+        for (std::size_t i = 0; i < near.size(); ++i)
+            line += fmt::format("{} {} {:.2f}", i ? "," : "  ", token_text(tokens.bytes(near[i].first)), near[i].second);
+        out += line + "\n";
+    }
+    return out;
 }
 
 }  // namespace gpt

@@ -13,11 +13,14 @@
 
 #include <xgrad/core/tensor.hpp>
 
+#include "common/similarity.hpp"
+
 namespace word2vec {
 
-// Each row of E (V, d) divided by its length, so that a dot product of two rows is their
-// cosine. A zero row stays zero (its cosine with anything is then 0).   (V, d)
-xgrad::Array unit_rows(const xgrad::Array& E);
+// unit_rows, cosine and nearest (examples/common/similarity.hpp), which gpt reads its tokens with too.
+using examples::cosine;
+using examples::nearest;
+using examples::unit_rows;
 
 // E minus its mean row: e_w − (1/V) Σ_u e_u.   (V, d)
 // Skip-gram vectors share a common direction: the negatives of every centre c come from the
@@ -26,12 +29,6 @@ xgrad::Array unit_rows(const xgrad::Array& E);
 // Removing the mean is the first step of "all-but-the-top" (Mu & Viswanath 2018); after it a
 // random pair of words has a mean cosine near 0, so group differences are easier to read.
 xgrad::Array centred_rows(const xgrad::Array& E);
-
-// cos(row a, row b) of a unit_rows() table.
-double cosine(const xgrad::Array& unit, std::int64_t a, std::int64_t b);
-
-// The n rows most similar to row `query` (itself excluded), best first: (ID, cosine).
-std::vector<std::pair<std::int64_t, double>> nearest(const xgrad::Array& unit, std::int64_t query, std::size_t n);
 
 // Mean cosine over all unordered pairs {a, b}, a ≠ b, within `ids`; and over all pairs
 // (a ∈ ids_a, b ∈ ids_b) across two groups.

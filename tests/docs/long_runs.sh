@@ -12,6 +12,7 @@ set -euo pipefail
 declare -A COMMANDS=(
   [char_mlp]="examples/char_mlp"            # the default char_mlp run
   [gpt]="examples/gpt"                      # the default gpt run
+  [gpt_bpe]="examples/gpt --tokenizer bpe --neighbours 8"  # the same on byte pairs (V 4,096)
   [word2vec]="examples/word2vec"            # the default word2vec run
   [tensor_basics]="examples/tensor_basics"  # seconds: for trying this script on a fixture
 )

@@ -15,6 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -n 3000 /usr/share/dict/words > "$work/text.txt"
 head -n 4000 /usr/share/dict/words > "$work/words.txt"
+tac "$work/text.txt" > "$work/reversed.txt"  # the same bytes in another order
 # A flag may be given once (CLI11 refuses a repeat), so these leave out what the checks vary.
 gpt_model=(--n-layer 1 --n-head 2 --d 16 --block-size 16 --batch-size 4 --warmup 0 --eval-batches 2 --eval-every 5)
 mlp_model=(--embed-dim 4 --hidden 16 --batch-size 16 --warmup 0 --eval-every 5)
@@ -133,6 +134,33 @@ for f in embeddings.safetensors vocab.txt pca.png; do
         "$f'|/nonexistent-dir-of-cli-sh" -- "$word2vec" --corpus "$work/text.txt"
 done
 
+echo "---- byte-pair tokens: --tokenizer, --vocab-size, --sparse-embedding, and the tokenizer beside a checkpoint"
+refused "gpt --tokenizer bpr" "--tokenizer|bpr" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --tokenizer bpr
+refused "gpt --vocab-size 255" "--vocab-size|'255'|[256, 2147483647]" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --tokenizer bpe --vocab-size 255
+refused "gpt --vocab-size with --tokenizer char" "--vocab-size 300|--tokenizer bpe" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --vocab-size 300
+refused "gpt --sparse-embedding with the tied head" "--sparse-embedding|--no-tie" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --sparse-embedding
+refused "gpt --vocab-size 2147483647" "memory|--vocab-size 2147483647|token table" -- "$gpt" "${tiny_gpt[@]}" --steps 3 \
+    --tokenizer bpe --vocab-size 2147483647
+head -c 3000 "$work/text.txt" > "$work/short.txt"  # its merges run out within milliseconds
+refused "gpt --vocab-size 100000 on a short text" "--vocab-size 100000|merges" -- "$gpt" --data "$work/short.txt" \
+    "${gpt_model[@]}" --steps 3 --tokenizer bpe --vocab-size 100000
+OUT=$(in_the_way gpt tokenizer.bpe dir) refused "gpt --out with tokenizer.bpe a directory" \
+    "tokenizer.bpe'|is a directory" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --tokenizer bpe --vocab-size 300
+"$gpt" "${tiny_gpt[@]}" --tokenizer bpe --vocab-size 300 --steps 6 --stop-after 3 --sample 0 --out "$work/bpe" > /dev/null
+"$gpt" "${tiny_gpt[@]}" --steps 6 --stop-after 3 --sample 0 --out "$work/char" > /dev/null
+refused "gpt --tokenizer bpe --resume of a character run" "--resume|tokenizer.bpe|--tokenizer" -- "$gpt" "${tiny_gpt[@]}" \
+    --steps 6 --tokenizer bpe --vocab-size 300 --resume "$work/char/checkpoint.safetensors"
+refused "gpt --resume of a byte-pair run without --tokenizer bpe" "saved with --tokenizer bpe|--tokenizer char" -- \
+    "$gpt" "${tiny_gpt[@]}" --steps 6 --resume "$work/bpe/checkpoint.safetensors"
+refused "gpt --resume of a byte-pair run with another --vocab-size" "has 300 tokens|pass --vocab-size 300" -- \
+    "$gpt" "${tiny_gpt[@]}" --steps 6 --tokenizer bpe --vocab-size 400 --resume "$work/bpe/checkpoint.safetensors"
+# Another tokenizer of the same size beside the checkpoint: learnt on the text reversed.
+"$gpt" --data "$work/reversed.txt" "${gpt_model[@]}" --tokenizer bpe --vocab-size 300 --steps 1 --sample 0 \
+    --out "$work/bpe-other" > /dev/null
+cp "$work/bpe-other/tokenizer.bpe" "$work/bpe/tokenizer.bpe"
+refused "gpt --resume with another tokenizer.bpe beside the checkpoint" "tokenizer mismatch" -- \
+    "$gpt" "${tiny_gpt[@]}" --steps 6 --tokenizer bpe --vocab-size 300 --resume "$work/bpe/checkpoint.safetensors"
+
 echo "---- a save that fails at the end (here: a file-size limit, as a full disk) loses only its own file"
 # ulimit -f 30: files up to 30 KiB; the tiny GPT's model.safetensors fits, its checkpoint (with
 # AdamW's two moments, 3 times as large) does not. SIGXFSZ ignored: the write fails with EFBIG.
@@ -232,7 +260,6 @@ resume_refused() {  # resume_refused NAME EXPECTED SAME_LENGTH_TEXT PROGRAM FLAG
         --resume "$out/checkpoint.safetensors"
 }
 tr 'q' '~' < "$work/text.txt" > "$work/q-to-tilde.txt"  # the same length and V; the id of 'q' means 'r'
-tac "$work/text.txt" > "$work/reversed.txt"             # the same bytes in another order
 resume_refused gpt "vocabulary mismatch|'q'|'r'" "$work/q-to-tilde.txt" "$gpt" "${gpt_model[@]}"
 resume_refused gpt "text mismatch" "$work/reversed.txt" "$gpt" "${gpt_model[@]}"
 resume_refused char_mlp "text mismatch" "$work/reversed.txt" "$char_mlp" "${mlp_model[@]}"

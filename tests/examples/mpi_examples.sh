@@ -141,7 +141,7 @@ echo "---- c. a rank that throws ends every rank"
 expect_refusal "gpt, rank 0 cannot create --out" "gpt: error on rank 0 of 2: --out /dev/null/x" -- \
     -np 1 "$gpt" "${gpt_flags[@]}" --out /dev/null/x : -np 1 "$gpt" "${gpt_flags[@]}" --out "$work/good"
 echo "---- d. ranks with different flags refuse"
-expect_refusal "gpt --steps 20 on rank 0, 21 on rank 1" "flags and data: rank 1 differs from rank 0: line 23 is '--steps 21' on rank 1 and '--steps 20' on rank 0" -- \
+expect_refusal "gpt --steps 20 on rank 0, 21 on rank 1" "flags and data: rank 1 differs from rank 0: line 24 is '--steps 21' on rank 1 and '--steps 20' on rank 0" -- \
     -np 1 "$gpt" "${gpt_model[@]}" --batch-size 4 --steps 20 --out "$work/d0" : \
     -np 1 "$gpt" "${gpt_model[@]}" --batch-size 4 --steps 21 --out "$work/d1"
 expect_refusal "gpt --batch-size 3 on 2 ranks" "--batch-size 3 is not divisible by 2 ranks × --grad-accum 1" -- \

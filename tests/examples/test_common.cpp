@@ -1,6 +1,6 @@
 // tests/examples/test_common.cpp — examples/common: read_text (a file's bytes, and its errors:
-// a directory, a FIFO, a device), LossLog (the loss CSV: header, row format, append on resume,
-// rows after the checkpoint's step dropped), ema_smooth and the smoothed column plot_losses
+// a directory, a FIFO, a device), LossLog (the loss CSV: header, row format, an extra column,
+// append on resume, rows after the checkpoint's step dropped), ema_smooth and the smoothed column plot_losses
 // writes, the checkpoint's refusal of bad metadata, of another vocabulary or text, of non-finite
 // state and of a tampered state (a char_mlp model and its AdamW), load_model_weights (gpt's
 // --init-from), the strict numeric flags and the memory check of cli, the output paths checked
@@ -118,6 +118,26 @@ TEST_CASE("LossLog on resume drops the rows logged after the checkpoint's step, 
     CHECK(read_bytes(path) == header + rows_10_20 + "30,2.250000,2.500000,0.0005\n");
     examples::LossLog(dir.file("new.csv"), 30).write(40, 1.0, std::nan(""), 1e-3);
     CHECK(read_bytes(dir.file("new.csv")) == header + "40,1.000000,,0.001\n");
+}
+
+TEST_CASE("LossLog with an extra column: the header, the rows, and a resume that keeps only whole rows",
+          "[examples_common][run_log]") {
+    TempDir dir;
+    const std::string path = dir.file("loss.csv");
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    const std::string header = "step,train_loss,val_loss,lr,val_nats_per_char\n";
+    {
+        examples::LossLog log(path, /*resumed_at=*/0, "val_nats_per_char");
+        log.write(10, 3.0, none, 1e-3, none);
+        log.write(20, 2.5, 2.6, 1e-3, 0.875);
+        log.write(30, 2.4, none, 1e-3);
+    }
+    const std::string rows_10_20 = "10,3.000000,,0.001,\n20,2.500000,2.600000,0.001,0.875000\n";
+    REQUIRE(read_bytes(path) == header + rows_10_20 + "30,2.400000,,0.001,\n");
+    // Resumed at step 20: row 30 is dropped, and so is a row of four fields (not this log's).
+    write_bytes(path, header + rows_10_20 + "15,2.700000,,0.001\n30,2.400000,,0.001,\n");
+    examples::LossLog(path, 20, "val_nats_per_char");
+    CHECK(read_bytes(path) == header + rows_10_20);
 }
 
 TEST_CASE("LossLog on resume rewrites the target of a symlinked loss.csv and keeps the link",

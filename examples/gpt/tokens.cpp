@@ -1,0 +1,166 @@
+// examples/gpt/tokens.cpp — characters or byte pairs, the text's split, the tokenizer file beside
+// a checkpoint, and the loss per character (see tokens.hpp).
+#include "tokens.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include <xgrad/text/train.hpp>
+
+#include "common/checkpoint.hpp"  // fnv1a64
+
+namespace gpt {
+
+namespace text = xgrad::text;
+
+Tokens Tokens::characters(Vocab vocab) {
+    Tokens t;
+    for (char c : vocab.chars) t.bytes_.emplace_back(1, c);
+    t.byte_counts_.assign(t.bytes_.size(), 1);
+    t.chars_ = std::move(vocab);
+    return t;
+}
+
+Tokens Tokens::byte_pairs(text::Tokenizer tokenizer) {
+    Tokens t;
+    for (text::TokenId id = 0; id < tokenizer.n_vocab(); ++id) {
+        t.bytes_.push_back(tokenizer.bytes(id));
+        t.byte_counts_.push_back(std::int64_t(t.bytes_.back().size()));
+    }
+    t.bpe_ = std::move(tokenizer);
+    return t;
+}
+
+Ids Tokens::encode(const std::string& s) const {
+    if (chars_) return chars_->encode(s);
+    return bpe_->encode_ordinary(s);
+}
+
+std::string Tokens::decode(const Ids& ids) const {
+    std::string s;
+    for (std::int64_t id : ids) {
+        if (id < 0 || id >= size())
+            throw std::out_of_range(fmt::format("decode: id {} is outside [0, {})", id, size()));
+        s += bytes_[std::size_t(id)];
+    }
+    return s;
+}
+
+const Vocab& Tokens::vocab() const {
+    if (!chars_) throw std::logic_error("Tokens::vocab: the tokens are byte pairs, not characters");
+    return *chars_;
+}
+
+const text::Tokenizer& Tokens::tokenizer() const {
+    if (!bpe_) throw std::logic_error("Tokens::tokenizer: the tokens are characters, not byte pairs");
+    return *bpe_;
+}
+
+std::string Tokens::fingerprint_vocab() const {
+    if (chars_) return chars_->chars;
+    std::string bytes;
+    for (int b = 0; b < 256; ++b) bytes.push_back(char(b));
+    return bytes;
+}
+
+std::string Tokens::identity() const {
+    if (!bpe_) return "";
+    std::string all = bpe_->pattern() + "\n";
+    for (const text::Pair& m : bpe_->merges()) all += fmt::format("{} {}\n", m.left, m.right);
+    for (const text::SpecialToken& s : bpe_->special_tokens()) all += fmt::format("{} {}\n", s.id, s.text);
+    return fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", size(), bpe_->n_merges(), examples::fnv1a64(all));
+}
+
+TextSplit split_text(std::string_view s) {
+    std::size_t cut = s.size() * 9 / 10;
+    // A UTF-8 continuation byte is 10xxxxxx: step back to the byte that starts the character.
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    return {s.substr(0, cut), s.substr(cut)};
+}
+
+text::Tokenizer train_bpe(std::string_view train, std::int64_t vocab_size) {
+    try {
+        return text::make_tokenizer(text::train(train, vocab_size));
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("--vocab-size {}: {}", vocab_size, e.what()));
+    }
+}
+
+std::string tokenizer_beside(const std::string& checkpoint) {
+    return (std::filesystem::path(checkpoint).parent_path() / "tokenizer.bpe").string();
+}
+
+text::Tokenizer load_bpe_beside(const std::string& checkpoint, std::int64_t vocab_size, const std::string& flag) {
+    const std::string path = tokenizer_beside(checkpoint);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw std::runtime_error(fmt::format("{} {}: no {} beside it, which a --tokenizer bpe run writes with its "
+                                             "checkpoint (a --tokenizer char run writes none): give the checkpoint "
+                                             "of a byte-pair run, or the --tokenizer of the run that wrote it",
+                                             flag, checkpoint, path));
+    text::Tokenizer tokenizer = [&] {
+        try {
+            return text::Tokenizer::load(path);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(fmt::format("{} {}: {}", flag, checkpoint, e.what()));
+        }
+    }();
+    if (tokenizer.n_vocab() != vocab_size)
+        throw std::runtime_error(fmt::format("{} {}: its tokenizer {} has {} tokens, but this run has --vocab-size "
+                                             "{}: pass --vocab-size {}",
+                                             flag, checkpoint, path, tokenizer.n_vocab(), vocab_size,
+                                             tokenizer.n_vocab()));
+    return tokenizer;
+}
+
+std::string replace_invalid_utf8(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size();) {
+        const unsigned char lead = static_cast<unsigned char>(s[i]);
+        // The sequence's length from its lead byte (0: no sequence starts with it), and the range
+        // of its second byte (Unicode's table 3-7: no overlong forms, surrogates or code points
+        // above U+10FFFF).
+        std::size_t n = lead < 0x80 ? 1 : lead < 0xC2 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF5 ? 4 : 0;
+        const unsigned char lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+        const unsigned char hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+        std::size_t k = 1;  // the bytes of the sequence that are well-formed so far
+        for (; k < n && i + k < s.size(); ++k) {
+            const unsigned char b = static_cast<unsigned char>(s[i + k]);
+            if (k == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) break;
+        }
+        if (n > 0 && k == n) {
+            out.append(s.substr(i, n));
+            i += n;
+        } else {
+            out += "\xEF\xBF\xBD";  // U+FFFD for the ill-formed part
+            i += k;
+        }
+    }
+    return out;
+}
+
+Split split_tokens(Ids train, Ids val, int block, const std::string& source) {
+    const std::size_t window = std::size_t(block) + 1;
+    if (train.size() < window || val.size() < window)
+        throw std::runtime_error(fmt::format(
+            "{}: the text gives train {} and validation {} tokens (the last 10%), but each needs at least one window "
+            "of block + 1 = {} tokens; give a longer text, a smaller --block-size or a smaller --vocab-size",
+            source, train.size(), val.size(), window));
+    return {std::move(train), std::move(val)};
+}
+
+void LossSum::add(double mean_nats, const xgrad::IndexTensor& y, const std::vector<std::int64_t>& byte_counts) {
+    const std::int64_t n = y.numel();
+    nats += mean_nats * double(n);
+    tokens += n;
+    if (byte_counts.empty()) {
+        bytes += n;
+        return;
+    }
+    const std::int64_t* ids = y.data().data();
+    for (std::int64_t i = 0; i < n; ++i) bytes += byte_counts.at(std::size_t(ids[i]));
+}
+
+}  // namespace gpt
