@@ -85,7 +85,7 @@ for row in "${rows[@]}"; do
         val_char=$(value "$log" "^loss \(nats\/char\) +train [0-9.]+ +val ([0-9.]+)")
         val_token=$(value "$log" "^loss \(nats\/token\) +train [0-9.]+ +val ([0-9.]+)")
     fi
-    echo "| $name | $params | $per_char | $k | ${rate_of[$row]} | $n | **$val_char** | $val_token |"
+    echo "| $name | $params | $per_char | $k | ${rate_of[$row]} | $n | $val_char | $val_token |"
 done
 echo
 echo "Measured on $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M') UTC:" \
