@@ -57,7 +57,10 @@ public:
     //     hold and PCRE2 never matches (PCRE2_MATCH_INVALID_UTF), and for patterns that do not
     //     cover every character (Python's findall drops those characters).
     // Throws std::runtime_error with PCRE2's message if matching fails: a pattern that backtracks
-    // worse than linearly, past PCRE2's match limit (here 10 million + 16 steps per byte of text).
+    // worse than linearly from one start, past PCRE2's match limit (here 10 million + 16 steps per
+    // byte of text). The limit holds for each start position, so a pattern that scans to the end
+    // of the text from every start before failing there, as "(a|b)*?c|(a|b)*d" on a run of a's,
+    // is not stopped: its time grows with the square of the text (as in Python's `re`).
     std::vector<std::string_view> split(std::string_view text) const;
 
     const std::string& pattern() const { return pattern_; }

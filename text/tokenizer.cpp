@@ -22,6 +22,10 @@ namespace {
 constexpr TokenId kBytes = 256;                 // the base vocabulary: one token per byte value
 constexpr std::size_t kMaxSpecialBytes = 256;
 constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
+// Merges that pair a token with itself double it: 40 merges would spell a token of 2^41 bytes. The
+// bytes of all tokens together are capped far above a trained vocabulary's (100 k tokens of a few
+// bytes each hold about 1 MiB) and far below a machine's memory.
+constexpr std::size_t kMaxVocabBytes = std::size_t(1) << 28;
 constexpr const char* kHeader = "xgrad-bpe 1";
 
 std::vector<std::string> byte_tokens() {
@@ -49,11 +53,17 @@ void Tokenizer::add_merge(Pair merge) {
         throw std::invalid_argument(fmt::format("Tokenizer: merge {} ({}, {}) → {} uses a token that does not "
                                                 "exist before it; valid IDs are [0, {})",
                                                 i, left, right, id, id));
+    const std::size_t bytes = vocab_[std::size_t(left)].size() + vocab_[std::size_t(right)].size();
+    if (bytes > kMaxVocabBytes - vocab_bytes_)
+        throw std::invalid_argument(fmt::format("Tokenizer: merge {} ({}, {}) → {} spells a token of {} bytes, which "
+                                                "takes the tokens past {} MiB in all (they hold {} bytes before it)",
+                                                i, left, right, id, bytes, kMaxVocabBytes >> 20, vocab_bytes_));
     if (!rank_.emplace(key(left, right), id).second)
         throw std::invalid_argument(fmt::format("Tokenizer: merge {} repeats the pair ({}, {}) of merge {}", i, left,
                                                 right, rank_.at(key(left, right)) - kBytes));
     merges_.push_back(merge);
     vocab_.push_back(vocab_[std::size_t(left)] + vocab_[std::size_t(right)]);
+    vocab_bytes_ += bytes;
 }
 
 void Tokenizer::register_special_tokens(const std::vector<SpecialToken>& specials) {

@@ -49,8 +49,9 @@ public:
     Tokenizer();
     // The byte tokens and `merges` (merge i makes token 256 + i), split by `pattern`.
     // Throws std::invalid_argument if a merge uses a token that does not exist before it
-    // (left or right ≥ 256 + i, or < 0) or repeats an earlier pair, naming the merge; and for a
-    // pattern that does not compile (Splitter).
+    // (left or right ≥ 256 + i, or < 0), repeats an earlier pair, or spells a token that takes the
+    // bytes of all tokens past 256 MiB (merges that pair a token with itself double it), naming
+    // the merge; and for a pattern that does not compile (Splitter).
     Tokenizer(std::vector<Pair> merges, std::string pattern = std::string(kGpt4Pattern));
 
     // Adds special tokens. Each text is non-empty, at most 256 bytes, valid in a one-line file
@@ -123,6 +124,7 @@ private:
     std::vector<Pair> merges_;
     std::unordered_map<std::uint64_t, TokenId> rank_;  // (left, right) → the merged token's ID
     std::vector<std::string> vocab_;                   // (256 + M,) ID → bytes
+    std::size_t vocab_bytes_ = 256;                    // Σ |vocab_[id]|, in bytes
     std::vector<SpecialToken> specials_;
     Splitter splitter_;
 };

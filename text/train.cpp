@@ -6,6 +6,7 @@
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -110,18 +111,14 @@ public:
         if (queue_.empty()) return {0, 0};
         const std::int64_t top = queue_.top().first;
         std::vector<Key> tied;
+        std::unordered_set<Key> is_tied;  // a pair may sit in the queue more than once
         while (!queue_.empty() && queue_.top().first == top) {
             const Key k = queue_.top().second;
             queue_.pop();
-            if (current(k) == top && std::find(tied.begin(), tied.end(), k) == tied.end()) tied.push_back(k);
+            if (current(k) == top && is_tied.insert(k).second) tied.push_back(k);
             drop_stale();
         }
-        Key best = tied.front();
-        if (tied.size() > 1) {
-            std::pair<Id, std::size_t> best_at = first_seen(best);
-            for (Key k : tied)
-                if (const auto at = first_seen(k); at < best_at) best = k, best_at = at;
-        }
+        const Key best = tied.size() == 1 ? tied.front() : first_in_text(is_tied);
         for (Key k : tied)
             if (k != best) queue_.push({top, k});
         return {best, top};
@@ -176,13 +173,21 @@ private:
         return npos;
     }
 
-    // Where the pair first occurs in the text: (the first word holding it, its position there).
-    std::pair<Id, std::size_t> first_seen(Key k) const {
-        std::pair<Id, std::size_t> best{std::numeric_limits<Id>::max(), npos};
-        for (Id w : where_.at(k))
-            if (w < best.first)
-                if (const std::size_t j = position(w, k); j != npos) best = {w, j};
-        return best;
+    // Of the tied pairs, the one that occurs first in the text: the words that hold (or held) one
+    // of them, in order, each read left to right up to the first tied pair. One read of the words
+    // for all the tied pairs, not one per pair: a text of one long chunk (a line of Chinese, no
+    // spaces) ties thousands of pairs in one word.
+    Key first_in_text(const std::unordered_set<Key>& tied) const {
+        std::vector<Id> holders;
+        for (Key k : tied) holders.insert(holders.end(), where_.at(k).begin(), where_.at(k).end());
+        std::sort(holders.begin(), holders.end());
+        holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+        for (Id w : holders) {
+            const auto& ids = words_[std::size_t(w)].ids;
+            for (std::size_t j = 0; j + 1 < ids.size(); ++j)
+                if (const Key k = key(ids[j], ids[j + 1]); tied.count(k)) return k;
+        }
+        throw std::logic_error("train: a pair with a count above 0 is in no word");  // never: counts come from words
     }
 
     std::int64_t current(Key k) const {

@@ -403,9 +403,11 @@ static void print_samples(const Config& cfg, LanguageModel& model, const TextDat
     const double t_sample = examples::now_seconds();
     const std::string text_out = sample_text(model, d.tokens, prompt, gen, sample_rng, &stats);
     const double seconds = examples::now_seconds() - t_sample;
-    fmt::print("\n{} sampled {} (temperature {}, top-k {}) after the prompt:\n{}{}\n", cfg.sample, unit,
-               cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k), prompt,
-               d.tokens.is_bpe() ? replace_invalid_utf8(text_out) : text_out);  // byte pairs: U+FFFD, as minbpe
+    // Byte pairs: the prompt and the sample as one text, ill-formed UTF-8 as U+FFFD (as minbpe), so
+    // that a character the sample completes is kept whole.
+    fmt::print("\n{} sampled {} (temperature {}, top-k {}) after the prompt:\n{}\n", cfg.sample, unit,
+               cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k),
+               d.tokens.is_bpe() ? replace_invalid_utf8(prompt + text_out) : prompt + text_out);
     fmt::print("\nsampling  {:.1f} {}/s, KV cache {}: {} positions run through the model for {} {}", cfg.sample / seconds,
                unit, cfg.kv_cache ? "on" : "off", stats.positions_run, cfg.sample, unit);
     if (cfg.kv_cache) {

@@ -25,10 +25,11 @@ Tokens Tokens::characters(Vocab vocab) {
 
 Tokens Tokens::byte_pairs(text::Tokenizer tokenizer) {
     Tokens t;
-    for (text::TokenId id = 0; id < tokenizer.n_vocab(); ++id) {
-        t.bytes_.push_back(tokenizer.bytes(id));
-        t.byte_counts_.push_back(std::int64_t(t.bytes_.back().size()));
-    }
+    t.bytes_.resize(std::size_t(tokenizer.n_vocab()));  // IDs between the merges and a special token: ""
+    for (text::TokenId id = 0; id < tokenizer.vocab_size() - text::TokenId(tokenizer.special_tokens().size()); ++id)
+        t.bytes_[std::size_t(id)] = tokenizer.bytes(id);
+    for (const text::SpecialToken& s : tokenizer.special_tokens()) t.bytes_[std::size_t(s.id)] = s.text;
+    for (const std::string& b : t.bytes_) t.byte_counts_.push_back(std::int64_t(b.size()));
     t.bpe_ = std::move(tokenizer);
     return t;
 }
@@ -95,6 +96,8 @@ std::string tokenizer_beside(const std::string& checkpoint) {
 text::Tokenizer load_bpe_beside(const std::string& checkpoint, std::int64_t vocab_size, const std::string& flag) {
     const std::string path = tokenizer_beside(checkpoint);
     std::error_code ec;
+    if (!std::filesystem::exists(checkpoint, ec))
+        throw std::runtime_error(fmt::format("{} {}: no such file", flag, checkpoint));
     if (!std::filesystem::exists(path, ec))
         throw std::runtime_error(fmt::format("{} {}: no {} beside it, which a --tokenizer bpe run writes with its "
                                              "checkpoint (a --tokenizer char run writes none): give the checkpoint "

@@ -31,7 +31,9 @@ namespace gpt {
 class Tokens {
 public:
     static Tokens characters(Vocab vocab);                     // --tokenizer char
-    static Tokens byte_pairs(xgrad::text::Tokenizer tokenizer);  // --tokenizer bpe
+    // --tokenizer bpe: V = tokenizer.n_vocab(); an ID that is no token (below a special token's,
+    // above the merges') spells "".
+    static Tokens byte_pairs(xgrad::text::Tokenizer tokenizer);
 
     bool is_bpe() const { return bpe_.has_value(); }
     std::int64_t size() const { return std::int64_t(bytes_.size()); }  // V: ids are in [0, V)
@@ -73,8 +75,9 @@ xgrad::text::Tokenizer train_bpe(std::string_view train, std::int64_t vocab_size
 // Where a run keeps the tokenizer of `checkpoint`: tokenizer.bpe in the same directory.
 std::string tokenizer_beside(const std::string& checkpoint);
 // The tokenizer saved beside `checkpoint` (text::Tokenizer::load), which must hold vocab_size
-// tokens. Throws std::runtime_error naming `flag` (--resume, --init-from) and the file when it is
-// missing (a checkpoint of a --tokenizer char run has none), unreadable or of another size.
+// tokens. Throws std::runtime_error naming `flag` (--resume, --init-from) and the file when the
+// checkpoint is missing, or the tokenizer is (a checkpoint of a --tokenizer char run has none), is
+// unreadable or of another size.
 xgrad::text::Tokenizer load_bpe_beside(const std::string& checkpoint, std::int64_t vocab_size, const std::string& flag);
 
 // `bytes` with every ill-formed UTF-8 sequence replaced by U+FFFD, as Python's

@@ -150,6 +150,16 @@ OUT=$(in_the_way gpt tokenizer.bpe dir) refused "gpt --out with tokenizer.bpe a 
 "$gpt" "${tiny_gpt[@]}" --steps 6 --stop-after 3 --sample 0 --out "$work/char" > /dev/null
 refused "gpt --tokenizer bpe --resume of a character run" "--resume|tokenizer.bpe|--tokenizer" -- "$gpt" "${tiny_gpt[@]}" \
     --steps 6 --tokenizer bpe --vocab-size 300 --resume "$work/char/checkpoint.safetensors"
+refused "gpt --tokenizer bpe --resume of a missing checkpoint" "--resume|$work/nowhere/checkpoint.safetensors|no such file" \
+    -- "$gpt" "${tiny_gpt[@]}" --steps 6 --tokenizer bpe --vocab-size 300 --resume "$work/nowhere/checkpoint.safetensors"
+# A byte-pair sample is printed, prompt and all, with U+FFFD for ill-formed UTF-8: not the raw byte 0xFF.
+"$gpt" "${tiny_gpt[@]}" --tokenizer bpe --vocab-size 300 --steps 1 --sample 1 --prompt $'\xff' --out "$work/bpe-ff" \
+    > "$work/log" 2>&1 || fail "gpt --tokenizer bpe --prompt 0xFF: exit status $?"
+if LC_ALL=C grep -q $'\xff' "$work/log" || [ "$(sed -n '/after the prompt:/{n;p}' "$work/log" | head -c 3)" != $'\xEF\xBF\xBD' ]; then
+    fail "gpt --tokenizer bpe --prompt 0xFF: the byte is printed raw, not as U+FFFD"
+else
+    echo "ok   gpt --tokenizer bpe --prompt 0xFF prints U+FFFD"
+fi
 refused "gpt --resume of a byte-pair run without --tokenizer bpe" "saved with --tokenizer bpe|--tokenizer char" -- \
     "$gpt" "${tiny_gpt[@]}" --steps 6 --resume "$work/bpe/checkpoint.safetensors"
 refused "gpt --resume of a byte-pair run with another --vocab-size" "has 300 tokens|pass --vocab-size 300" -- \

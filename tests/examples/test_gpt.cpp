@@ -121,6 +121,19 @@ TEST_CASE("gpt tokens: characters and byte pairs behind one interface", "[gpt][t
     REQUIRE(Tokens::byte_pairs(aa_tokenizer()).identity() == pairs.identity());
 }
 
+TEST_CASE("gpt tokens: a tokenizer whose special token leaves IDs unused has a row for every ID", "[gpt][tokens]") {
+    // IDs 257..299 are no token (tokenizer.bpe edited to hold "300 <|eot|>"): their rows spell
+    // nothing, so the identity check that follows can name the mismatch.
+    xgrad::text::Tokenizer t = aa_tokenizer();
+    t.register_special_tokens({{"<|eot|>", 300}});
+    const Tokens pairs = Tokens::byte_pairs(t);
+    REQUIRE(pairs.size() == 301);
+    REQUIRE(pairs.bytes(257).empty());
+    REQUIRE(pairs.byte_counts()[299] == 0);
+    REQUIRE(pairs.bytes(300) == "<|eot|>");
+    REQUIRE(pairs.decode({256, 299, 300}) == "aa<|eot|>");
+}
+
 TEST_CASE("gpt tokens: the loss per character, summed by hand", "[gpt][tokens]") {
     const std::vector<std::int64_t> bytes = Tokens::byte_pairs(aa_tokenizer()).byte_counts();
     LossSum sum;

@@ -276,6 +276,16 @@ TEST_CASE("text/tokenizer: merges that use a later token or repeat a pair are re
     CHECK_NOTHROW(Tokenizer({{97, 97}, {256, 256}, {257, 257}}));  // each uses only earlier tokens
 }
 
+TEST_CASE("text/tokenizer: merges whose tokens would hold more than 256 MiB are refused before they are built", "[text]") {
+    // (a, a) → 256 of 2 bytes, then (255 + i, 255 + i) → 256 + i of 2^(i+1) bytes: the vocabulary
+    // holds 256 + 2 + 4 + … + 2^(i+1) = 254 + 2^(i+2) bytes after merge i, past 2^28 at merge 26
+    // (a token of 2^27 bytes). A 40-line file would otherwise ask for 2^41 bytes.
+    std::vector<Pair> doubling{{97, 97}};
+    for (TokenId i = 1; i < 40; ++i) doubling.push_back({255 + i, 255 + i});
+    CHECK_THAT(message_of<std::invalid_argument>([&] { Tokenizer{doubling}; }),
+               Contains("merge 26 (281, 281)") && Contains("134217728 bytes") && Contains("256 MiB"));
+}
+
 TEST_CASE("text/tokenizer: decode and bytes of an unknown ID throw std::out_of_range naming it", "[text]") {
     const Tokenizer& t = bpe::excerpt_tokenizer();
     CHECK_THAT(message_of<std::out_of_range>([&] { t.decode({97, 512}); }),

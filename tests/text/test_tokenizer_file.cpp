@@ -203,6 +203,11 @@ TEST_CASE("text/tokenizer file: load refuses bad merges and special tokens, nami
                Contains("line 3") && Contains("expected \"merges "));
     CHECK_THAT(refused(dir, with_crc("xgrad-bpe 1\npattern (?\nmerges 0\nspecials 0\n")),
                Contains("line 2") && Contains("does not compile"));
+    // A 40-line file of merges that each double the last token (test_tokenizer.cpp): refused at
+    // merge 26, line 4 + 26, before its 2^27 bytes are built.
+    std::string doubling = "xgrad-bpe 1\npattern a\nmerges 40\n97 97\n";
+    for (int i = 1; i < 40; ++i) doubling += std::to_string(255 + i) + " " + std::to_string(255 + i) + "\n";
+    CHECK_THAT(refused(dir, with_crc(doubling + "specials 0\n")), Contains("line 30") && Contains("256 MiB"));
 }
 
 TEST_CASE("text/tokenizer file: a failed load leaves the tokenizer it would replace unchanged", "[text]") {

@@ -169,6 +169,26 @@ TEST_CASE("text/train: the lesson's merges and the fast ones agree on random tex
     CHECK(compared > 2000);
 }
 
+TEST_CASE("text/train: the lesson's merges and the fast ones agree where thousands of pairs tie", "[text]") {
+    // One chunk of 1,000 CJK characters, each once (U+4E00…, 3 bytes each, all letters): most
+    // pairs occur once or twice, so every round ties many pairs inside one long word. Then 600
+    // continuation bytes (0x80…0xBF, never a character: one chunk no match covers) and a run of
+    // one letter, whose merges double their token.
+    std::string cjk;
+    for (unsigned cp = 0x4E00; cp < 0x4E00 + 1000; ++cp)
+        cjk += {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
+    std::mt19937 rng(99);
+    std::string continuation;
+    for (int i = 0; i < 600; ++i) continuation.push_back(char(0x80 + rng() % 64));
+    for (const std::string& text : {cjk, continuation, std::string(1000, 'a'), cjk + " " + continuation}) {
+        const auto [fast, fast_error] = until_exhausted(&train, text, Splitter());
+        const auto [lesson, lesson_error] = until_exhausted(&train_lesson, text, Splitter());
+        require_same_merges(fast, lesson);
+        CHECK(fast_error == lesson_error);
+        CHECK(fast.size() > 9);
+    }
+}
+
 TEST_CASE("text/train: the callback sees every merge, in order", "[text]") {
     std::vector<std::int64_t> indices;
     std::vector<LearnedMerge> seen;
