@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -249,8 +250,13 @@ void Tokenizer::save(const std::string& path) const {
     body += crc_line(body);
 
     // A temporary file beside the target, flushed to disk, then renamed over it: a reader sees
-    // the old file or the new one, never a part.
-    const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
+    // the old file or the new one, never a part. A symbolic link is written through, as open(2)
+    // writes: its target gets the bytes and the link stays.
+    std::string target = path;
+    std::error_code ec;
+    if (std::filesystem::is_symlink(path, ec))
+        if (const auto resolved = std::filesystem::weakly_canonical(path, ec); !ec) target = resolved.string();
+    const std::string tmp = fmt::format("{}.tmp{}", target, ::getpid());
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw std::runtime_error(fmt::format("Tokenizer::save: cannot create {}: {}", tmp, std::strerror(errno)));
     bool ok = std::fwrite(body.data(), 1, body.size(), f) == body.size();
@@ -258,7 +264,7 @@ void Tokenizer::save(const std::string& path) const {
     ok = ::fsync(::fileno(f)) == 0 && ok;
     const int saved_errno = errno;
     ok = std::fclose(f) == 0 && ok;
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
         const std::string reason = std::strerror(ok ? errno : saved_errno);
         std::remove(tmp.c_str());
         throw std::runtime_error(fmt::format("Tokenizer::save: cannot write {}: {}", path, reason));
@@ -266,6 +272,13 @@ void Tokenizer::save(const std::string& path) const {
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
+    // A FIFO would block open(2) until a writer comes, a device may never end: only regular files.
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        throw std::runtime_error(fmt::format("Tokenizer::load: {} is not a regular file (a directory, FIFO, device or "
+                                             "socket)",
+                                             path));
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error(fmt::format("Tokenizer::load: cannot open {}: {}", path, std::strerror(errno)));
     std::string bytes;

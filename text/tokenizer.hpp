@@ -1,6 +1,6 @@
 // text/tokenizer.hpp — byte-pair encoding (BPE): text ↔ token IDs, the step before the embedding.
 //
-// Legend: V vocabulary size (256 bytes + M merges + the special tokens), N tokens.
+// Legend: M merges learned, V vocabulary size (256 bytes + M merges + the special tokens), N tokens.
 //
 //   merge i:  (left, right) → 256 + i        bytes(256 + i) = bytes(left) + bytes(right)
 //   encode a chunk: its bytes, then while an adjacent pair is a merge, the earliest merge's pair
@@ -88,8 +88,9 @@ public:
     std::string decode(const TokenIds& ids) const;
 
     // Writes the tokenizer to `path` as text (the format below), atomically: a temporary file in
-    // the same directory, flushed and renamed over `path`. Throws std::runtime_error naming the
-    // path and the system's reason.
+    // the same directory, flushed and renamed over `path`; a symbolic link is written through (its
+    // target gets the bytes, the link stays). Throws std::runtime_error naming the path and the
+    // system's reason.
     //
     //   xgrad-bpe 1
     //   pattern <the split pattern, one line>
@@ -100,7 +101,8 @@ public:
     //   crc32 <8 hex digits>           zlib's CRC-32 of every byte before this line
     void save(const std::string& path) const;
     // Reads a file written by save(). Throws std::runtime_error naming the path and line for a
-    // missing or unreadable file, a file over 64 MiB, a wrong header, a malformed line, a wrong
+    // missing or unreadable file, a path that is not a regular file (a FIFO, which would block,
+    // a directory, a device), a file over 64 MiB, a wrong header, a malformed line, a wrong
     // checksum, or merges and special tokens that the constructor and register_special_tokens
     // refuse.
     static Tokenizer load(const std::string& path);

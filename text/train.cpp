@@ -30,8 +30,9 @@ std::int64_t merges_to_learn(std::int64_t vocab_size) {
 
 [[noreturn]] void out_of_pairs(std::int64_t learned, std::int64_t wanted) {
     throw std::invalid_argument(fmt::format("train: the text allows only {} merges (every chunk is one token by then), "
-                                            "but vocab_size {} needs {}; give a longer text or a smaller vocab_size",
-                                            learned, 256 + wanted, wanted));
+                                            "so vocab_size is at most {} on it, but vocab_size {} needs {}; give a "
+                                            "longer text or a smaller vocab_size",
+                                            learned, 256 + learned, 256 + wanted, wanted));
 }
 
 std::vector<Id> byte_ids(std::string_view chunk) {
@@ -60,7 +61,7 @@ void merge(std::vector<Id>& ids, Id left, Id right, Id id) {
 std::vector<LearnedMerge> train_lesson(std::string_view text, std::int64_t vocab_size, const Splitter& split,
                                        const MergeCallback& on_merge) {
     const std::int64_t n_merges = merges_to_learn(vocab_size);
-    std::vector<std::vector<Id>> chunks;  // (C,) every chunk of the text, in order
+    std::vector<std::vector<Id>> chunks;  // every chunk of the text, in order, as byte IDs
     for (std::string_view chunk : split.split(text)) chunks.push_back(byte_ids(chunk));
 
     std::vector<LearnedMerge> merges;

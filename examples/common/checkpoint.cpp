@@ -206,8 +206,8 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
         const std::string saved = meta(kFlag + flag);
         if (saved != value)
             throw std::runtime_error(fmt::format("{}: saved with {} {}, but this run has {} {}; resume with the "
-                                                 "same flags",
-                                                 path, flag, saved, flag, value));
+                                                 "same flags (pass {} {})",
+                                                 path, flag, saved, flag, value, flag, saved));
     }
     if (data) check_same_data(path, file.metadata, *data);
     NamedTensors model_state;

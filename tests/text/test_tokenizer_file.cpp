@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <xgrad/text/train.hpp>
 #include "test_helpers.hpp"
@@ -138,6 +139,28 @@ TEST_CASE("text/tokenizer file: a save that fails throws naming the path and lea
     CHECK_THAT(message_of<std::runtime_error>([&] { wikipedia_tokenizer().save(dir.file("a_directory")); }),
                Contains(dir.file("a_directory")));
     CHECK(dir.listing() == std::vector<std::string>{"a_directory"});
+}
+
+TEST_CASE("text/tokenizer file: save through a symbolic link writes its target and keeps the link", "[text]") {
+    // As open(2), Python's open(path, "w") and the checkpoints' save_safetensors: the link stays.
+    TempDir dir;
+    write_bytes(dir.file("real.bpe"), "an older file\n");
+    std::filesystem::create_symlink("real.bpe", dir.file("link.bpe"));
+    wikipedia_tokenizer().save(dir.file("link.bpe"));
+    CHECK(std::filesystem::is_symlink(dir.file("link.bpe")));
+    CHECK(Tokenizer::load(dir.file("real.bpe")) == wikipedia_tokenizer());
+    CHECK(dir.listing() == std::vector<std::string>{"link.bpe", "real.bpe"});
+}
+
+TEST_CASE("text/tokenizer file: load refuses a FIFO and a directory before reading, naming the kind", "[text]") {
+    // A FIFO without a writer would block open(2) forever; a directory cannot be read.
+    TempDir dir;
+    const std::string fifo = dir.file("fifo.bpe");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(message_of<std::runtime_error>([&] { Tokenizer::load(fifo); }),
+               Contains(fifo) && Contains("not a regular file"));
+    CHECK_THAT(message_of<std::runtime_error>([&] { Tokenizer::load(dir.path.string()); }),
+               Contains("not a regular file"));
 }
 
 // Writes `bytes` to a file, requires that load() refuses it, and returns the message, which
