@@ -101,7 +101,7 @@ struct Word {
 class PairCounts {
 public:
     explicit PairCounts(std::vector<Word> words) : words_(std::move(words)) {
-        for (std::size_t w = 0; w < words_.size(); ++w) add_pairs(Id(w), +1, /*new_id=*/-1);
+        for (std::size_t w = 0; w < words_.size(); ++w) add_pairs(Id(w), +1);
         for (const auto& [k, c] : counts_) queue_.push({c, k});
     }
 
@@ -134,12 +134,7 @@ public:
         holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
         const Pair p = pair_of(k);
         changed_.clear();
-        for (Id w : holders) {
-            if (position(w, k) == npos) continue;  // the pair left this word in an earlier merge
-            add_pairs(w, -1, -1);
-            merge(words_[std::size_t(w)].ids, Id(p.left), Id(p.right), id);
-            add_pairs(w, +1, id);
-        }
+        for (Id w : holders) merge_word(w, Id(p.left), Id(p.right), id);
         std::sort(changed_.begin(), changed_.end());
         changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
         for (Key c : changed_) {
@@ -152,26 +147,52 @@ public:
 private:
     static constexpr std::size_t npos = std::size_t(-1);
 
-    // Adds (sign +1) or removes (−1) the word's pairs, times its count. Pairs holding new_id are
-    // new in this word: the word joins their holders.
-    void add_pairs(Id w, int sign, Id new_id) {
+    // Adds (sign +1) or removes (−1) the word's pairs, times its count; the word joins the
+    // holders of the pairs it gains.
+    void add_pairs(Id w, int sign) {
         const Word& word = words_[std::size_t(w)];
-        for (std::size_t j = 0; j + 1 < word.ids.size(); ++j) {
-            const Key k = key(word.ids[j], word.ids[j + 1]);
-            counts_[k] += sign * word.count;
-            changed_.push_back(k);
-            if (sign > 0 && (new_id < 0 || word.ids[j] == new_id || word.ids[j + 1] == new_id)) {
-                auto& holders = where_[k];
-                if (holders.empty() || holders.back() != w) holders.push_back(w);
-            }
+        for (std::size_t j = 0; j + 1 < word.ids.size(); ++j) add_pair(w, j, sign);
+    }
+    // The same for the pair at position j of word w.
+    void add_pair(Id w, std::size_t j, int sign) {
+        const Word& word = words_[std::size_t(w)];
+        const Key k = key(word.ids[j], word.ids[j + 1]);
+        counts_[k] += sign * word.count;
+        changed_.push_back(k);
+        if (sign > 0) {
+            auto& holders = where_[k];
+            if (holders.empty() || holders.back() != w) holders.push_back(w);
         }
     }
 
-    std::size_t position(Id w, Key k) const {
-        const auto& ids = words_[std::size_t(w)].ids;
-        for (std::size_t j = 0; j + 1 < ids.size(); ++j)
-            if (key(ids[j], ids[j + 1]) == k) return j;
-        return npos;
+    // Merges (left, right) into id in word w, left to right as merge() does, and changes only the
+    // counts of the pairs that touch a merged position: with old ids o and the merge at j, the
+    // pairs at j − 1, j and j + 1 of o go; with the new token at m, the pairs at m − 1 and m of the
+    // new ids come. Every other pair is the same pair before and after. A word that no longer
+    // holds the pair (a stale holder) is left alone.
+    void merge_word(Id w, Id left, Id right, Id id) {
+        std::vector<Id>& ids = words_[std::size_t(w)].ids;
+        std::vector<std::size_t> gone, made;  // old pair positions that go; new token positions
+        std::vector<Id> merged;
+        merged.reserve(ids.size());
+        for (std::size_t i = 0; i < ids.size();) {
+            if (i + 1 < ids.size() && ids[i] == left && ids[i + 1] == right) {
+                for (std::size_t j = i == 0 ? 0 : i - 1; j <= i + 1 && j + 1 < ids.size(); ++j)
+                    if (gone.empty() || gone.back() < j) gone.push_back(j);  // ascending, each once
+                made.push_back(merged.size());
+                merged.push_back(id);
+                i += 2;
+            } else {
+                merged.push_back(ids[i++]);
+            }
+        }
+        if (made.empty()) return;
+        for (std::size_t j : gone) add_pair(w, j, -1);
+        ids = std::move(merged);
+        std::size_t last = npos;  // the new pair positions, ascending, each once
+        for (std::size_t m : made)
+            for (std::size_t j = m == 0 ? 0 : m - 1; j <= m && j + 1 < ids.size(); ++j)
+                if (last == npos || last < j) add_pair(w, j, +1), last = j;
     }
 
     // Of the tied pairs, the one that occurs first in the text: the words that hold (or held) one
