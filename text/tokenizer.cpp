@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <queue>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -111,10 +112,10 @@ const std::string& Tokenizer::bytes(TokenId id) const {
 }
 
 // ---- encoding --------------------------------------------------------------------------------
-// One chunk, as minbpe's _encode_chunk: while an adjacent pair is a merge, replace every
-// occurrence of the pair with the lowest rank (the earliest merge), left to right. A chunk of n
-// bytes takes at most n − 1 rounds of O(n) each.
-TokenIds Tokenizer::encode_chunk(std::string_view chunk) const {
+// One chunk, the lesson's way (minbpe's _encode_chunk): while an adjacent pair is a merge,
+// replace every occurrence of the pair with the lowest rank (the earliest merge), left to right.
+// A chunk of n bytes takes up to n − 1 rounds of O(n) each.
+TokenIds Tokenizer::encode_chunk_lesson(std::string_view chunk) const {
     TokenIds ids(chunk.begin(), chunk.end());
     for (TokenId& id : ids) id = static_cast<unsigned char>(id);  // bytes 0..255, not signed chars
     while (ids.size() >= 2) {
@@ -137,6 +138,56 @@ TokenIds Tokenizer::encode_chunk(std::string_view chunk) const {
         ids.resize(out);
     }
     return ids;
+}
+
+// The same IDs in O(n log n): the tokens form a linked list, and a min-heap holds (rank, position)
+// of every adjacent pair that is a merge. The top is the lowest rank at the leftmost position,
+// so the occurrences of one merge are taken left to right as in the lesson; a merge makes pairs
+// with the new token only, whose ranks are higher (a merge can use a token only after it exists),
+// so every occurrence of a rank is merged before any higher rank. An entry whose pair has
+// changed since it was pushed (a neighbour was merged away) is skipped when it comes up.
+TokenIds Tokenizer::encode_chunk_heap(std::string_view chunk) const {
+    const std::size_t n = chunk.size(), end = n;  // `end`: no next token
+    TokenIds ids(n);
+    std::vector<std::size_t> prev(n), next(n);
+    for (std::size_t i = 0; i < n; ++i)
+        ids[i] = static_cast<unsigned char>(chunk[i]), prev[i] = i - 1, next[i] = i + 1;  // prev[0] wraps: none
+    const auto rank_at = [&](std::size_t i) {  // the merge of the pair starting at token i, or −1
+        if (next[i] == end) return TokenId(-1);
+        const auto it = rank_.find(key(ids[i], ids[next[i]]));
+        return it == rank_.end() ? TokenId(-1) : it->second;
+    };
+    using Entry = std::pair<TokenId, std::size_t>;  // (rank, position)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    for (std::size_t i = 0; i + 1 < n; ++i)
+        if (const TokenId r = rank_at(i); r >= 0) heap.push({r, i});
+    std::vector<bool> alive(n, true);
+    while (!heap.empty()) {
+        const auto [r, i] = heap.top();
+        heap.pop();
+        if (!alive[i] || rank_at(i) != r) continue;  // stale
+        const std::size_t j = next[i];               // token i absorbs token j
+        ids[i] = r;
+        alive[j] = false;
+        next[i] = next[j];
+        if (next[j] != end) prev[next[j]] = i;
+        // New pairs: the one ending at i (if a token precedes it) and the one starting at i.
+        if (const std::size_t p = prev[i]; p < n)
+            if (const TokenId rp = rank_at(p); rp >= 0) heap.push({rp, p});
+        if (const TokenId rn = rank_at(i); rn >= 0) heap.push({rn, i});
+    }
+    TokenIds out;
+    for (std::size_t i = 0; i < n; i = next[i]) out.push_back(ids[i]);
+    return out;
+}
+
+// The choice: short chunks (almost every word) go the lesson's way, which allocates less; a long
+// one (a line without spaces, a run of one letter) goes through the heap, whose cost grows as
+// n log n rather than as n times the merges it applies. Both give the same IDs
+// (tests/text/test_tokenizer.cpp holds them equal).
+TokenIds Tokenizer::encode_chunk(std::string_view chunk) const {
+    constexpr std::size_t kHeapFrom = 32;  // bytes
+    return chunk.size() < kHeapFrom ? encode_chunk_lesson(chunk) : encode_chunk_heap(chunk);
 }
 
 // Ordinary text: split into chunks, encode each. A text repeats its words, so each distinct

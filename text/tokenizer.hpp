@@ -81,6 +81,11 @@ public:
     TokenIds encode_ordinary(std::string_view text) const;
     // The IDs of one chunk: its bytes, then the merges in order (the algorithm above).
     TokenIds encode_chunk(std::string_view chunk) const;
+    // The two ways encode_chunk chooses between, by the chunk's length (tokenizer.cpp): the
+    // lesson's rounds (minbpe's _encode_chunk, up to n rounds of O(n)) and a heap over the pairs
+    // of a linked list of tokens (O(n log n)). The same IDs for every chunk.
+    TokenIds encode_chunk_lesson(std::string_view chunk) const;
+    TokenIds encode_chunk_heap(std::string_view chunk) const;
 
     // The bytes of `ids`, concatenated. Throws std::out_of_range naming the position and value
     // of the first ID that is no token. The result may end inside a UTF-8 character (when `ids`

@@ -97,6 +97,37 @@ TEST_CASE("text/tokenizer: Wikipedia's aaabdaaabac, merge by merge", "[text]") {
     CHECK(Tokenizer({{97, 32}, {32, 97}}).encode("a a") == TokenIds{97, 257});
 }
 
+TEST_CASE("text/tokenizer: the heap's IDs equal the lesson's rounds, chunk for chunk", "[text]") {
+    // encode_chunk takes the lesson's rounds for short chunks and the heap for long ones; each
+    // must give the other's IDs on every chunk, short or long.
+    const Tokenizer wiki({{97, 97}, {256, 97}, {257, 98}});
+    CHECK(wiki.encode_chunk_heap("aaabdaaabac") == TokenIds{258, 100, 258, 97, 99});
+    CHECK(wiki.encode_chunk_heap("") == TokenIds{});
+    CHECK(wiki.encode_chunk_heap("a") == TokenIds{97});
+    // Overlapping occurrences: (a, a) in "aaa" merges once, left to right, then "aaaa" twice.
+    const Tokenizer aa({{97, 97}});
+    CHECK(aa.encode_chunk_heap("aaa") == TokenIds{256, 97});
+    CHECK(aa.encode_chunk_heap("aaaa") == TokenIds{256, 256});
+    const Tokenizer& t = bpe::excerpt_tokenizer();
+    const std::string& kjv = bpe::excerpt();
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 600; ++trial) {
+        const std::size_t n = rng() % 400;
+        std::string chunk;
+        for (std::size_t i = 0; i < n; ++i)  // random bytes, letters, or the excerpt (spaces and all)
+            chunk.push_back(trial % 3 == 0   ? char(rng() % 256)
+                            : trial % 3 == 1 ? char('a' + rng() % 26)
+                                             : kjv[(std::size_t(trial) * 131 + i) % kjv.size()]);
+        INFO("trial " << trial << ", " << n << " bytes");
+        REQUIRE(t.encode_chunk_heap(chunk) == t.encode_chunk_lesson(chunk));
+        REQUIRE(t.encode_chunk(chunk) == t.encode_chunk_lesson(chunk));
+    }
+    // The whole excerpt as one chunk, and a long run of one letter.
+    CHECK(t.encode_chunk_heap(kjv) == t.encode_chunk_lesson(kjv));
+    const std::string run(5000, 'e');
+    CHECK(t.encode_chunk_heap(run) == t.encode_chunk_lesson(run));
+}
+
 TEST_CASE("text/tokenizer: minbpe's identity strings, untrained and trained", "[text]") {
     const Tokenizer untrained;
     CHECK(untrained.vocab_size() == 256);
