@@ -16,6 +16,7 @@
 #include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/parallel.hpp>
 #include <xgrad/core/softmax.hpp>
+#include <xgrad/nn/attention/detail/shape.hpp>
 #include <xgrad/nn/kv_cache.hpp>
 
 namespace xgrad::nn {
@@ -37,7 +38,7 @@ Tensor cached_causal_attention(const Tensor& q, const KVCache& cache, std::optio
     check(H % Hkv == 0, op, "q's {} heads are not a multiple of the cache's {} K/V heads", H, Hkv);
     check(t >= 1 && t <= L, op, "q has {} positions; the cache holds {} (the queries' own included)", t, L);
     const std::size_t g = H / Hkv, P = L - t;
-    const real scale = static_cast<real>(scale_opt.value_or(1.0 / std::sqrt(double(hd))));
+    const real scale = detail::attention_scale(scale_opt, hd, op);
     Array out = Array::from_shape(qs);
     const real* pq = q.data().data();
     const real* pk = cache.keys().data();

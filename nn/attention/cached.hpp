@@ -22,7 +22,7 @@ namespace functional {
 // Oracle: scaled_dot_product_attention(q, k repeated g times, v repeated, keep[i, j] = j ≤ P + i),
 // held equal by tests/nn/attention/test_cached.cpp.
 // Throws ValueError for an empty cache, q not (B, H, t, hd) with the cache's B and hd, H not a
-// multiple of Hkv, t above the cache's length, or a q that requires grad while grad mode is on
+// multiple of Hkv, t above the cache's length, a NaN or infinite scale, or a q that requires grad while grad mode is on
 // (the cache is for inference: run under NoGradGuard).
 Tensor cached_causal_attention(const Tensor& q, const KVCache& cache, std::optional<double> scale = std::nullopt);
 

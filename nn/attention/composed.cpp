@@ -43,7 +43,7 @@ Tensor weighted_sum_of_visible(const Tensor& weights, const Tensor& v, const Ten
 
 Tensor keep_of(const AttentionSizes& s, const Tensor& attn_mask, bool is_causal);
 real scale_of(const AttentionSizes& s, std::optional<double> scale) {
-    return static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd))));
+    return detail::attention_scale(scale, s.hd, kSdpa);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ namespace xgrad::nn::functional {
 //   scale: defaults to 1/√hd.
 // Throws ValueError for: ranks below 2 or unequal; leading dims that differ; q and k of different
 // hd; k and v of different Tk; hd = 0; Tk = 0 with Tq > 0 (Tq = 0 gives the empty output); a mask
-// that does not broadcast or holds other than 0 and 1; a mask with is_causal; dropout_p outside [0, 1].
+// that does not broadcast or holds other than 0 and 1; a mask with is_causal; dropout_p outside [0, 1];
+// a NaN or infinite scale.
 // ref: PyTorch docs, torch.nn.functional.scaled_dot_product_attention (its reference code).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask = Tensor(), bool is_causal = false,

@@ -40,7 +40,7 @@ bool seen_by(std::size_t j, std::size_t i) { return j <= i; }
 Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::optional<double> scale_opt) {
     const detail::AttentionSizes s = detail::check_qkv(q, k, &v, "fused_causal_attention");
     const std::size_t Tq = s.Tq, Tk = s.Tk, hd = s.hd, hv = s.hv;
-    const real scale = static_cast<real>(scale_opt.value_or(1.0 / std::sqrt(double(hd))));
+    const real scale = detail::attention_scale(scale_opt, hd, "fused_causal_attention");
     std::size_t N = 1;  // B·H matrices
     for (std::size_t n : s.lead) N *= n;
     ArrayShape ys = array_shape(q.data());

@@ -19,7 +19,8 @@ namespace xgrad::nn::functional {
 //   inf at a later position does not reach them.
 //   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv): the same leading dims; real.
 //   scale: defaults to 1/√hd. The causal triangle is aligned top-left when Tq ≠ Tk, as PyTorch's.
-// Throws ValueError for the shapes scaled_dot_product_attention rejects (ranks, leading dims, hd, Tk).
+// Throws ValueError for the shapes scaled_dot_product_attention rejects (ranks, leading dims, hd, Tk)
+// and for a NaN or infinite scale.
 // ref: Vaswani et al. 2017, eq. (1); PyTorch docs, torch.nn.functional.scaled_dot_product_attention
 Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                               std::optional<double> scale = std::nullopt);

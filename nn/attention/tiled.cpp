@@ -233,7 +233,7 @@ Tensor tiled_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
     const detail::AttentionSizes s = detail::check_qkv(q, k, &v, "tiled_causal_attention");
     Problem p;
     p.Tq = s.Tq, p.Tk = s.Tk, p.hd = s.hd, p.hv = s.hv;
-    p.scale = static_cast<real>(scale.value_or(1.0 / std::sqrt(double(s.hd))));
+    p.scale = detail::attention_scale(scale, s.hd, "tiled_causal_attention");
     p.diagonal = std::clamp(diagonal, -std::int64_t(s.Tq), std::int64_t(s.Tk));
     p.N = 1;  // B·H matrices
     for (std::size_t n : s.lead) p.N *= n;

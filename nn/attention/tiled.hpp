@@ -23,7 +23,8 @@ namespace xgrad::nn::functional {
 // Saved for backward: q, k, v, the output and L (..., Tq), each row's log-sum-exp (in nats). The
 // weights e^(S − L), recomputed in float, err by about |S|·2⁻²⁴: scores in the thousands cost the
 // gradients digits the composed form keeps. Bit-identical for any thread count (fixed sum order).
-// Throws ValueError for the shapes scaled_dot_product_attention rejects (ranks, leading dims, hd, Tk).
+// Throws ValueError for the shapes scaled_dot_product_attention rejects (ranks, leading dims, hd, Tk)
+// and for a NaN or infinite scale.
 // ref: Dao 2023, "FlashAttention-2", Algorithms 1 and 2; Milakov & Gimelshein 2018 (online softmax).
 Tensor tiled_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                               std::optional<double> scale = std::nullopt, std::int64_t diagonal = 0);

@@ -28,7 +28,10 @@
 #include <xtensor/xview.hpp>
 
 #include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/attention/cached.hpp>
 #include <xgrad/nn/attention/fused.hpp>
+#include <xgrad/nn/attention/tiled.hpp>
+#include <xgrad/nn/kv_cache.hpp>
 #include "test_helpers.hpp"
 #include "reference/reference_json.hpp"
 
@@ -308,6 +311,27 @@ TEST_CASE("scaled_dot_product_attention: hostile shapes and masks throw ValueErr
                 "scaled_dot_product_attention: attn_mask of shape (3, 4) does not broadcast to (..., Tq, Tk) = "
                 "(2, 2, 3, 3)");
     }
+}
+
+TEST_CASE("attention: every kernel refuses a scale that is NaN or infinite, naming it", "[attention]") {
+    // A non-finite scale makes every score NaN (or inf − inf): refused as bad input, in each
+    // kernel's name. 0 and negative scales are numbers and are taken.
+    const Tensor q = randn({1, 2, 3, 4}), k = randn({1, 2, 3, 4}), v = randn({1, 2, 3, 4});
+    nn::KVCache cache(4);
+    cache.append(k.data(), v.data());
+    for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+        INFO("scale " << bad);
+        REQUIRE_THROWS_WITH(F::scaled_dot_product_attention(q, k, v, Tensor(), true, 0.0, bad),
+                            Catch::Contains("scaled_dot_product_attention") && Catch::Contains("scale"));
+        REQUIRE_THROWS_WITH(F::fused_causal_attention(q, k, v, bad),
+                            Catch::Contains("fused_causal_attention") && Catch::Contains("scale"));
+        REQUIRE_THROWS_WITH(F::tiled_causal_attention(q, k, v, bad),
+                            Catch::Contains("tiled_causal_attention") && Catch::Contains("scale"));
+        REQUIRE_THROWS_WITH(F::cached_causal_attention(q, cache, bad),
+                            Catch::Contains("cached_causal_attention") && Catch::Contains("scale"));
+    }
+    CHECK(allclose(F::fused_causal_attention(q, k, v, 0.0), F::scaled_dot_product_attention(q, k, v, Tensor(), true, 0.0, 0.0)));
+    CHECK(allclose(F::tiled_causal_attention(q, k, v, -0.5), F::scaled_dot_product_attention(q, k, v, Tensor(), true, 0.0, -0.5)));
 }
 
 TEST_CASE("CausalSelfAttention: bad sizes throw ValueError") {

@@ -1,6 +1,8 @@
 // nn/attention/detail/shape.cpp — the shared argument checks of attention (shape.hpp).
 #include <xgrad/nn/attention/detail/shape.hpp>
 
+#include <cmath>
+
 namespace xgrad::nn::functional::detail {
 
 AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, const char* op) {
@@ -24,6 +26,12 @@ AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, cons
     check(s.hd > 0, op, "the head width hd must be positive; got q {}", shape_str(sq));
     check(s.Tk > 0 || s.Tq == 0, op, "there must be at least one key for {} queries; got k {}", s.Tq, shape_str(sk));
     return s;
+}
+
+real attention_scale(std::optional<double> scale, std::size_t hd, const char* op) {
+    const double s = scale.value_or(1.0 / std::sqrt(double(hd)));
+    check(std::isfinite(s), op, "scale must be a finite number (default 1/sqrt(hd)); got {}", s);
+    return static_cast<real>(s);
 }
 
 void check_mask(const Tensor& mask, const ArrayShape& target, const char* op) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include <xgrad/core/tensor.hpp>
 
@@ -16,6 +17,10 @@ struct AttentionSizes {
 
 // Checks q, k and v (v may be null) as scaled_dot_product_attention documents; op names the caller.
 AttentionSizes check_qkv(const Tensor& q, const Tensor& k, const Tensor* v, const char* op);
+
+// The scale of the scores: `scale` if given, else 1/√hd (PyTorch's default). Throws ValueError
+// naming op for a NaN or infinite scale, which would make every score NaN.
+real attention_scale(std::optional<double> scale, std::size_t hd, const char* op);
 
 // Checks that attn_mask broadcasts to `target` (..., Tq, Tk) and holds only the values 0 and 1.
 void check_mask(const Tensor& mask, const ArrayShape& target, const char* op);
