@@ -1,8 +1,11 @@
 // distributed/backend_mpi.cpp — the transport: Open MPI's collectives on MPI_COMM_WORLD.
 //
-// MPI counts are int, so a buffer of more than INT_MAX elements is sent in pieces; each call's
-// return code is checked (MPI_ERRORS_RETURN) and turned into a std::runtime_error with MPI's text.
-// ref: MPI-3.1 standard, §5.4 MPI_Bcast, §5.5 MPI_Allgather(v), §5.9 MPI_Allreduce, §8.3 error handlers.
+// MPI counts are int, so a buffer of more than INT_MAX elements is sent in pieces; the gathers and
+// the reduce-scatter, whose pieces would be strided, refuse more than INT_MAX bytes or elements per
+// call instead. Each call's return code is checked (MPI_ERRORS_RETURN) and turned into a
+// std::runtime_error with MPI's text.
+// ref: MPI-3.1 standard, §5.4 MPI_Bcast, §5.5 MPI_Allgather(v), §5.9 MPI_Allreduce,
+// §5.10.1 MPI_Reduce_scatter_block, §8.3 error handlers.
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -106,6 +109,20 @@ void all_reduce_sum(void* data, std::size_t count, Number type) {
         ok(MPI_Allreduce(MPI_IN_PLACE, p + done * width, int(n), t, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
         done += n;
     }
+}
+
+void reduce_scatter_sum(const void* send, void* recv, std::size_t count, Number type) {
+    const std::size_t width = type == Number::Float ? sizeof(float) : sizeof(double);
+    if (!under_mpi_ || size() == 1) {  // W = 1: segment 0 is the whole input, summed over one rank
+        if (count > 0) std::copy_n(static_cast<const char*>(send), count * width, static_cast<char*>(recv));
+        return;
+    }
+    const std::size_t W = std::size_t(size());
+    if (count > std::size_t(INT_MAX) / W)  // the send buffer's W·count elements, counted in int by MPI
+        throw std::runtime_error(fmt::format("reduce_scatter: {} segments of {} elements ({} in all) exceed MPI's {} "
+                                             "elements per call", W, count, W * count, INT_MAX));
+    const MPI_Datatype t = type == Number::Float ? MPI_FLOAT : MPI_DOUBLE;
+    ok(MPI_Reduce_scatter_block(send, recv, int(count), t, MPI_SUM, MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
 }
 
 void broadcast(void* data, std::size_t bytes, int root) {

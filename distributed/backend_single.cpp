@@ -1,5 +1,6 @@
 // distributed/backend_single.cpp — the transport of a build without MPI: one process, rank 0 of
-// a world of 1. A sum over one rank is its own value; a gather copies; a broadcast does nothing.
+// a world of 1. A sum over one rank is its own value; a gather copies; a broadcast does nothing;
+// a reduce-scatter copies rank 0's segment, which is the whole input.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,10 @@ void abort(int code) {
 
 void barrier() {}
 void all_reduce_sum(void*, std::size_t, Number) {}
+void reduce_scatter_sum(const void* send, void* recv, std::size_t count, Number type) {
+    const std::size_t width = type == Number::Float ? sizeof(float) : sizeof(double);
+    if (count > 0) std::memcpy(recv, send, count * width);
+}
 void broadcast(void*, std::size_t, int) {}
 void all_gather(const void* send, std::size_t bytes, void* recv) {
     if (bytes > 0) std::memcpy(recv, send, bytes);

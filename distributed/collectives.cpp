@@ -1,5 +1,6 @@
-// distributed/collectives.cpp — broadcast, all_reduce and all_gather on tensors, row-sparse
-// gradients and plain values, built on the byte-level transport of distributed/detail/backend.hpp.
+// distributed/collectives.cpp — broadcast, all_reduce, all_gather and reduce_scatter on tensors,
+// row-sparse gradients and plain values, built on the byte-level transport of
+// distributed/detail/backend.hpp.
 //
 // Each collective is two rounds: an all-gather of one 64-bit hash of its signature (the collective,
 // its op or root, the element type and shape, or why an argument is invalid) from every rank, then
@@ -163,6 +164,28 @@ Tensor all_gather(const Tensor& t) {
     shape.insert(shape.end(), a.shape().begin(), a.shape().end());
     Array out(shape);  // (W, ...)
     backend::all_gather(a.data(), a.size() * sizeof(real), out.data());
+    return from_array(std::move(out));
+}
+
+// t (W, ...) on every rank: rank r receives Σ_s t_s[r], shape (...), from MPI_Reduce_scatter_block.
+Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
+    require_init("reduce_scatter");
+    const int W = world_size();
+    std::string invalid;
+    if (!t.defined()) invalid = "got an undefined tensor";
+    else if (t.dim() == 0 || t.shape()[0] != W)
+        invalid = fmt::format("t must have shape (W, ...), one row per rank, with W = {} ranks; got {}", W,
+                              t.dim() == 0 ? std::string("a 0-dimensional tensor") : shape_str(t.shape()));
+    detail::check_agree("reduce_scatter", signature_of(fmt::format("reduce_scatter {}", name(op)), t), invalid);
+    const Array& a = t.data();
+    Array out(ArrayShape(a.shape().begin() + 1, a.shape().end()));  // (...): n = a.size() / W elements
+    if (op == ReduceOp::Mean) {  // divide, then sum, on a copy: t is the caller's
+        Array divided = a;
+        scale(divided.data(), divided.size(), real(1) / real(W));
+        backend::reduce_scatter_sum(divided.data(), out.data(), out.size(), detail::kReal);
+    } else {
+        backend::reduce_scatter_sum(a.data(), out.data(), out.size(), detail::kReal);
+    }
     return from_array(std::move(out));
 }
 

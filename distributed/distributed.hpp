@@ -72,6 +72,17 @@ void all_reduce(Tensor& t, ReduceOp op = ReduceOp::Sum);
 // The ranks' tensors stacked along a new first axis: t (...) → (W, ...), row r from rank r.
 // Throws std::runtime_error above MPI's 2 GiB per call (W·t's bytes).
 Tensor all_gather(const Tensor& t);
+// Rank r's share of a sum: t (W, ...) on every rank → (...), the elementwise sum (or mean) over the
+// ranks s of t_s[r] (PyTorch's torch.distributed.reduce_scatter_tensor; ref: PyTorch docs,
+// https://pytorch.org/docs/stable/distributed.html). Elements of real: float32 on xgrad, float64
+// on xgrad_f64. Mean divides each rank's values by W before the sum, as all_reduce. No autograd:
+// the result is a new tensor without a graph. A reduce-scatter then an all-gather of the (...)
+// results is an all-reduce moving the same bytes, as the ring does it: in each half every rank
+// sends and receives (W − 1)/W of t's bytes, so a rank can work on its shard in between.
+// Throws ValueError for an undefined t, a 0-dimensional t or t.shape[0] ≠ W, and on every rank when
+// the ranks' shapes, element types or ops differ; std::runtime_error above MPI's INT_MAX elements
+// per call (t's W·n).
+Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::Sum);
 
 // A row-sparse gradient summed (or averaged) over the ranks without densifying it: every rank
 // contributes its k_r (indices, rows); the union of Σ k_r rows is coalesced, duplicates summed in

@@ -29,9 +29,12 @@ int size();
 std::string describe();
 [[noreturn]] void abort(int code);
 
-enum class Number { Float, Double };    // the element types summed by all_reduce_sum
+enum class Number { Float, Double };    // the element types summed by all_reduce_sum, reduce_scatter_sum
 void barrier();
 void all_reduce_sum(void* data, std::size_t count, Number type);       // in place, `count` elements
+// send holds W segments of `count` elements each; recv (count) ← Σ over the ranks of segment rank().
+// send and recv do not overlap.
+void reduce_scatter_sum(const void* send, void* recv, std::size_t count, Number type);
 void broadcast(void* data, std::size_t bytes, int root);
 // recv (W·bytes) ← every rank's `bytes` bytes, in rank order.
 void all_gather(const void* send, std::size_t bytes, void* recv);

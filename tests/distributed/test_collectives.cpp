@@ -1,6 +1,6 @@
-// tests/distributed/test_collectives.cpp — broadcast, all_reduce and all_gather against values
-// computed by hand, at whatever W the binary was started with (ctest runs it alone, W = 1, and
-// under mpirun -np 2). Rank r contributes values built from r, so the expected result is a
+// tests/distributed/test_collectives.cpp — broadcast, all_reduce, all_gather and reduce_scatter
+// against values computed by hand, at whatever W the binary was started with (ctest runs it alone,
+// W = 1, and under mpirun -np 2). Rank r contributes values built from r, so the expected result is a
 // closed form in W: Σ_{r<W} (r + 1) = W(W + 1)/2, which is 3 for W = 2 and 1 for W = 1.
 #include <catch2/catch.hpp>
 
@@ -77,6 +77,79 @@ TEST_CASE("distributed: all_gather stacks the ranks' tensors along a new first a
     REQUIRE(g.shape() == Shape{W, 3});
     for (int q = 0; q < W; ++q)
         for (int j = 0; j < 3; ++j) REQUIRE(g.data()(q, j) == real(q) * std::vector<real>{1, 10, -1}[std::size_t(j)]);
+}
+
+TEST_CASE("distributed: reduce_scatter gives rank r the sum over the ranks of their row r", "[distributed]") {
+    // Every rank s holds t_s[i, j] = 100·s + 10·i + j, shape (W, 3). Rank r receives row r summed:
+    // Σ_s (100·s + 10·r + j) = 100·W(W − 1)/2 + W·(10·r + j).
+    const int W = dist::world_size(), r = dist::rank();
+    Array a(ArrayShape{std::size_t(W), 3});
+    for (int i = 0; i < W; ++i)
+        for (int j = 0; j < 3; ++j) a(i, j) = real(100 * r + 10 * i + j);
+    const Tensor t = from_array(a);
+    const Tensor sum = dist::reduce_scatter(t);
+    REQUIRE(sum.shape() == Shape{3});
+    for (int j = 0; j < 3; ++j) REQUIRE(sum.data()(j) == real(100 * W * (W - 1) / 2 + W * (10 * r + j)));
+    if (W == 1) require_values(sum, Tensor{0, 1, 2});  // the input's one row
+    if (W == 2) require_values(sum, r == 0 ? Tensor{100, 102, 104} : Tensor{120, 122, 124});
+    require_values(t, from_array(a));  // the input is left as it was
+    REQUIRE_FALSE(sum.requires_grad());
+
+    const Tensor mean = dist::reduce_scatter(t, dist::ReduceOp::Mean);  // the sum / W
+    for (int j = 0; j < 3; ++j) REQUIRE(mean.data()(j) == Approx(100.0 * (W - 1) / 2 + 10 * r + j));
+    if (W == 2) require_values(mean, r == 0 ? Tensor{50, 51, 52} : Tensor{60, 61, 62});
+    require_values(t, from_array(a));  // Mean divides a copy
+}
+
+TEST_CASE("distributed: reduce_scatter keeps the trailing shape, empty or none", "[distributed]") {
+    const int W = dist::world_size(), r = dist::rank();
+    const std::size_t w = std::size_t(W);
+    // (W, 2, 3): t_s[i, k, l] = (s + 1)·(10·i + 3·k + l); rank r: W(W + 1)/2 · (10·r + 3·k + l).
+    Array a(ArrayShape{w, 2, 3});
+    for (int i = 0; i < W; ++i)
+        for (int k = 0; k < 2; ++k)
+            for (int l = 0; l < 3; ++l) a(i, k, l) = real((r + 1) * (10 * i + 3 * k + l));
+    const Tensor block = dist::reduce_scatter(from_array(a));
+    REQUIRE(block.shape() == Shape{2, 3});
+    for (int k = 0; k < 2; ++k)
+        for (int l = 0; l < 3; ++l) REQUIRE(block.data()(k, l) == real(W * (W + 1) / 2 * (10 * r + 3 * k + l)));
+    if (W == 2) require_values(block, r == 0 ? Tensor{{0, 3, 6}, {9, 12, 15}} : Tensor{{30, 33, 36}, {39, 42, 45}});
+    // (W, 0): every rank's segment is empty, and so is the result.
+    const Tensor empty = dist::reduce_scatter(zeros({W, 0}));
+    REQUIRE(empty.shape() == Shape{0});
+    // (W,): t_s[i] = s + i; rank r receives the 0-d Σ_s (s + r) = W(W − 1)/2 + W·r.
+    Array v(ArrayShape{w});
+    for (int i = 0; i < W; ++i) v(i) = real(r + i);
+    const Tensor scalar = dist::reduce_scatter(from_array(v));
+    REQUIRE(scalar.dim() == 0);
+    REQUIRE(scalar.item() == real(W * (W - 1) / 2 + W * r));
+}
+
+TEST_CASE("distributed: reduce_scatter refuses a t without one row per rank, on every rank", "[distributed]") {
+    const int W = dist::world_size(), r = dist::rank();
+    REQUIRE_THROWS_WITH(dist::reduce_scatter(zeros({W + 1, 2})),
+                        Catch::Contains(fmt::format("reduce_scatter: t must have shape (W, ...), one row per rank, with W = "
+                                                    "{} ranks; got ({}, 2)", W, W + 1)));
+    REQUIRE_THROWS_WITH(dist::reduce_scatter(Tensor(3.5)), Catch::Contains("got a 0-dimensional tensor"));
+    REQUIRE_THROWS_WITH(dist::reduce_scatter(Tensor()), Catch::Contains("reduce_scatter: got an undefined tensor"));
+    if (W > 1) {
+        // Rank 1 with (W, 3) against (W, 2) elsewhere: every rank throws, naming both shapes.
+        REQUIRE_THROWS_WITH(dist::reduce_scatter(zeros({W, r == 1 ? 3 : 2})),
+                            Catch::Contains("reduce_scatter: the ranks disagree") &&
+                                Catch::Contains(fmt::format("rank 0: reduce_scatter Sum of float32 ({}, 2)", W)) &&
+                                Catch::Contains(fmt::format("rank 1: reduce_scatter Sum of float32 ({}, 3)", W)));
+        // Rank 1 alone without one row per rank: every rank throws, naming rank 1's reason.
+        REQUIRE_THROWS_WITH(dist::reduce_scatter(zeros({r == 1 ? W + 1 : W, 2})),
+                            Catch::Contains("reduce_scatter: the ranks disagree") &&
+                                Catch::Contains(fmt::format("invalid: t must have shape (W, ...), one row per rank, with "
+                                                            "W = {} ranks; got ({}, 2)", W, W + 1)));
+        // Sum on one rank, Mean on the others.
+        REQUIRE_THROWS_WITH(dist::reduce_scatter(ones({W}), r == 0 ? dist::ReduceOp::Sum : dist::ReduceOp::Mean),
+                            Catch::Contains(fmt::format("reduce_scatter Sum of float32 ({})", W)) &&
+                                Catch::Contains(fmt::format("reduce_scatter Mean of float32 ({})", W)));
+    }
+    const Tensor ok = dist::reduce_scatter(ones({W, 2}));  // the ranks are still in step
+    require_values(ok, Tensor{real(W), real(W)});
 }
 
 TEST_CASE("distributed: a row-sparse gradient is summed row by row without densifying", "[distributed]") {
@@ -220,6 +293,13 @@ TEST_CASE("distributed: a float rank and a double rank are refused on every rank
             REQUIRE_THROWS_WITH(dist::detail::check_agree("all_gather", dist::detail::tensor_signature("all_gather", Number::Double, {2})),
                                 Catch::Contains("all_gather of float64 (2)"));
         else REQUIRE_THROWS_WITH(dist::all_gather(u), Catch::Contains("rank 0: all_gather of float32 (2)"));
+        if (r == 1)
+            REQUIRE_THROWS_WITH(
+                dist::detail::check_agree("reduce_scatter", dist::detail::tensor_signature("reduce_scatter Sum", Number::Double, {W})),
+                Catch::Contains(fmt::format("reduce_scatter Sum of float64 ({})", W)));
+        else
+            REQUIRE_THROWS_WITH(dist::reduce_scatter(ones({W})),
+                                Catch::Contains(fmt::format("rank 0: reduce_scatter Sum of float32 ({})", W)));
         Tensor ok = ones({3});  // still in step
         dist::all_reduce(ok);
         require_values(ok, Tensor{real(W), real(W), real(W)});
