@@ -47,15 +47,16 @@ namespace {
 
 const std::string kLossHeader = "step,train_loss,val_loss,lr\n";
 
-// The text of loss.csv holding only `header` and the complete rows (`fields` fields, a newline)
-// of steps <= `step`.
-std::string rows_up_to(const std::string& text, int step, const std::string& header, std::size_t fields) {
+// The text of loss.csv holding only `header` and the complete rows (as many fields as the header
+// names, a newline) of steps <= `step`.
+std::string rows_up_to(const std::string& text, int step, const std::string& header) {
+    const auto commas = std::count(header.begin(), header.end(), ',');
     std::string kept = header;
     std::size_t begin = text.compare(0, header.size(), header) == 0 ? header.size() : 0;
     for (std::size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
         const std::string_view row(text.data() + begin, end - begin);
         const std::optional<std::int64_t> s = xgrad::try_parse_int64(row.substr(0, row.find(',')));
-        if (s && *s <= step && std::size_t(std::count(row.begin(), row.end(), ',')) == fields - 1)
+        if (s && *s <= step && std::count(row.begin(), row.end(), ',') == commas)
             kept.append(row).push_back('\n');
     }
     return kept;
@@ -63,11 +64,11 @@ std::string rows_up_to(const std::string& text, int step, const std::string& hea
 
 // Drops the rows of loss.csv after `step`, atomically (write_file_atomically: a crash never loses
 // a kept row; a symlink stays a link, its target rewritten).
-void keep_rows_up_to(const std::string& path, int step, const std::string& header, std::size_t fields) {
+void keep_rows_up_to(const std::string& path, int step, const std::string& header) {
     std::ifstream in(path, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in.eof() && in.fail()) throw std::runtime_error(fmt::format("{}: cannot read the loss log", path));
-    const std::string kept = rows_up_to(text, step, header, fields);
+    const std::string kept = rows_up_to(text, step, header);
     if (kept == text) return;
     try {
         write_file_atomically(path, kept);
@@ -80,13 +81,14 @@ void keep_rows_up_to(const std::string& path, int step, const std::string& heade
 
 LossLog::LossLog(const std::string& path, int resumed_at, const std::string& extra_column)
     : path_(path), extra_(!extra_column.empty()) {
-    header_ = extra_ ? kLossHeader.substr(0, kLossHeader.size() - 1) + "," + extra_column + "\n" : kLossHeader;
+    const std::string header =
+        extra_ ? kLossHeader.substr(0, kLossHeader.size() - 1) + "," + extra_column + "\n" : kLossHeader;
     std::error_code ec;
     const bool continuing = resumed_at > 0 && std::filesystem::exists(path, ec);  // else start a fresh file
-    if (continuing) keep_rows_up_to(path, resumed_at, header_, extra_ ? 5 : 4);
+    if (continuing) keep_rows_up_to(path, resumed_at, header);
     out_.open(path, continuing ? std::ios::app : std::ios::trunc);
     if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
-    if (!continuing) out_ << header_;
+    if (!continuing) out_ << header;
 }
 
 void LossLog::write(int step, double train_loss, double val_loss, double lr, double extra) {

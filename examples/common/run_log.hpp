@@ -33,7 +33,7 @@ public:
     const std::string& failure() const { return failure_; }
 
 private:
-    std::string path_, header_, failure_;
+    std::string path_, failure_;
     bool extra_ = false;
     std::ofstream out_;
 };
