@@ -355,25 +355,20 @@ static void print_losses(const Config& cfg, LanguageModel& model, const TextData
     const std::int64_t V = d.tokens.size();
     const BigramLoss bigram_train = bigram_loss(d.split.train, d.split.train, V, bytes);
     const BigramLoss bigram_val = bigram_loss(d.split.train, d.split.val, V, bytes);
-    if (!d.tokens.is_bpe()) {
-        fmt::print("\nloss (nats)      train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
-                   "val over {} random batches {:.4f})\n",
-                   train_random.per_token, val_fixed.per_token, cfg.eval_batches, cfg.batch_size, cfg.eval_batches,
-                   val_random.per_token);
-        fmt::print("bigram baseline  train {:.4f}   val {:.4f}   (add-one smoothed counts from train)\n",
-                   bigram_train.per_token, bigram_val.per_token);
-    } else {
-        fmt::print("\nloss (nats/token) train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; "
-                   "val over {} random batches {:.4f})\n",
-                   train_random.per_token, val_fixed.per_token, cfg.eval_batches, cfg.batch_size, cfg.eval_batches,
-                   val_random.per_token);
+    // Characters: one figure per line, per token = per character. Byte pairs: both.
+    const bool bpe = d.tokens.is_bpe();
+    fmt::print("\n{} train {:.4f}   val {:.4f}   ({} batches of {}: train random, val the fixed set; val over {} "
+               "random batches {:.4f})\n",
+               bpe ? "loss (nats/token)" : "loss (nats)     ", train_random.per_token, val_fixed.per_token,
+               cfg.eval_batches, cfg.batch_size, cfg.eval_batches, val_random.per_token);
+    if (bpe)
         fmt::print("loss (nats/char)  train {:.4f}   val {:.4f}   (the same windows: Σ token losses / Σ bytes of the "
                    "target tokens; val over {} random batches {:.4f})\n",
                    train_random.per_char, val_fixed.per_char, cfg.eval_batches, val_random.per_char);
-        fmt::print("bigram nats/token train {:.4f}   val {:.4f}   (add-one smoothed counts of token pairs from train)\n",
-                   bigram_train.per_token, bigram_val.per_token);
-        fmt::print("bigram nats/char  train {:.4f}   val {:.4f}\n", bigram_train.per_char, bigram_val.per_char);
-    }
+    fmt::print("{} train {:.4f}   val {:.4f}   (add-one smoothed counts {}from train)\n",
+               bpe ? "bigram nats/token" : "bigram baseline ", bigram_train.per_token, bigram_val.per_token,
+               bpe ? "of token pairs " : "");
+    if (bpe) fmt::print("bigram nats/char  train {:.4f}   val {:.4f}\n", bigram_train.per_char, bigram_val.per_char);
     fmt::print("wall time        {:.1f} s{}\n", examples::now_seconds() - t0,
                start > 0 ? " (this process, since the resume)" : "");
 }
