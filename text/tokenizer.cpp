@@ -289,15 +289,20 @@ std::string crc_line(std::string_view body) {
 
 }  // namespace
 
+std::string Tokenizer::to_text() const {
+    std::string text = fmt::format("{}\npattern {}\nmerges {}\n", kHeader, pattern(), merges_.size());
+    for (const Pair& m : merges_) text += fmt::format("{} {}\n", m.left, m.right);
+    text += fmt::format("specials {}\n", specials_.size());
+    for (const SpecialToken& s : specials_) text += fmt::format("{} {}\n", s.id, s.text);
+    return text;
+}
+
 void Tokenizer::save(const std::string& path) const {
     if (pattern().find_first_of("\r\n") != std::string::npos)
         throw std::runtime_error(fmt::format("Tokenizer::save: {}: the split pattern holds a line break, which the "
                                              "one-line field cannot store",
                                              path));
-    std::string body = fmt::format("{}\npattern {}\nmerges {}\n", kHeader, pattern(), merges_.size());
-    for (const Pair& m : merges_) body += fmt::format("{} {}\n", m.left, m.right);
-    body += fmt::format("specials {}\n", specials_.size());
-    for (const SpecialToken& s : specials_) body += fmt::format("{} {}\n", s.id, s.text);
+    std::string body = to_text();
     body += crc_line(body);
 
     // A temporary file beside the target, flushed to disk, then renamed over it: a reader sees

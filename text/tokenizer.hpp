@@ -105,6 +105,10 @@ public:
     //   <id> <text>                    S lines
     //   crc32 <8 hex digits>           zlib's CRC-32 of every byte before this line
     void save(const std::string& path) const;
+    // The file's lines above its checksum: the header, the pattern, the merges and the special
+    // tokens. Equal for two tokenizers exactly when they are equal (operator==): an identity to
+    // hash.
+    std::string to_text() const;
     // Reads a file written by save(). Throws std::runtime_error naming the path and line for a
     // missing or unreadable file, a path that is not a regular file (a FIFO, which would block,
     // a directory, a device), a file over 64 MiB, a wrong header, a malformed line, a wrong

@@ -68,10 +68,8 @@ std::string Tokens::fingerprint_vocab() const {
 
 std::string Tokens::identity() const {
     if (!bpe_) return "";
-    std::string all = bpe_->pattern() + "\n";
-    for (const text::Pair& m : bpe_->merges()) all += fmt::format("{} {}\n", m.left, m.right);
-    for (const text::SpecialToken& s : bpe_->special_tokens()) all += fmt::format("{} {}\n", s.id, s.text);
-    return fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", size(), bpe_->n_merges(), examples::fnv1a64(all));
+    return fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", size(), bpe_->n_merges(),
+                       examples::fnv1a64(bpe_->to_text()));
 }
 
 TextSplit split_text(std::string_view s) {

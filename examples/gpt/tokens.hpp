@@ -50,8 +50,8 @@ public:
     // byte values, which are ids 0..255 of every byte-pair tokenizer.
     std::string fingerprint_vocab() const;
     // "" for characters; for byte pairs "bpe V 1024: 768 merges, FNV-1a <16 hex digits>", the hash
-    // of the split pattern and the merges in order: two tokenizers with the same identity give
-    // every id the same bytes.
+    // of Tokenizer::to_text (the split pattern, the merges in order, the special tokens): two
+    // tokenizers with the same identity give every id the same bytes.
     std::string identity() const;
 
 private:
