@@ -5,7 +5,7 @@
 // call instead. Each call's return code is checked (MPI_ERRORS_RETURN) and turned into a
 // std::runtime_error with MPI's text.
 // ref: MPI-3.1 standard, §5.4 MPI_Bcast, §5.5 MPI_Allgather(v), §5.9 MPI_Allreduce,
-// §5.10.1 MPI_Reduce_scatter_block, §8.3 error handlers.
+// §5.5 MPI_Gatherv, §5.10.1 MPI_Reduce_scatter_block and MPI_Reduce_scatter, §8.3 error handlers.
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -125,6 +125,33 @@ void reduce_scatter_sum(const void* send, void* recv, std::size_t count, Number 
     ok(MPI_Reduce_scatter_block(send, recv, int(count), t, MPI_SUM, MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
 }
 
+// MPI's int counts and displacements of `counts` (elements or bytes), refused past INT_MAX in all.
+static void int_counts(const std::vector<std::size_t>& counts, const char* call, std::vector<int>& c,
+                       std::vector<int>& offset) {
+    c.assign(counts.size(), 0);
+    offset.assign(counts.size(), 0);
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+        if (total + counts[r] > std::size_t(INT_MAX))
+            throw std::runtime_error(fmt::format("{}: {} in all exceed MPI's {} per call", call, total + counts[r], INT_MAX));
+        c[r] = int(counts[r]);
+        offset[r] = int(total);
+        total += counts[r];
+    }
+}
+
+void reduce_scatter_v_sum(const void* send, void* recv, const std::vector<std::size_t>& counts, Number type) {
+    const std::size_t width = type == Number::Float ? sizeof(float) : sizeof(double);
+    if (!under_mpi_ || size() == 1) {
+        if (counts.at(0) > 0) std::copy_n(static_cast<const char*>(send), counts[0] * width, static_cast<char*>(recv));
+        return;
+    }
+    std::vector<int> c, offset;
+    int_counts(counts, "reduce_scatter (elements)", c, offset);
+    const MPI_Datatype t = type == Number::Float ? MPI_FLOAT : MPI_DOUBLE;
+    ok(MPI_Reduce_scatter(send, recv, c.data(), t, MPI_SUM, MPI_COMM_WORLD), "MPI_Reduce_scatter");
+}
+
 void broadcast(void* data, std::size_t bytes, int root) {
     if (!under_mpi_ || size() == 1) return;
     char* p = static_cast<char*>(data);
@@ -151,18 +178,21 @@ void all_gather_v(const void* send, const std::vector<std::size_t>& counts, void
         if (counts.at(0) > 0) std::copy_n(static_cast<const char*>(send), counts[0], static_cast<char*>(recv));
         return;
     }
-    std::vector<int> c(counts.size()), offset(counts.size());
-    std::size_t total = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-        if (total + counts[r] > std::size_t(INT_MAX))
-            throw std::runtime_error(fmt::format("all_gather: {} bytes in all exceed MPI's {} bytes per call",
-                                                 total + counts[r], INT_MAX));
-        c[r] = int(counts[r]);
-        offset[r] = int(total);
-        total += counts[r];
-    }
+    std::vector<int> c, offset;
+    int_counts(counts, "all_gather (bytes)", c, offset);
     ok(MPI_Allgatherv(send, c[std::size_t(rank())], MPI_BYTE, recv, c.data(), offset.data(), MPI_BYTE, MPI_COMM_WORLD),
        "MPI_Allgatherv");
+}
+
+void gather_v(const void* send, const std::vector<std::size_t>& counts, void* recv, int root) {
+    if (!under_mpi_ || size() == 1) {
+        if (counts.at(0) > 0) std::copy_n(static_cast<const char*>(send), counts[0], static_cast<char*>(recv));
+        return;
+    }
+    std::vector<int> c, offset;
+    int_counts(counts, "gather (bytes)", c, offset);
+    ok(MPI_Gatherv(send, c[std::size_t(rank())], MPI_BYTE, recv, c.data(), offset.data(), MPI_BYTE, root, MPI_COMM_WORLD),
+       "MPI_Gatherv");
 }
 
 }  // namespace xgrad::distributed::backend

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@
 #include <xgrad/nn/module.hpp>
 
 namespace xgrad::distributed {
+
+namespace detail {
+class SyncedParameters;
+}
 
 // As LibTorch's options: DDPOptions().bucket_bytes(1 << 20).
 class DDPOptions {
@@ -57,6 +62,7 @@ public:
     // together. Throws ValueError naming the first line where a rank's model differs from rank
     // 0's, or for bucket_bytes 0.
     explicit DistributedDataParallel(nn::Module& module, DDPOptions options = {});
+    ~DistributedDataParallel();
 
     // Every parameter's gradient becomes its mean over the ranks (distributed/README.md). A parameter no rank
     // has a gradient for keeps none; one that only some ranks have counts as zeros on the others.
@@ -68,21 +74,13 @@ public:
     // for a parameter frozen when this was built, or registered since: build it after unfreezing.
     void sync_gradients();
 
-    nn::Module& module() { return module_; }
+    nn::Module& module();
     const std::vector<Bucket>& buckets() const { return buckets_; }
     const SyncStats& last_sync() const { return stats_; }
 
 private:
-    // Round 1 of a sync: the shapes compared; per synced parameter the number of ranks holding a
-    // dense and a row-sparse gradient, [dense_0, sparse_0, dense_1, ...] (2P).
-    std::vector<double> count_gradients() const;
-
-    nn::Module& module_;
-    NamedTensors params_;          // the trainable parameters, named_parameters() order
-    NamedTensors frozen_params_;   // the frozen parameters, held so that their addresses stay theirs
-    std::vector<const TensorImpl*> synced_, frozen_;  // the addresses of both, sorted
+    std::unique_ptr<detail::SyncedParameters> synced_;  // the parameters, their buckets, round 1 of a sync
     std::vector<Bucket> buckets_;
-    std::vector<std::vector<std::size_t>> bucket_params_;  // indices into params_, per bucket
     std::vector<real> buffer_;     // one bucket's gradients, flat
     SyncStats stats_;
 };
