@@ -41,9 +41,6 @@ void reduce_scatter_sum(const void* send, void* recv, std::size_t count, Number 
     const std::size_t width = type == Number::Float ? sizeof(float) : sizeof(double);
     if (count > 0) std::memcpy(recv, send, count * width);
 }
-void reduce_scatter_v_sum(const void* send, void* recv, const std::vector<std::size_t>& counts, Number type) {
-    reduce_scatter_sum(send, recv, counts.at(0), type);
-}
 void broadcast(void*, std::size_t, int) {}
 void all_gather(const void* send, std::size_t bytes, void* recv) {
     if (bytes > 0) std::memcpy(recv, send, bytes);
@@ -52,6 +49,10 @@ void all_gather_v(const void* send, const std::vector<std::size_t>& counts, void
     if (counts.at(0) > 0) std::memcpy(recv, send, counts[0]);
 }
 
+void all_to_all_v(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                  const std::vector<std::size_t>&) {
+    if (send_counts.at(0) > 0) std::memcpy(recv, send, send_counts[0]);
+}
 void gather_v(const void* send, const std::vector<std::size_t>& counts, void* recv, int) {
     if (counts.at(0) > 0) std::memcpy(recv, send, counts[0]);
 }

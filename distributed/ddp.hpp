@@ -82,6 +82,7 @@ private:
     std::unique_ptr<detail::SyncedParameters> synced_;  // the parameters, their buckets, round 1 of a sync
     std::vector<Bucket> buckets_;
     std::vector<real> buffer_;     // one bucket's gradients, flat
+    std::vector<real> segment_, scratch_;  // this rank's segment of it; the ranks' pieces of that segment
     SyncStats stats_;
 };
 

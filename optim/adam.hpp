@@ -77,6 +77,10 @@ struct AdamHyper {
 // What Adam and AdamW share: moments, bias correction, amsgrad, the lazy sparse path.
 // Only where the weight decay enters differs (`decoupled`).
 class AdamBase : public Optimizer {
+public:
+    std::vector<std::string> state_buffer_names() const override;
+    bool counts_steps() const override { return true; }
+
 protected:
     AdamBase(std::string kind, std::vector<ParamGroup> groups, double lr, double weight_decay,
              AdamHyper hyper);
@@ -86,8 +90,6 @@ protected:
     void update_sparse(const ParamGroup& group, Array& param, const SparseGrad& grad,
                        ParamState& state) override;
     void check_sparse_supported(const std::string& param_name) const override;
-    std::vector<std::string> state_buffer_names() const override;
-    bool counts_steps() const override { return true; }
     Metadata options_metadata() const override;
 
 private:

@@ -5,6 +5,7 @@
 //     opt.step();
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include <xgrad/core/tensor.hpp>
@@ -21,5 +22,16 @@ double clip_grad_norm_(const NamedTensors& params, double max_norm, double norm_
                        bool error_if_nonfinite = false);
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
+
+// The two halves of clip_grad_norm_ for norm_type 2, for a norm assembled across ranks
+// (distributed/zero.hpp), where each rank holds some of the gradients:
+// Σ g² of p's stored gradient (dense, or the k·d values of a row-sparse one) as the 8 partial sums
+// clip_grad_norm_ adds in order (element i into partial i mod 8); zeros when p has none. Adding
+// these for every parameter in order gives clip_grad_norm_'s Σ g² bit for bit.
+std::array<double, 8> grad_square_partials(const Tensor& p);
+// Scales every gradient of `params` by max_norm / (total_norm + 1e-6) when that is below 1 (or
+// NaN), as clip_grad_norm_ does after it has measured total_norm. The same errors.
+void scale_to_max_norm_(const std::vector<Tensor>& params, double total_norm, double max_norm,
+                        double norm_type = 2.0, bool error_if_nonfinite = false);
 
 }  // namespace xgrad::optim

@@ -40,6 +40,7 @@ MemoryRow MemoryReport::total() const {
         t.momentum_buffer_bytes += r.momentum_buffer_bytes;
         t.step_bytes += r.step_bytes;
         t.rows_touched += r.rows_touched;
+        t.state_bytes_all_ranks += r.state_bytes_all_ranks;
     }
     return t;
 }
@@ -125,6 +126,10 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
     }
     for (const char* c : {"state", "state", "state/elem", "last step", "rows touched"}) names.push_back(c);
     for (const char* u : {"B", "KiB/MiB", "B/element", "", "of rows"}) units.push_back(u);
+    if (report.sharded) {  // distributed/zero.hpp: who keeps each parameter's state, and all ranks' bytes
+        names.insert(names.end(), {"owner", "state, all ranks"});
+        units.insert(units.end(), {"rank", "B"});
+    }
 
     auto cells = [&](const MemoryRow& r, bool is_total) {
         Line line{r.name, is_total ? "" : shape_str(r.shape), std::to_string(r.numel),
@@ -135,6 +140,10 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
         line.push_back(fmt::format("{:.2f}", r.state_bytes_per_element()));
         line.push_back(is_total ? "" : last_update_name(r.last_update));
         line.push_back(fmt::format("{}/{}", r.rows_touched, r.rows));
+        if (report.sharded) {
+            line.push_back(is_total ? "" : std::to_string(r.owner));
+            line.push_back(std::to_string(r.state_bytes_all_ranks));
+        }
         return line;
     };
     std::vector<Line> body;
@@ -148,7 +157,7 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
     for (const Line* l : all) {
         for (std::size_t i = 0; i < l->size(); ++i) width[i] = std::max(width[i], (*l)[i].size());
     }
-    const std::size_t last_text_column = names.size() - 2;  // "last step"
+    const std::size_t last_text_column = names.size() - (report.sharded ? 4 : 2);  // "last step"
     auto print = [&](const Line& l) {
         std::string s;
         for (std::size_t i = 0; i < l.size(); ++i) {
@@ -162,9 +171,13 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
     std::size_t rule = 0;
     for (std::size_t w : width) rule += w + 2;
 
-    os << fmt::format("{} optimizer memory: {} parameter tensors, {} elements, sizeof(real) = {} B; "
+    os << fmt::format("{} optimizer memory{}: {} parameter tensors, {} elements, sizeof(real) = {} B; "
                       "state is allocated at a parameter's first step()\n",
-                      report.optimizer, report.rows.size(), total.numel, sizeof(real));
+                      report.optimizer,
+                      report.sharded ? fmt::format(" on rank {} of {} ({}; the state of the other ranks' parameters "
+                                                   "is theirs)", report.rank, report.world_size, report.sharding)
+                                     : std::string(),
+                      report.rows.size(), total.numel, sizeof(real));
     print(names);
     print(units);
     os << std::string(rule - 2, '-') << "\n";
@@ -184,6 +197,12 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
     os << fmt::format("parameters {}, gradients {}, optimizer state {} ({:.2f} x the parameter bytes)",
                       human_bytes(total.param_bytes), human_bytes(total.grad_bytes),
                       human_bytes(total.state_bytes()), ratio);
+    if (report.sharded)
+        os << fmt::format("; on all {} ranks {} (this rank's share {:.3f})", report.world_size,
+                          human_bytes(total.state_bytes_all_ranks),
+                          total.state_bytes_all_ranks == 0 ? 0.0
+                                                           : static_cast<double>(total.state_bytes()) /
+                                                                 static_cast<double>(total.state_bytes_all_ranks));
 }
 
 }  // namespace

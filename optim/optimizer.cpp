@@ -211,14 +211,18 @@ void Optimizer::add_param_group(ParamGroup group) {
 
 // ---- step and zero_grad --------------------------------------------------------------------------
 
-void Optimizer::step() {
+void Optimizer::step() { step(nullptr); }
+
+void Optimizer::step(const std::function<bool(const Tensor& param)>& only) {
     const std::string op = kind_ + ".step";
+    auto skipped = [&](const Tensor& p) { return only && !only(p); };
     // 1. Validate everything first: a throw below leaves parameters and state untouched.
     for (const auto& group : groups_) {
         const double lr = group.lr.value_or(NAN), wd = group.weight_decay.value_or(NAN);
         check(std::isfinite(lr) && lr >= 0 && std::isfinite(wd) && wd >= 0, op.c_str(),
               "a param group has lr {} and weight_decay {}; both must be set, finite and >= 0", lr, wd);
         for (const auto& [name, p] : group.params) {
+            if (skipped(p)) continue;
             const TensorImpl& t = *p.impl();
             check_parameter_shape(t, op.c_str());
             // State of another shape: the parameter was resized (set_data) after steps.
@@ -263,6 +267,7 @@ void Optimizer::step() {
     // 2. Update. ParamState is created at a parameter's first gradient, never before.
     for (const auto& group : groups_) {
         for (const auto& [name, p] : group.params) {
+            if (skipped(p)) continue;
             TensorImpl& t = *p.impl();
             if (!t.grad && !t.sparse_grad) {
                 auto it = state_.find(name);

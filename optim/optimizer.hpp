@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <limits>
 #include <map>
@@ -68,6 +69,9 @@ struct MemoryRow {
     std::size_t step_bytes = 0;             // t: 8 once allocated (Adam, AdamW); SGD keeps none
     LastUpdate last_update = LastUpdate::none;
     std::size_t rows_touched = 0;           // rows the last step() changed: k (sparse), rows (dense)
+    // Sharded across ranks (distributed/zero.hpp) only:
+    int owner = -1;                         // the rank that steps this parameter and keeps its state
+    std::size_t state_bytes_all_ranks = 0;  // state_bytes() summed over the ranks
 
     std::size_t state_bytes() const;        // the sum of the five state columns
     double state_bytes_per_element() const; // state_bytes / numel (0 when numel is 0)
@@ -77,6 +81,11 @@ struct MemoryReport {
     std::string optimizer;                   // "Adam", ...
     std::vector<std::string> state_columns;  // the state this optimizer keeps, e.g. exp_avg, step
     std::vector<MemoryRow> rows;             // one per parameter, in param_groups() order
+    // Set by distributed::ZeroRedundancyOptimizer: the rows are this rank's, with owner and
+    // state_bytes_all_ranks filled, and the table shows both columns.
+    bool sharded = false;
+    int rank = 0, world_size = 1;
+    std::string sharding;                    // "ZeRO stage 2", printed in the title
     MemoryRow total() const;                 // column sums (name "total"; no shape)
 };
 
@@ -118,6 +127,10 @@ public:
     // .data() array (never recorded: parameters stay leaves). Throws ValueError before changing
     // anything for a malformed gradient, or a sparse one with SGD momentum or amsgrad.
     void step();
+    // The same for the parameters `only` accepts; the others keep their values and state, and
+    // their gradients are neither checked nor read. For an optimizer whose state is sharded
+    // across ranks (distributed/zero.hpp: each rank steps the parameters it owns).
+    void step(const std::function<bool(const Tensor& param)>& only);
 
     // set_to_none (the default, as in PyTorch ≥ 2.0): drop every gradient. Otherwise dense
     // gradients are zeroed in place and sparse ones emptied (k = 0), by core/accumulate.cpp.
@@ -142,6 +155,11 @@ public:
     MemoryReport memory_report() const;
 
     const std::string& name() const { return kind_; }  // "SGD", "Adam", "AdamW"
+    // The buffers one parameter's state holds after its first step, by state-dict name
+    // ("exp_avg", "exp_avg_sq"; none for SGD without momentum).
+    virtual std::vector<std::string> state_buffer_names() const = 0;
+    // Whether the state holds a step count t per parameter (Adam, AdamW).
+    virtual bool counts_steps() const = 0;
 
 protected:
     // `kind` names the algorithm in messages and state dicts. Throws ValueError for an empty
@@ -157,9 +175,6 @@ protected:
                                ParamState& state) = 0;
     // Throws ValueError if `param_name`'s row-sparse gradient cannot be used.
     virtual void check_sparse_supported(const std::string& param_name) const = 0;
-    // The buffers one parameter's state holds after its first step, by state-dict name.
-    virtual std::vector<std::string> state_buffer_names() const = 0;
-    virtual bool counts_steps() const = 0;
     // The options as decimal strings ("beta1" → "0.9"), for state_dict and its check on load.
     virtual Metadata options_metadata() const = 0;
 

@@ -46,6 +46,8 @@ public:
     SGD(std::vector<ParamGroup> groups, SGDOptions defaults);
 
     const SGDOptions& options() const { return options_; }
+    std::vector<std::string> state_buffer_names() const override;
+    bool counts_steps() const override { return false; }
 
 protected:
     void update_dense(const ParamGroup& group, Array& param, const Array& grad,
@@ -53,8 +55,6 @@ protected:
     void update_sparse(const ParamGroup& group, Array& param, const SparseGrad& grad,
                        ParamState& state) override;
     void check_sparse_supported(const std::string& param_name) const override;
-    std::vector<std::string> state_buffer_names() const override;
-    bool counts_steps() const override { return false; }
     Metadata options_metadata() const override;
 
 private:

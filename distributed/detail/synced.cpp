@@ -144,6 +144,20 @@ void set_dense_gradient(Tensor& p, const real* values) {
     }
 }
 
+void reduce_scatter_in_rank_order(const std::vector<real>& send, const std::vector<std::size_t>& counts,
+                                  std::vector<real>& scratch, real* out) {
+    const std::size_t W = counts.size(), r = std::size_t(rank()), n = counts[r];
+    std::vector<std::size_t> send_bytes(W), recv_bytes(W, n * sizeof(real));
+    for (std::size_t q = 0; q < W; ++q) send_bytes[q] = counts[q] * sizeof(real);
+    scratch.resize(W * n);  // piece q: rank q's numbers of segment r
+    backend::all_to_all_v(send.data(), send_bytes, scratch.data(), recv_bytes);
+    std::copy_n(scratch.data(), n, out);
+    for (std::size_t q = 1; q < W; ++q) {
+        const real* x = scratch.data() + q * n;
+        for (std::size_t j = 0; j < n; ++j) out[j] += x[j];
+    }
+}
+
 SparseGrad mean_sparse_gradient(const Tensor& p) {
     SparseGrad none;  // this rank looked up no row of the table
     if (p.sparse_grad() == nullptr) {

@@ -60,6 +60,15 @@ void dense_gradient(const Tensor& p, real factor, real* out);
 // Sets p's gradient to the n dense numbers at `values`: written into a dense gradient in place,
 // or a new dense gradient replacing none or a row-sparse one.
 void set_dense_gradient(Tensor& p, const real* values);
+// Rank r's segment of the sum over the ranks of `send`, added in rank order:
+//     out[j] = ((x_0[j] + x_1[j]) + x_2[j]) + ... + x_{W−1}[j]
+// where x_q is rank q's `send` and segment q holds counts[q] elements at offset Σ_{p<q} counts[p].
+// Each element's sum is the same fold however the segments are cut, so DDP (even segments) and
+// ZeRO (one segment per owner) compute the same bits at any W and on any transport. It sends what
+// a ring reduce-scatter sends, (W − 1)/W of the buffer per rank, in one MPI_Alltoallv; `scratch`
+// receives the W pieces of segment r. Collective.
+void reduce_scatter_in_rank_order(const std::vector<real>& send, const std::vector<std::size_t>& counts,
+                                  std::vector<real>& scratch, real* out);
 // The mean over the ranks of p's row-sparse gradient (distributed::all_reduce of SparseGrad),
 // every rank's rows in the union; a rank that looked up no row contributes none. Collective.
 SparseGrad mean_sparse_gradient(const Tensor& p);
