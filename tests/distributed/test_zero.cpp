@@ -179,3 +179,223 @@ TEST_CASE("zero: 200 AdamW steps of the tiny GPT at stages 1 and 2 equal DDP's, 
     CHECK(zero.reduced_bytes == ddp.ddp_bytes);
     CHECK(zero.gathered_bytes == ddp.ddp_bytes);
 }
+
+TEST_CASE("zero: a sparse Embedding with lazy Adam stays row-sparse on its owner and steps as DDP", "[distributed][zero]") {
+    const int W = dist::world_size(), B = 6 * W, steps = 20;
+    struct Net : nn::Module {
+        std::shared_ptr<nn::Embedding> emb;
+        std::shared_ptr<nn::Linear> fc;
+        Net() {
+            emb = register_module("emb", std::make_shared<nn::Embedding>(40, 4, nn::EmbeddingOptions().sparse(true)));
+            fc = register_module("fc", std::make_shared<nn::Linear>(4, 5));
+        }
+    };
+    manual_seed(5);
+    Net ref;
+    manual_seed(5);
+    Net net;
+    optim::Adam ref_opt(ref.named_parameters(), optim::AdamOptions(0.05));
+    optim::Adam opt(net.named_parameters(), optim::AdamOptions(0.05));
+    dist::DistributedDataParallel ddp(ref);
+    dist::ZeroRedundancyOptimizer zero(net, opt, dist::ZeroOptions().stage(2));
+    std::mt19937_64 rng(2);
+    for (int step = 0; step < steps; ++step) {
+        std::vector<std::int64_t> ids(static_cast<std::size_t>(B));
+        for (auto& id : ids) id = std::int64_t(rng() % 40);  // a few of the 40 rows per step
+        const std::size_t n = ids.size() / std::size_t(W), at = n * std::size_t(dist::rank());
+        IndexArray x(ArrayShape{n}), y(ArrayShape{n});
+        for (std::size_t i = 0; i < n; ++i) x(i) = ids[at + i], y(i) = ids[at + i] % 5;
+        auto loss_of = [&](Net& m) { return nn::functional::cross_entropy(m.fc->forward(m.emb->forward(IndexTensor(x))), IndexTensor(y)); };
+        ref_opt.zero_grad();
+        loss_of(ref).backward();
+        ddp.sync_gradients();
+        ref_opt.step();
+        zero.zero_grad();
+        loss_of(net).backward();
+        zero.reduce_scatter_gradients();
+        if (zero.owner(net.emb->weight) == dist::rank()) REQUIRE(net.emb->weight.sparse_grad() != nullptr);
+        else REQUIRE_FALSE(net.emb->weight.has_grad());
+        zero.step();
+        INFO("step " << step + 1);
+        REQUIRE(values_of(net) == values_of(ref));  // the same rows, summed in the same order
+    }
+    const std::size_t table_state = 2 * 40 * 4 * sizeof(real) + 8;  // m, v dense (V, d), and t
+    const optim::MemoryReport mem = zero.memory_report();
+    CHECK(mem.rows[0].name == "emb.weight");
+    CHECK(mem.rows[0].state_bytes_all_ranks == table_state);
+    CHECK(mem.rows[0].state_bytes() == (zero.owner(net.emb->weight) == dist::rank() ? table_state : 0));
+}
+
+TEST_CASE("zero: SGD with momentum is sharded as AdamW is", "[distributed][zero]") {
+    manual_seed(3);
+    xgrad::testing::TinyNet ref;
+    manual_seed(3);
+    xgrad::testing::TinyNet net;
+    optim::SGD ref_opt(ref.named_parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    optim::SGD opt(net.named_parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    dist::DistributedDataParallel ddp(ref);
+    dist::ZeroRedundancyOptimizer zero(net, opt);
+    for (int step = 0; step < 5; ++step) {
+        IndexArray ids(ArrayShape{2});
+        ids(0) = (dist::rank() + step) % 5;
+        ids(1) = (2 * dist::rank() + 1) % 5;
+        ref_opt.zero_grad();
+        ref.forward(IndexTensor(ids)).sum().backward();
+        ddp.sync_gradients();
+        ref_opt.step();
+        zero.zero_grad();
+        net.forward(IndexTensor(ids)).sum().backward();
+        zero.reduce_scatter_gradients();
+        zero.step();
+        REQUIRE(values_of(net) == values_of(ref));
+    }
+    // The whole state on rank 0 is the DDP optimizer's, tensor for tensor.
+    const optim::OptimizerState whole = zero.state_dict(), want = ref_opt.state_dict();
+    if (dist::rank() == 0) {
+        CHECK(whole.metadata == want.metadata);
+        REQUIRE(whole.tensors.size() == want.tensors.size());
+        for (std::size_t i = 0; i < want.tensors.size(); ++i) {
+            CHECK(whole.tensors[i].first == want.tensors[i].first);
+            require_values(whole.tensors[i].second, want.tensors[i].second, 0);
+        }
+    } else {
+        CHECK(whole.tensors.empty());
+        CHECK(whole.metadata.empty());
+    }
+}
+
+TEST_CASE("zero: each rank keeps the state of its own parameters; stage 2 their gradients only", "[distributed][zero]") {
+    const int stage = GENERATE(1, 2);
+    const int W = dist::world_size(), r = dist::rank();
+    manual_seed(7);
+    gpt::GPT model(tiny_gpt());
+    auto opt = gpt::make_adamw(model, 1e-2, 0.9, 0.99, 0.1);
+    dist::ZeroRedundancyOptimizer zero(model, *opt, dist::ZeroOptions().stage(stage));
+    const IndexArray x = xt::ones<std::int64_t>(ArrayShape{2, 8});
+    zero.zero_grad();
+    nn::functional::cross_entropy(model.forward(IndexTensor(x)), IndexTensor(x)).backward();
+    zero.reduce_scatter_gradients();
+    zero.step();
+    const optim::MemoryReport mem = zero.memory_report();
+    std::size_t mine = 0, all = 0, grads = 0, largest = 0, numel = 0;
+    for (const optim::MemoryRow& row : mem.rows) {
+        INFO(row.name);
+        const std::size_t adamw = 2 * row.numel * sizeof(real) + 8;  // m, v and t
+        CHECK(row.state_bytes() == (row.owner == r ? adamw : 0));
+        CHECK(row.state_bytes_all_ranks == adamw);
+        const bool holds_grad = stage == 1 || row.owner == r;
+        CHECK(row.grad_bytes == (holds_grad ? row.numel * sizeof(real) : 0));
+        mine += row.state_bytes(), all += adamw, grads += row.grad_bytes;
+        largest = std::max(largest, adamw);
+        numel += row.numel;
+    }
+    // 1/W of DDP's state, give or take one parameter tensor (the shards are whole tensors).
+    CHECK(std::abs(double(mine) - double(all) / W) <= double(largest));
+    CHECK(mem.total().state_bytes_all_ranks == all);
+    std::ostringstream printed;
+    printed << mem;
+    CHECK_THAT(printed.str(), Catch::Contains(fmt::format("AdamW optimizer memory on rank {} of {} (ZeRO stage {}", r, W, stage)) &&
+                              Catch::Contains("state, all ranks"));
+}
+
+TEST_CASE("zero: a state saved at W ranks loads at any W and continues as DDP does", "[distributed][zero]") {
+    // A one-process state (here DDP's, whole on every rank) loaded into a ZeRO run, then 5 steps each.
+    manual_seed(7);
+    gpt::GPT ref(tiny_gpt());
+    manual_seed(7);
+    gpt::GPT model(tiny_gpt());
+    auto ref_opt = gpt::make_adamw(ref, 1e-2, 0.9, 0.99, 0.1);
+    auto opt = gpt::make_adamw(model, 1e-2, 0.9, 0.99, 0.1);
+    dist::DistributedDataParallel ddp(ref);
+    dist::ZeroRedundancyOptimizer zero(model, *opt, dist::ZeroOptions().stage(2));
+    IndexArray x(ArrayShape{2, 8});
+    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = std::int64_t((i * 7 + std::size_t(dist::rank())) % 11);
+    auto ddp_step = [&] {
+        ref_opt->zero_grad();
+        nn::functional::cross_entropy(ref.forward(IndexTensor(x)), IndexTensor(x)).backward();
+        ddp.sync_gradients();
+        ref_opt->step();
+    };
+    for (int i = 0; i < 3; ++i) ddp_step();
+    model.load_state_dict(ref.state_dict());
+    zero.load_state_dict(ref_opt->state_dict());
+    for (int i = 0; i < 5; ++i) {
+        ddp_step();
+        zero.zero_grad();
+        nn::functional::cross_entropy(model.forward(IndexTensor(x)), IndexTensor(x)).backward();
+        zero.reduce_scatter_gradients();
+        zero.step();
+        REQUIRE(values_of(model) == values_of(ref));
+    }
+    const optim::OptimizerState whole = zero.state_dict(), want = ref_opt->state_dict();
+    if (dist::rank() == 0) {
+        CHECK(whole.metadata == want.metadata);
+        REQUIRE(whole.tensors.size() == want.tensors.size());
+        for (std::size_t i = 0; i < want.tensors.size(); ++i) require_values(whole.tensors[i].second, want.tensors[i].second, 0);
+    }
+}
+
+TEST_CASE("zero: a state refused on one rank is refused on every rank, and no rank keeps it", "[distributed][zero]") {
+    const int W = dist::world_size();
+    manual_seed(7);
+    gpt::GPT model(tiny_gpt());
+    auto opt = gpt::make_adamw(model, 1e-2, 0.9, 0.99, 0.1);
+    dist::ZeroRedundancyOptimizer zero(model, *opt);
+    const IndexArray x = xt::ones<std::int64_t>(ArrayShape{2, 8});
+    zero.zero_grad();
+    nn::functional::cross_entropy(model.forward(IndexTensor(x)), IndexTensor(x)).backward();
+    zero.reduce_scatter_gradients();
+    zero.step();
+    std::string victim;  // a parameter of the last rank's
+    for (const auto& [name, p] : model.named_parameters())
+        if (zero.owner(p) == W - 1) victim = name;
+    REQUIRE(!victim.empty());
+    const optim::OptimizerState good = opt->state_dict();  // this rank's part, before
+    // A whole state on every rank (a one-process run's), with a NaN in the victim's first moment.
+    manual_seed(7);
+    gpt::GPT whole_model(tiny_gpt());
+    auto whole_opt = gpt::make_adamw(whole_model, 1e-2, 0.9, 0.99, 0.1);
+    whole_opt->zero_grad();
+    nn::functional::cross_entropy(whole_model.forward(IndexTensor(x)), IndexTensor(x)).backward();
+    whole_opt->step();
+    optim::OptimizerState bad = whole_opt->state_dict();
+    for (auto& [name, t] : bad.tensors)
+        if (name == victim + ".exp_avg") t.mutable_data().data()[0] = std::numeric_limits<real>::quiet_NaN();
+    CHECK_THROWS_WITH(zero.load_state_dict(bad),
+                      Catch::Contains(W > 1 ? fmt::format("ZeroRedundancyOptimizer::load_state_dict: refused on rank {}", W - 1)
+                                            : std::string("AdamW.load_state_dict")) &&
+                          Catch::Contains(victim + ".exp_avg' holds nan"));
+    const optim::OptimizerState after = opt->state_dict();
+    REQUIRE(after.tensors.size() == good.tensors.size());
+    for (std::size_t i = 0; i < good.tensors.size(); ++i) require_values(after.tensors[i].second, good.tensors[i].second, 0);
+    CHECK(after.metadata == good.metadata);
+}
+
+TEST_CASE("zero: misuse is refused on every rank with the call to make", "[distributed][zero]") {
+    FourParams m;
+    optim::AdamW opt(m.named_parameters(), optim::AdamWOptions(0.1));
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer(m, opt, dist::ZeroOptions().stage(3)),
+                      Catch::Contains("ZeroRedundancyOptimizer: stage must be 1 (the optimizer state sharded) or 2 "
+                                      "(the gradients too), got 3"));
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer(m, opt, dist::ZeroOptions().bucket_bytes(0)),
+                      Catch::Contains("bucket_bytes must be positive, got 0"));
+    optim::AdamW partial(NamedTensors{{"a", m.a}}, optim::AdamWOptions(0.1));
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer(m, partial),
+                      Catch::Contains("the module's parameter 'b' is not in the optimizer, so no rank would step it"));
+    dist::ZeroRedundancyOptimizer zero(m, opt);
+    for (auto& [name, p] : m.named_parameters()) set_leaf_grad(*p.impl(), Grad(Array(p.data().shape(), real(1))));
+    CHECK_THROWS_WITH(zero.clip_grad_norm_(1.0), Catch::Contains("ZeroRedundancyOptimizer::clip_grad_norm_: call "
+                                                                 "reduce_scatter_gradients() first"));
+    CHECK_THROWS_WITH(zero.step(), Catch::Contains("ZeroRedundancyOptimizer::step: call reduce_scatter_gradients() "
+                                                   "after backward and before step()"));
+    zero.reduce_scatter_gradients();
+    CHECK(zero.clip_grad_norm_(1.0) == Approx(5.0));  // ‖G‖ of 25 ones, the mean over the ranks
+    zero.step();
+    CHECK_THROWS_WITH(zero.step(), Catch::Contains("call reduce_scatter_gradients()"));  // once per reduce
+    if (dist::world_size() > 1) {  // ranks that disagree on the stage
+        CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer(m, opt, dist::ZeroOptions().stage(dist::rank() == 0 ? 1 : 2)),
+                          Catch::Contains("ZeroRedundancyOptimizer: the model (element type, parameters, buffers, "
+                                          "bucket_bytes, stage, optimizer): rank") &&
+                              Catch::Contains("'stage 2' on rank 1 and 'stage 1' on rank 0"));
+    }
+}
