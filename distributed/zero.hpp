@@ -1,25 +1,14 @@
-// distributed/zero.hpp — ZeroRedundancyOptimizer: data parallelism in which each rank keeps the
-// optimizer state of its own share of the parameters only (ZeRO stages 1 and 2).
+// distributed/zero.hpp — ZeroRedundancyOptimizer: data parallelism in which each parameter tensor
+// has one owner rank, which alone keeps its optimizer state and steps it (ZeRO stages 1 and 2).
 //
-// Legend: W ranks, r this rank, Ψ the parameters' elements, θ the parameters, g their gradients.
-// Under DistributedDataParallel every rank holds, for fp32 AdamW, θ (4Ψ bytes), g (4Ψ) and the
-// two moments m, v (8Ψ): 16Ψ bytes, the same on every rank, so a group of machines trains no larger
-// a model than one machine. ZeRO gives each parameter tensor one owner rank, which alone keeps its
-// state and steps it:
-//     stage 1   the state of the rank's own parameters:         4Ψ + 4Ψ + 8Ψ/W bytes per rank
-//     stage 2   and, once reduced, only their gradients:        4Ψ + (4Ψ + 8Ψ)/W
-// One step sends what one all-reduce sends (distributed/README.md, "Sharding the optimizer"):
-//     reduce-scatter   each rank receives the mean over the ranks of its own parameters' gradients
-//     step             each rank steps its own parameters (the optimizer, as in one process)
-//     all-gather       each rank receives every other rank's updated parameters
-// The training loop, every call visible:
+// Legend: W ranks, Ψ the parameters' elements. Bytes per rank for fp32 AdamW (θ, g, m and v):
+//     DDP 16Ψ;   stage 1: 4Ψ + 4Ψ + 8Ψ/W;   stage 2: 4Ψ + (4Ψ + 8Ψ)/W
+// One step: reduce-scatter the gradients (each owner receives their mean), the owners' step, an
+// all-gather of the parameters: the bytes of one all-reduce. The loop, every call visible:
 //     zero.zero_grad();  loss.backward();  zero.reduce_scatter_gradients();
 //     zero.clip_grad_norm_(1.0);  zero.step();
-// Shards are whole parameter tensors, as PyTorch's ZeroRedundancyOptimizer cuts them, placed in
-// each bucket largest first on the rank holding the fewest elements so far. Stage 2 frees the
-// gradients of the other ranks' parameters after the reduce-scatter; during backward every
-// gradient still exists (no hook frees one as it is reduced), so stage 2 lowers the bytes held
-// between steps, not the peak of the step.
+// distributed/README.md, "Sharding the optimizer", gives the argument, the byte counts, how owners
+// are chosen, and why stage 2 lowers the bytes held between steps but not the peak of a step.
 //
 // ref: Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
 // Models", arXiv:1910.02054, §5.1–5.2; PyTorch docs, torch.distributed.optim.ZeroRedundancyOptimizer.

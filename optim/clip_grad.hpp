@@ -30,7 +30,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 // these for every parameter in order gives clip_grad_norm_'s Σ g² bit for bit.
 std::array<double, 8> grad_square_partials(const Tensor& p);
 // Scales every gradient of `params` by max_norm / (total_norm + 1e-6) when that is below 1 (or
-// NaN), as clip_grad_norm_ does after it has measured total_norm. The same errors.
+// NaN), as clip_grad_norm_ does once it has total_norm. The same errors.
 void scale_to_max_norm_(const std::vector<Tensor>& params, double total_norm, double max_norm,
                         double norm_type = 2.0, bool error_if_nonfinite = false);
 

@@ -113,11 +113,10 @@ const char* last_update_name(LastUpdate u) {
     }
 }
 
-// The table of the `shown` rows (in that order), one line summing the rows left out (if any),
-// then the total of every row and the summary line. Two header lines (name, unit); text columns
-// left-aligned, numbers right-aligned, each as wide as its widest cell.
-void write_table(std::ostream& os, const MemoryReport& report, const std::vector<const MemoryRow*>& shown) {
-    using Line = std::vector<std::string>;
+using Line = std::vector<std::string>;
+
+// The two header lines (name, unit) of the table's columns.
+std::pair<Line, Line> column_heads(const MemoryReport& report) {
     Line names{"name", "shape", "numel", "param", "grad"};
     Line units{"", "", "elements", "B", "B"};
     for (const auto& c : report.state_columns) {
@@ -130,7 +129,14 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
         names.insert(names.end(), {"owner", "state, all ranks"});
         units.insert(units.end(), {"rank", "B"});
     }
+    return {names, units};
+}
 
+// The table of the `shown` rows (in that order), one line summing the rows left out (if any),
+// then the total of every row and the summary line. Two header lines (name, unit); text columns
+// left-aligned, numbers right-aligned, each as wide as its widest cell.
+void write_table(std::ostream& os, const MemoryReport& report, const std::vector<const MemoryRow*>& shown) {
+    const auto [names, units] = column_heads(report);
     auto cells = [&](const MemoryRow& r, bool is_total) {
         Line line{r.name, is_total ? "" : shape_str(r.shape), std::to_string(r.numel),
                   std::to_string(r.param_bytes), std::to_string(r.grad_bytes)};

@@ -87,8 +87,10 @@ Trajectory train_gpt(int stage, int steps) {
     auto opt = gpt::make_adamw(model, 1e-2, 0.9, 0.99, 0.1);
     std::unique_ptr<dist::DistributedDataParallel> ddp;
     std::unique_ptr<dist::ZeroRedundancyOptimizer> zero;
-    if (stage == 0) ddp = std::make_unique<dist::DistributedDataParallel>(model);
-    else zero = std::make_unique<dist::ZeroRedundancyOptimizer>(model, *opt, dist::ZeroOptions().stage(stage));
+    if (stage == 0)
+        ddp = std::make_unique<dist::DistributedDataParallel>(model);
+    else
+        zero = std::make_unique<dist::ZeroRedundancyOptimizer>(model, *opt, dist::ZeroOptions().stage(stage));
     std::mt19937_64 rng(11);
     std::uniform_int_distribution<std::size_t> pick(0, text.size() - std::size_t(c.block) - 1);
     Trajectory out;
