@@ -25,9 +25,9 @@
 // gradients) over the ranks (distributed/zero.hpp) instead of keeping all of it on every rank.
 #include <algorithm>
 #include <climits>
-#include <functional>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -450,6 +450,24 @@ static void print_samples(const Config& cfg, LanguageModel& model, const TextDat
     fmt::print("\n");
 }
 
+// Rank 0, after the last step: the losses, the optimizer's memory, the samples, the pictures.
+static void print_results(const Config& cfg, LanguageModel& model, const TextData& d, const optim::MemoryReport& memory,
+                          double t0, int start, bool prompt_given, examples::FinalSaves& saves) {
+    print_losses(cfg, model, d, t0, start);
+    print_optimizer_memory(memory, cfg.verbose);
+    if (cfg.sample > 0) print_samples(cfg, model, d, prompt_given);
+    if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
+    if (saves.all_written())
+        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors{1} {0}/model.safetensors{2}\n", cfg.out,
+                   d.tokens.is_bpe() ? "," : " and", d.tokens.is_bpe() ? fmt::format(" and {}/tokenizer.bpe", cfg.out) : "");
+    // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
+    saves.attempt(cfg.out + "/loss.png", [&] {
+        fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
+    });
+    saves.attempt(cfg.out + "/attention.png", [&] { fmt::print("{}\n", draw_heatmap(cfg, model, d)); });
+    saves.check();  // a failed save: exit status 1, naming what was written and what not
+}
+
 // ---- the run: data, model, loop, save, then the reports (as nanoGPT's train.py) ------------------
 static int run(const Config& cfg, bool prompt_given) {
     const double t0 = examples::now_seconds();
@@ -520,21 +538,7 @@ static int run(const Config& cfg, bool prompt_given) {
                    cfg.out);
         return 0;
     }
-
-    // ---- results ------------------------------------------------------------------------------------
-    print_losses(cfg, model, d, t0, start);
-    print_optimizer_memory(memory, cfg.verbose);
-    if (cfg.sample > 0) print_samples(cfg, model, d, prompt_given);
-    if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
-    if (saves.all_written())
-        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors{1} {0}/model.safetensors{2}\n", cfg.out,
-                   d.tokens.is_bpe() ? "," : " and", d.tokens.is_bpe() ? fmt::format(" and {}/tokenizer.bpe", cfg.out) : "");
-    // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
-    saves.attempt(cfg.out + "/loss.png", [&] {
-        fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
-    });
-    saves.attempt(cfg.out + "/attention.png", [&] { fmt::print("{}\n", draw_heatmap(cfg, model, d)); });
-    saves.check();  // a failed save: exit status 1, naming what was written and what not
+    print_results(cfg, model, d, memory, t0, start, prompt_given, saves);
     return 0;
 }
 
