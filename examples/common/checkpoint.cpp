@@ -163,10 +163,14 @@ nn::Metadata fingerprint_metadata(const TextFingerprint& data) {
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
                      const std::mt19937_64& rng, const RunFlags& flags, const std::optional<TextFingerprint>& data) {
+    save_checkpoint(path, model, opt.state_dict(), step, rng, flags, data);
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::OptimizerState& os, int step,
+                     const std::mt19937_64& rng, const RunFlags& flags, const std::optional<TextFingerprint>& data) {
     NamedTensors tensors;
     nn::Metadata meta = data ? fingerprint_metadata(*data) : nn::Metadata{};
     for (const auto& [name, t] : model.state_dict()) tensors.emplace_back(kModel + name, t);
-    const optim::OptimizerState os = opt.state_dict();
     for (const auto& [name, t] : os.tensors) tensors.emplace_back(kOptim + name, t);
     const std::string bad = first_non_finite(tensors);
     if (!bad.empty())
@@ -195,6 +199,13 @@ static std::string training_metadata(const nn::SafetensorsFile& file, const std:
 }
 
 int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, std::mt19937_64& rng,
+                    const RunFlags& flags, const std::optional<TextFingerprint>& data) {
+    return load_checkpoint(
+        path, model, [&](const optim::OptimizerState& state) { opt.load_state_dict(state); }, rng, flags, data);
+}
+
+int load_checkpoint(const std::string& path, nn::Module& model,
+                    const std::function<void(const optim::OptimizerState&)>& load_optimizer, std::mt19937_64& rng,
                     const RunFlags& flags, const std::optional<TextFingerprint>& data) {
     const nn::SafetensorsFile file = nn::load_safetensors(path);
     auto meta = [&](const std::string& key) { return training_metadata(file, path, key, "--resume"); };
@@ -238,7 +249,7 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
     for (const auto& [name, t] : model.state_dict()) before.emplace_back(name, t.detach());
     model.load_state_dict(model_state);
     try {
-        opt.load_state_dict(optim_state);
+        load_optimizer(optim_state);
     } catch (...) {
         model.load_state_dict(before);
         throw;

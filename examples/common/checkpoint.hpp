@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -58,6 +59,12 @@ std::string first_non_finite(const xgrad::NamedTensors& tensors);
 void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, const xgrad::optim::Optimizer& opt,
                      int step, const std::mt19937_64& rng, const RunFlags& flags,
                      const std::optional<TextFingerprint>& data = std::nullopt);
+// The same with the optimizer's state already taken: a sharded optimizer's whole state, gathered
+// onto rank 0 (distributed::ZeroRedundancyOptimizer::state_dict), makes the same file as one
+// process's optimizer.state_dict(). The same errors.
+void save_checkpoint(const std::string& path, const xgrad::nn::Module& model,
+                     const xgrad::optim::OptimizerState& optimizer_state, int step, const std::mt19937_64& rng,
+                     const RunFlags& flags, const std::optional<TextFingerprint>& data = std::nullopt);
 
 // Restores model, optimizer and rng; returns the step to continue from. Throws
 // std::runtime_error (leaving the model and optimizer untouched) if the file is unreadable,
@@ -69,6 +76,14 @@ void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, co
 // parameter's AdamW step count above the step; the optimizer's ValueError for a non-finite
 // buffer or a negative exp_avg_sq (optim/optimizer.hpp).
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
+                    std::mt19937_64& rng, const RunFlags& flags,
+                    const std::optional<TextFingerprint>& data = std::nullopt);
+// The same with the optimizer's load given as a function of the whole saved state, for a sharded
+// optimizer (each rank keeps its own part: ZeroRedundancyOptimizer::load_state_dict, collective,
+// so every rank reads the file and calls this). `load_optimizer` must change nothing when it
+// throws; the model is then put back as it was, and the exception passes on.
+int load_checkpoint(const std::string& path, xgrad::nn::Module& model,
+                    const std::function<void(const xgrad::optim::OptimizerState&)>& load_optimizer,
                     std::mt19937_64& rng, const RunFlags& flags,
                     const std::optional<TextFingerprint>& data = std::nullopt);
 

@@ -87,18 +87,25 @@ void check_same_start(int step, const std::mt19937_64& batch_rng) {
 
 void SyncTimer::start_step() { step_start_ = now_seconds(); }
 
-void SyncTimer::end_step(const xgrad::distributed::SyncStats& last_sync) {
+void SyncTimer::add(double seconds, std::size_t bytes) {
     step_seconds_ += now_seconds() - step_start_;
-    sync_seconds_ += last_sync.seconds;
-    bytes_ = last_sync.dense_bytes;
+    sync_seconds_ += seconds;
+    bytes_ = bytes;
     ++steps_;
+}
+
+void SyncTimer::end_step(const xgrad::distributed::SyncStats& last_sync) { add(last_sync.seconds, last_sync.dense_bytes); }
+
+void SyncTimer::end_step(const xgrad::distributed::ZeroStats& last_step) {
+    what_ = "ZeRO reduce-scatter, sharded step and all-gather";
+    add(last_step.seconds, last_step.reduced_bytes);  // the gradient bytes, as DDP's dense_bytes
 }
 
 std::string SyncTimer::line() const {
     if (dist::world_size() == 1 || steps_ == 0) return "";
-    return fmt::format("data parallel    gradient all-reduce {:.2f} ms per step ({:.1f}% of a step), {} bytes from "
+    return fmt::format("data parallel    {} {:.2f} ms per step ({:.1f}% of a step), {} bytes from "
                        "each rank per step",
-                       1e3 * sync_seconds_ / steps_, 100 * sync_seconds_ / step_seconds_, bytes_);
+                       what_, 1e3 * sync_seconds_ / steps_, 100 * sync_seconds_ / step_seconds_, bytes_);
 }
 
 double mean_over_ranks(double value) {

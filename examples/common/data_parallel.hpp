@@ -18,6 +18,7 @@
 
 #include <xgrad/core/tensor.hpp>
 #include <xgrad/distributed/ddp.hpp>
+#include <xgrad/distributed/zero.hpp>
 
 #include "common/checkpoint.hpp"  // RunFlags, TextFingerprint
 
@@ -78,16 +79,22 @@ void check_same_start(int step, const std::mt19937_64& batch_rng);
 // Times each training step and the gradient all-reduce inside it (DistributedDataParallel's
 // last_sync()), for the line printed after training on W > 1 ranks (bench/compare.py's T4 reads it):
 //   data parallel    gradient all-reduce 2.31 ms per step (9.5% of a step), 3243520 bytes from each rank per step
+// Under ZeRO (ZeroRedundancyOptimizer's last_step()) it times the reduce-scatter, the sharded
+// optimizer step and the all-gather together, as last_step().seconds does:
+//   data parallel    ZeRO reduce-scatter, sharded step and all-gather 2.50 ms per step (10.1% of a step), ...
 class SyncTimer {
 public:
     void start_step();                                               // before the step's first forward
     void end_step(const xgrad::distributed::SyncStats& last_sync);  // after opt.step()
+    void end_step(const xgrad::distributed::ZeroStats& last_step);  // after zero.step()
     std::string line() const;  // "" with one rank or before any step
 
 private:
+    void add(double seconds, std::size_t bytes);
     int steps_ = 0;
     double step_start_ = 0, step_seconds_ = 0, sync_seconds_ = 0;  // s
     std::size_t bytes_ = 0;
+    std::string what_ = "gradient all-reduce";  // the collectives timed
 };
 
 // The mean of `value` over the ranks (an all-reduce of one double; `value` itself when W = 1).

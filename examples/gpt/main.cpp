@@ -21,11 +21,13 @@
 // model.safetensors (the weights under nanoGPT's names, for bench/gpt_to_torch.py, with the
 // vocabulary sampling needs) and, with --tokenizer bpe, tokenizer.bpe (text::Tokenizer::save).
 // Under mpirun every rank trains the same model on its slice of each batch (common/data_parallel.hpp)
-// and rank 0 alone prints and writes.
+// and rank 0 alone prints and writes; --zero 1 or 2 shards AdamW's state (and the reduced
+// gradients) over the ranks (distributed/zero.hpp) instead of keeping all of it on every rank.
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -42,6 +44,7 @@
 #include <xgrad/core/parse.hpp>    // quoted_text
 #include <xgrad/core/threads.hpp>
 #include <xgrad/distributed/ddp.hpp>
+#include <xgrad/distributed/zero.hpp>
 #include <xgrad/nn/serialize.hpp>
 #include "data.hpp"
 #include "generate.hpp"
@@ -88,6 +91,7 @@ struct Config {
     int heatmap_head = 0;
     bool verbose = false;         // the optimizer's full memory table instead of its summary
     int neighbours = 0;           // frequent tokens whose nearest tokens are printed at the end (0: none)
+    int zero = 0;                 // 0: DistributedDataParallel; 1, 2: ZeRO's stage (distributed/zero.hpp)
 };
 
 static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
@@ -118,9 +122,11 @@ static RunFlags run_flags(const Config& c) {
 }
 
 // What every rank must agree on (common/data_parallel.hpp): the trajectory, and what sets how
-// many collectives a run calls. --grad-accum and the number of ranks change the rounding only.
+// many collectives a run calls. --grad-accum and the number of ranks change the rounding only;
+// --zero changes neither the steps nor the checkpoint, only which collectives run.
 static examples::RunFlags same_on_all_ranks(const Config& c) {
     RunFlags flags = run_flags(c);
+    flags["--zero"] = std::to_string(c.zero);
     flags["--grad-accum"] = std::to_string(c.grad_accum);
     flags["--stop-after"] = std::to_string(c.stop_after);
     flags["--eval-only"] = c.eval_only ? "true" : "false";
@@ -137,6 +143,9 @@ static examples::BatchSplit prepare_run(const Config& cfg) {
     const examples::BatchSplit batch_split = examples::split_batch(cfg.batch_size, cfg.grad_accum);
     if (batch_split.world > 1 || batch_split.accum > 1)
         fmt::print("{}\n", examples::world_line(batch_split, cfg.threads, "windows"));
+    if (cfg.zero > 0)
+        fmt::print("ZeRO   stage {}: each rank keeps the optimizer state{} of its own parameters only\n", cfg.zero,
+                   cfg.zero == 2 ? " and the reduced gradients" : "");
     std::error_code ec;
     if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
@@ -216,8 +225,12 @@ static RunFlags model_flags(const Config& c) {
 // batch sampler as saved, the schedule at that step (the run continues exactly). --init-from
 // (nanoGPT's init_from): the saved model's weights only; AdamW, the schedule and the batches start
 // afresh at step 0 (training a finished model further).
-static int restore(const Config& cfg, LanguageModel& model, optim::Optimizer& opt, optim::CosineWithWarmup& schedule,
-                   std::mt19937_64& batch_rng, const RunFlags& flags, const examples::TextFingerprint& data) {
+// `load_optimizer` takes the saved AdamW state: optimizer.load_state_dict, or under ZeRO each
+// rank's share of it (collective: every rank reads the file).
+static int restore(const Config& cfg, LanguageModel& model,
+                   const std::function<void(const optim::OptimizerState&)>& load_optimizer,
+                   optim::CosineWithWarmup& schedule, std::mt19937_64& batch_rng, const RunFlags& flags,
+                   const examples::TextFingerprint& data) {
     if (!cfg.init_from.empty()) {
         const int saved = examples::load_model_weights(cfg.init_from, model, model_flags(cfg), data.vocab, data.tokenizer);
         fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n",
@@ -225,7 +238,7 @@ static int restore(const Config& cfg, LanguageModel& model, optim::Optimizer& op
         return 0;
     }
     if (cfg.resume.empty()) return 0;
-    const int start = examples::load_checkpoint(cfg.resume, model, opt, batch_rng, flags, data);
+    const int start = examples::load_checkpoint(cfg.resume, model, load_optimizer, batch_rng, flags, data);
     schedule.set_step(start);
     fmt::print("resume {} at step {}\n", cfg.resume, start);
     return start;
@@ -288,13 +301,11 @@ static void print_graph_memory(LanguageModel& model, const Ids& val, int b) {
     fmt::print("{}", graph_memory_report(loss, model, b, malloc_in_use() - before));
 }
 
-// One optimizer step on the B windows of `batch`. Micro-step k takes this rank's b of them
-// (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
-// sums, so every rank holds ∇ of the mean loss over the B windows and takes the same step.
-// Returns Σ_k CE_k / N, this rank's mean over its N·b windows (nats).
-static double data_parallel_step(LanguageModel& model, optim::Optimizer& opt, distributed::DistributedDataParallel& ddp,
-                                 const Batch& batch, const examples::BatchSplit& batch_split, const Config& cfg) {
-    opt.zero_grad();
+// The forwards and backwards of one step on the B windows of `batch`: micro-step k takes this
+// rank's b of them (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients. Returns
+// Σ_k CE_k / N, this rank's mean over its N·b windows (nats).
+static double accumulate_gradients(LanguageModel& model, const Batch& batch, const examples::BatchSplit& batch_split,
+                                   const Config& cfg) {
     double loss_sum = 0;
     for (int k = 0; k < cfg.grad_accum; ++k) {
         const Batch mb = examples::micro_batch(batch, batch_split, k);                // (b, T), (b, T)
@@ -302,9 +313,31 @@ static double data_parallel_step(LanguageModel& model, optim::Optimizer& opt, di
         loss.backward();  // the gradients add up over the micro-steps
         loss_sum += loss.item();
     }
+    return loss_sum;
+}
+
+// One optimizer step: DDP averages the W ranks' gradient sums, so every rank holds ∇ of the mean
+// loss over the B windows and takes the same step. Returns accumulate_gradients' loss.
+static double data_parallel_step(LanguageModel& model, optim::Optimizer& opt, distributed::DistributedDataParallel& ddp,
+                                 const Batch& batch, const examples::BatchSplit& batch_split, const Config& cfg) {
+    opt.zero_grad();
+    const double loss_sum = accumulate_gradients(model, batch, batch_split, cfg);
     ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
     clip_gradients(model, cfg.grad_clip);
     opt.step();
+    return loss_sum;
+}
+
+// The same step under ZeRO (--zero 1, 2): each rank receives the mean gradient of its own
+// parameters only, clips with the whole model's norm, steps its own parameters, and receives the
+// others' updated ones. The same numbers as data_parallel_step (distributed/zero.hpp).
+static double zero_step(LanguageModel& model, distributed::ZeroRedundancyOptimizer& zero, const Batch& batch,
+                        const examples::BatchSplit& batch_split, const Config& cfg) {
+    zero.zero_grad();
+    const double loss_sum = accumulate_gradients(model, batch, batch_split, cfg);
+    zero.reduce_scatter_gradients();  // this rank's parameters: ∇ ← the mean of the W ranks' ∇
+    zero.clip_grad_norm_(cfg.grad_clip > 0 ? cfg.grad_clip : std::numeric_limits<double>::infinity());  // 0: off
+    zero.step();  // AdamW on this rank's parameters, then the all-gather of every rank's
     return loss_sum;
 }
 
@@ -325,14 +358,15 @@ static void log_step(const Config& cfg, LanguageModel& model, const TextData& d,
 
 // checkpoint.safetensors (for --resume and --init-from) and model.safetensors (nanoGPT's names,
 // with the vocabulary sampling needs), and for byte pairs tokenizer.bpe beside them; each tried
-// even if another fails (a full disk).
-static void save(const Config& cfg, const LanguageModel& model, const optim::Optimizer& opt, int step,
+// even if another fails (a full disk). `optimizer_state`: AdamW's whole state (ZeRO: gathered).
+static void save(const Config& cfg, const LanguageModel& model, const optim::OptimizerState& optimizer_state, int step,
                  const std::mt19937_64& batch_rng, const RunFlags& flags, const TextData& d,
                  examples::FinalSaves& saves) {
     if (d.tokens.is_bpe())
         saves.attempt(cfg.out + "/tokenizer.bpe", [&] { d.tokens.tokenizer().save(cfg.out + "/tokenizer.bpe"); });
     saves.attempt(cfg.out + "/checkpoint.safetensors", [&] {
-        examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, step, batch_rng, flags, d.fingerprint);
+        examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", model, optimizer_state, step, batch_rng, flags,
+                                  d.fingerprint);
     });
     saves.attempt(cfg.out + "/model.safetensors", [&] {
         const NamedTensors weights = model.state_dict();
@@ -373,9 +407,9 @@ static void print_losses(const Config& cfg, LanguageModel& model, const TextData
                start > 0 ? " (this process, since the resume)" : "");
 }
 
-// AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter. The 5 largest tensors, or all.
-static void print_optimizer_memory(const optim::Optimizer& opt, bool verbose) {
-    const optim::MemoryReport memory = opt.memory_report();
+// AdamW keeps exp_avg and exp_avg_sq: 8 bytes per parameter (ZeRO: on the owner rank only). The 5
+// largest tensors, or all.
+static void print_optimizer_memory(const optim::MemoryReport& memory, bool verbose) {
     fmt::print("\noptimizer memory after training ({})\n",
                verbose ? std::string("every tensor")
                        : fmt::format("the 5 largest of {} tensors; --verbose for all", memory.rows.size()));
@@ -416,6 +450,24 @@ static void print_samples(const Config& cfg, LanguageModel& model, const TextDat
     fmt::print("\n");
 }
 
+// Rank 0, after the last step: the losses, the optimizer's memory, the samples, the pictures.
+static void print_results(const Config& cfg, LanguageModel& model, const TextData& d, const optim::MemoryReport& memory,
+                          double t0, int start, bool prompt_given, examples::FinalSaves& saves) {
+    print_losses(cfg, model, d, t0, start);
+    print_optimizer_memory(memory, cfg.verbose);
+    if (cfg.sample > 0) print_samples(cfg, model, d, prompt_given);
+    if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
+    if (saves.all_written())
+        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors{1} {0}/model.safetensors{2}\n", cfg.out,
+                   d.tokens.is_bpe() ? "," : " and", d.tokens.is_bpe() ? fmt::format(" and {}/tokenizer.bpe", cfg.out) : "");
+    // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
+    saves.attempt(cfg.out + "/loss.png", [&] {
+        fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
+    });
+    saves.attempt(cfg.out + "/attention.png", [&] { fmt::print("{}\n", draw_heatmap(cfg, model, d)); });
+    saves.check();  // a failed save: exit status 1, naming what was written and what not
+}
+
 // ---- the run: data, model, loop, save, then the reports (as nanoGPT's train.py) ------------------
 static int run(const Config& cfg, bool prompt_given) {
     const double t0 = examples::now_seconds();
@@ -433,9 +485,16 @@ static int run(const Config& cfg, bool prompt_given) {
     optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
     std::mt19937_64 batch_rng(cfg.seed);
     const RunFlags flags = run_flags(cfg);
-    const int start = restore(cfg, model, *opt, schedule, batch_rng, flags, d.fingerprint);
+    std::optional<distributed::ZeroRedundancyOptimizer> zero;  // --zero 1, 2: built before the load, which needs its owners
+    if (cfg.zero > 0) zero.emplace(model, *opt, distributed::ZeroOptions().stage(cfg.zero));  // θ ← rank 0's θ
+    auto load_optimizer = [&](const optim::OptimizerState& s) {
+        if (zero) zero->load_state_dict(s);  // each rank keeps its own parameters' part
+        else opt->load_state_dict(s);
+    };
+    const int start = restore(cfg, model, load_optimizer, schedule, batch_rng, flags, d.fingerprint);
     examples::check_same_start(start, batch_rng);
-    distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
+    std::optional<distributed::DistributedDataParallel> ddp;  // --zero 0
+    if (!zero) ddp.emplace(model);                            // θ ← rank 0's θ, on every rank
     print_model(model);
     if (cfg.eval_only) return evaluate_only(cfg, model, d);
     if (rank0) print_graph_memory(model, d.split.val, batch_split.per_rank());
@@ -452,8 +511,10 @@ static int run(const Config& cfg, bool prompt_given) {
         sync_timer.start_step();
         const double lr = *opt->param_groups()[0].lr;
         const Batch batch = sample_batch(d.split.train, cfg.batch_size, int(model_cfg.block), batch_rng);  // (B, T), (B, T)
-        const double loss_sum = data_parallel_step(model, *opt, ddp, batch, batch_split, cfg);
-        sync_timer.end_step(ddp.last_sync());
+        const double loss_sum = zero ? zero_step(model, *zero, batch, batch_split, cfg)
+                                     : data_parallel_step(model, *opt, *ddp, batch, batch_split, cfg);
+        if (zero) sync_timer.end_step(zero->last_step());
+        else sync_timer.end_step(ddp->last_sync());
         const double train_loss = examples::mean_over_ranks(loss_sum);  // the B windows' mean CE, nats
         examples::check_finite_loss(step + 1, train_loss);
         schedule.step();
@@ -461,9 +522,13 @@ static int run(const Config& cfg, bool prompt_given) {
     }
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
+    // Under ZeRO both are collective: the whole state gathered onto rank 0 (empty elsewhere), and
+    // the memory table with every rank's share.
+    const optim::OptimizerState optimizer_state = zero ? zero->state_dict() : opt->state_dict();
+    const optim::MemoryReport memory = zero ? zero->memory_report() : opt->memory_report();
     if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
     examples::FinalSaves saves;  // a failed save is reported, the other files are still written
-    save(cfg, model, *opt, end, batch_rng, flags, d, saves);
+    save(cfg, model, optimizer_state, end, batch_rng, flags, d, saves);
     saves.attempt(cfg.out + "/loss.csv", [&] {  // a row that could not be written, reported again here
         if (!log->failure().empty()) throw std::runtime_error(log->failure());
     });
@@ -473,21 +538,7 @@ static int run(const Config& cfg, bool prompt_given) {
                    cfg.out);
         return 0;
     }
-
-    // ---- results ------------------------------------------------------------------------------------
-    print_losses(cfg, model, d, t0, start);
-    print_optimizer_memory(*opt, cfg.verbose);
-    if (cfg.sample > 0) print_samples(cfg, model, d, prompt_given);
-    if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
-    if (saves.all_written())
-        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors{1} {0}/model.safetensors{2}\n", cfg.out,
-                   d.tokens.is_bpe() ? "," : " and", d.tokens.is_bpe() ? fmt::format(" and {}/tokenizer.bpe", cfg.out) : "");
-    // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
-    saves.attempt(cfg.out + "/loss.png", [&] {
-        fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));
-    });
-    saves.attempt(cfg.out + "/attention.png", [&] { fmt::print("{}\n", draw_heatmap(cfg, model, d)); });
-    saves.check();  // a failed save: exit status 1, naming what was written and what not
+    print_results(cfg, model, d, memory, t0, start, prompt_given, saves);
     return 0;
 }
 
@@ -595,6 +646,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps (iterations) in the whole run");
     int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, windows of block-size + 1 characters per step, over all ranks (under mpirun -np W, a multiple of W × --grad-accum)");
     int_flag(app, "--grad-accum", cfg.grad_accum, 1, INT_MAX, "N, micro-steps per step: each rank takes B/(W·N) windows N times and adds up the gradients (the same step, less memory)");
+    int_flag(app, "--zero", cfg.zero, 0, 2, "under mpirun: 0 every rank keeps all of AdamW's state (DistributedDataParallel); 1 each rank keeps the state of its own parameters only (ZeRO stage 1); 2 and only their reduced gradients (stage 2); the same steps and checkpoint");
     real_flag(app, "--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW, reached after the warmup");
     real_flag(app, "--min-lr", cfg.min_lr, {0, inf}, "learning rate at the end of the cosine decay (at most --lr)");
     auto* warmup = int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear warmup from 0 to --lr (default: 100, or steps/10 if that is smaller); at most --steps");
@@ -610,7 +662,7 @@ int main(int argc, char** argv) {
     auto* vocab_size = int_flag(app, "--vocab-size", cfg.vocab_size, 256, INT_MAX, "--tokenizer bpe: V, the 256 byte tokens and V - 256 merges (at most what the training text's merges and the memory allow)");
     app.add_flag("--sparse-embedding", m.sparse_embedding, "with --no-tie: the token table's gradient holds only the rows a batch looks up, and AdamW updates only those (lazily, as PyTorch's SparseAdam)");
     examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
-    examples::checkpoint_flag(app, "--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --checkpoint-blocks, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --neighbours, --eval-every and --stop-after must match the saved run (at any number of ranks); --tokenizer bpe reads tokenizer.bpe beside it");
+    examples::checkpoint_flag(app, "--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but --threads, --grad-accum, --zero, --checkpoint-blocks, --out, --sample, --temperature, --top-k, --prompt, --kv-cache, --heatmap-*, --neighbours, --eval-every and --stop-after must match the saved run (at any number of ranks); --tokenizer bpe reads tokenizer.bpe beside it");
     examples::checkpoint_flag(app, "--init-from", cfg.init_from, "checkpoint.safetensors whose model weights start this run (nanoGPT's init_from): AdamW, the schedule and the batches start afresh at step 0, for --steps more; the model flags (--arch, --n-layer, --n-head, --n-kv-head, --d, --ffn-hidden, --block-size, --pos, --no-tie, --no-bias, --tokenizer, --vocab-size) and the vocabulary must match the saved run's; --tokenizer bpe reads tokenizer.bpe beside it");
     int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
     app.add_flag("--eval-only", cfg.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)");

@@ -74,6 +74,7 @@ refused "gpt --arch llama --pos learned" "--pos learned|--arch llama|rope" -- "$
 refused "gpt --n-kv-head 3" "--n-kv-head 3|--n-head 2" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --n-kv-head 3
 refused "gpt --ffn-hidden 64 (gpt2)" "--ffn-hidden|--arch llama" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --ffn-hidden 64
 refused "gpt --kv-cache maybe" "--kv-cache|maybe" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --kv-cache maybe
+refused "gpt --zero 3" "--zero|'3'|[0, 2]" -- "$gpt" "${tiny_gpt[@]}" --steps 3 --zero 3
 refused "gpt --warmup 5 --steps 3" "--warmup 5|--steps 3|--warmup 3 or less" -- "$gpt" --data "$work/text.txt" --steps 3 --warmup 5
 refused "gpt --data DIR" "is a directory" -- "$gpt" --data "$work" --steps 3 --warmup 0
 refused "word2vec --corpus DIR" "is a directory" -- "$word2vec" --corpus "$work"

@@ -6,7 +6,10 @@
 #   b. a checkpoint of 2 ranks resumed by 1 rank, and the reverse, continues the same run;
 #   c. a rank that throws ends every rank at once: non-zero exit, its message, no hang;
 #   d. ranks started with different flags refuse, with distributed::check_same_on_all_ranks's message;
-#   e. without mpirun, gpt is one process as before: no "world" line unless --grad-accum > 1.
+#   e. without mpirun, gpt is one process as before: no "world" line unless --grad-accum > 1;
+#   f. gpt --zero 1 and 2 (ZeRO) take the steps of DDP; a checkpoint saved with --zero 2 on 2 ranks
+#      resumes on 1 rank without it and on 3 ranks with it, one saved without it on 2 ranks with
+#      --zero 1; ranks with different --zero refuse; a rank that throws ends every rank.
 # Tolerances: losses 1e-5 relative; parameters |a − b| ≤ 1e-5 + 1e-5·|b| (absolute plus relative).
 # Usage: mpi_examples.sh path/to/gpt path/to/char_mlp MPIRUN [MPIRUN OPTIONS...]
 set -euo pipefail
@@ -152,6 +155,35 @@ if grep -q "^world" "$work/gpt1.log"; then fail "gpt alone printed a world line:
 grep -q "^world  1 process (not started by mpirun), 1 thread: global batch 4 = 1 rank × 2 windows × grad-accum 2" \
     "$work/gpt1acc.log" || fail "gpt alone with --grad-accum 2: no world line naming 1 process and the split"
 grep -q "^data " "$work/gpt1.log" || fail "gpt alone: the first line is not the data line"
+
+echo "---- f. ZeRO (--zero 1, 2): the steps of DDP, the same checkpoint at any number of ranks"
+train gpt2z1 "${mpirun[@]}" -np 2 "$gpt" "${gpt_flags[@]}" --zero 1 --out "$work/gpt2z1"
+train gpt2z2 "${mpirun[@]}" -np 2 "$gpt" "${gpt_flags[@]}" --zero 2 --out "$work/gpt2z2"
+agree "gpt --zero 1 on 2 ranks against DDP" gpt2z1 gpt2 model.safetensors
+agree "gpt --zero 2 on 2 ranks against DDP" gpt2z2 gpt2 model.safetensors
+grep -q "^ZeRO   stage 2: each rank keeps the optimizer state and the reduced gradients" "$work/gpt2z2.log" \
+    || fail "gpt --zero 2: no ZeRO line"
+grep -q "^AdamW optimizer memory on rank 0 of 2 (ZeRO stage 2" "$work/gpt2z2.log" \
+    || fail "gpt --zero 2: the memory report is not rank 0's share"
+# B = 6 divides among 1, 2 and 3 ranks. A resumed run continues a copy of the saved run's --out,
+# so that its loss.csv holds the rows before the checkpoint too.
+zero_flags=("${gpt_model[@]}" --batch-size 6 --steps 20)
+train gpt6 "$gpt" "${zero_flags[@]}" --out "$work/gpt6"
+train gpt6z2 "${mpirun[@]}" -np 2 "$gpt" "${zero_flags[@]}" --zero 2 --stop-after 10 --out "$work/gpt6z2"
+cp -r "$work/gpt6z2" "$work/gpt6z21" && cp -r "$work/gpt6z2" "$work/gpt6z23"
+train gpt6z21 "$gpt" "${zero_flags[@]}" --resume "$work/gpt6z2/checkpoint.safetensors" --out "$work/gpt6z21"
+agree "gpt --zero 2 on 2 ranks to step 10, then 1 rank without --zero" gpt6z21 gpt6 model.safetensors
+train gpt6z23 "${mpirun[@]}" -np 3 "$gpt" "${zero_flags[@]}" --zero 2 --resume "$work/gpt6z2/checkpoint.safetensors" \
+    --out "$work/gpt6z23"
+agree "gpt --zero 2 on 2 ranks to step 10, then --zero 2 on 3 ranks" gpt6z23 gpt6 model.safetensors
+train gpt6d2 "${mpirun[@]}" -np 2 "$gpt" "${zero_flags[@]}" --stop-after 10 --out "$work/gpt6d2"
+train gpt6d2z1 "${mpirun[@]}" -np 2 "$gpt" "${zero_flags[@]}" --zero 1 --resume "$work/gpt6d2/checkpoint.safetensors" \
+    --out "$work/gpt6d2"
+agree "gpt DDP on 2 ranks to step 10, then --zero 1 on 2 ranks" gpt6d2 gpt6 model.safetensors
+expect_refusal "gpt --zero 1 on rank 0, 2 on rank 1" "is '--zero 2' on rank 1 and '--zero 1' on rank 0" -- \
+    -np 1 "$gpt" "${gpt_flags[@]}" --zero 1 --out "$work/f0" : -np 1 "$gpt" "${gpt_flags[@]}" --zero 2 --out "$work/f1"
+expect_refusal "gpt --zero 2, rank 0 cannot create --out" "gpt: error on rank 0 of 2: --out /dev/null/x" -- \
+    -np 1 "$gpt" "${gpt_flags[@]}" --zero 2 --out /dev/null/x : -np 1 "$gpt" "${gpt_flags[@]}" --zero 2 --out "$work/good"
 
 if [ "$failures" -gt 0 ]; then echo "$failures FAILED"; exit 1; fi
 echo "PASS: data parallelism under mpirun"
