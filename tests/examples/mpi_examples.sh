@@ -9,7 +9,9 @@
 #   e. without mpirun, gpt is one process as before: no "world" line unless --grad-accum > 1;
 #   f. gpt --zero 1 and 2 (ZeRO) take the steps of DDP; a checkpoint saved with --zero 2 on 2 ranks
 #      resumes on 1 rank without it and on 3 ranks with it, one saved without it on 2 ranks with
-#      --zero 1; ranks with different --zero refuse; a rank that throws ends every rank.
+#      --zero 1; ranks with different --zero refuse; a rank that throws ends every rank;
+#   g. a rank killed by SIGKILL in the middle of training ends the run (DDP and --zero 2): mpirun
+#      exits non-zero within 60 s, naming the signal.
 # Tolerances: losses 1e-5 relative; parameters |a − b| ≤ 1e-5 + 1e-5·|b| (absolute plus relative).
 # Usage: mpi_examples.sh path/to/gpt path/to/char_mlp MPIRUN [MPIRUN OPTIONS...]
 set -euo pipefail
@@ -184,6 +186,34 @@ expect_refusal "gpt --zero 1 on rank 0, 2 on rank 1" "is '--zero 2' on rank 1 an
     -np 1 "$gpt" "${gpt_flags[@]}" --zero 1 --out "$work/f0" : -np 1 "$gpt" "${gpt_flags[@]}" --zero 2 --out "$work/f1"
 expect_refusal "gpt --zero 2, rank 0 cannot create --out" "gpt: error on rank 0 of 2: --out /dev/null/x" -- \
     -np 1 "$gpt" "${gpt_flags[@]}" --zero 2 --out /dev/null/x : -np 1 "$gpt" "${gpt_flags[@]}" --zero 2 --out "$work/good"
+
+echo "---- g. a rank killed (SIGKILL) in the middle of training ends every rank, DDP and ZeRO alike"
+# killed WHAT DIR [FLAGS...]: a 2-rank run of many steps; once rank 0 has written loss.csv, the
+# last rank mpirun started is killed; mpirun must exit non-zero within 60 s, naming the signal.
+killed() {
+    local what=$1 out=$2 rc=0
+    shift 2
+    "${mpirun[@]}" -np 2 "$gpt" "${gpt_model[@]}" --batch-size 4 --steps 1000000 "$@" --out "$out" \
+        > "$work/killed.log" 2>&1 &
+    local runner=$! start=$SECONDS
+    for _ in $(seq 300); do [ -s "$out/loss.csv" ] && break; sleep 0.1; done
+    local victim
+    victim=$(pgrep -P "$runner" | tail -n 1)
+    if [ -z "$victim" ]; then fail "$what: no rank process under mpirun $runner"; kill "$runner" 2>/dev/null; return; fi
+    kill -9 "$victim"
+    while kill -0 "$runner" 2>/dev/null && [ $((SECONDS - start)) -lt 60 ]; do sleep 0.2; done
+    if kill -0 "$runner" 2>/dev/null; then
+        fail "$what: mpirun still running 60 s after rank pid $victim was killed (a hang)"
+        kill -9 "$runner" 2>/dev/null
+        return
+    fi
+    wait "$runner" || rc=$?
+    if [ "$rc" -eq 0 ]; then fail "$what: mpirun exited 0"; return; fi
+    grep -q "signal 9" "$work/killed.log" || { fail "$what: mpirun did not name the signal"; tail -n 5 "$work/killed.log"; return; }
+    echo "ok   $what: exit $rc after $((SECONDS - start)) s: $(grep -m 1 "signal 9" "$work/killed.log" | sed 's/^ *//')"
+}
+killed "gpt DDP, a rank killed" "$work/k0"
+killed "gpt --zero 2, a rank killed" "$work/k2" --zero 2
 
 if [ "$failures" -gt 0 ]; then echo "$failures FAILED"; exit 1; fi
 echo "PASS: data parallelism under mpirun"
