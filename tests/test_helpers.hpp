@@ -16,6 +16,7 @@
 //   names_of(named), ThreadsGuard         the names in order; set_pool_threads(1) at scope exit
 //   graph_has(y, op)                      an op of that name was recorded in the graph that made y
 //   TinyNet                               Embedding (5, 3) → Linear (3 → 2), 23 parameters
+//   SparseTableNet                        Embedding (40, 4, sparse) → Linear (4 → 5), 185 parameters
 //   grad_at, make_param, RefSGD, RefAdam, TinyModel ...   the optim/ tests' inputs and reference rules
 #pragma once
 
@@ -240,6 +241,16 @@ struct TinyNet : nn::Module {
         fc = register_module("fc", std::make_shared<nn::Linear>(3, 2));
     }
     Tensor forward(const IndexTensor& ids) const { return fc->forward(emb->forward(ids)); }
+};
+
+// A row-sparse table and a head: Embedding (40, 4, sparse) → Linear (4 → 5), 185 parameters.
+struct SparseTableNet : nn::Module {
+    std::shared_ptr<nn::Embedding> emb;
+    std::shared_ptr<nn::Linear> fc;
+    SparseTableNet() {
+        emb = register_module("emb", std::make_shared<nn::Embedding>(40, 4, nn::EmbeddingOptions().sparse(true)));
+        fc = register_module("fc", std::make_shared<nn::Linear>(4, 5));
+    }
 };
 
 // ==== optim/: deterministic gradients and parameters, hand-made row-sparse gradients, and the

@@ -205,14 +205,7 @@ TEST_CASE("ddp: W ranks on slices take the steps of one process on the whole bat
 
 TEST_CASE("ddp: a sparse Embedding with lazy Adam takes the steps of one process", "[distributed][ddp]") {
     const int W = dist::world_size(), B = 6 * W, steps = 20;
-    struct Net : nn::Module {
-        std::shared_ptr<nn::Embedding> emb;
-        std::shared_ptr<nn::Linear> fc;
-        Net() {
-            emb = register_module("emb", std::make_shared<nn::Embedding>(40, 4, nn::EmbeddingOptions().sparse(true)));
-            fc = register_module("fc", std::make_shared<nn::Linear>(4, 5));
-        }
-    };
+    using Net = xgrad::testing::SparseTableNet;
     manual_seed(5);
     Net ref;
     manual_seed(5);

@@ -184,14 +184,7 @@ TEST_CASE("zero: 200 AdamW steps of the tiny GPT at stages 1 and 2 equal DDP's, 
 
 TEST_CASE("zero: a sparse Embedding with lazy Adam stays row-sparse on its owner and steps as DDP", "[distributed][zero]") {
     const int W = dist::world_size(), B = 6 * W, steps = 20;
-    struct Net : nn::Module {
-        std::shared_ptr<nn::Embedding> emb;
-        std::shared_ptr<nn::Linear> fc;
-        Net() {
-            emb = register_module("emb", std::make_shared<nn::Embedding>(40, 4, nn::EmbeddingOptions().sparse(true)));
-            fc = register_module("fc", std::make_shared<nn::Linear>(4, 5));
-        }
-    };
+    using Net = xgrad::testing::SparseTableNet;
     manual_seed(5);
     Net ref;
     manual_seed(5);
