@@ -55,16 +55,24 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(nn::Module& module, optim::Opti
     const NamedTensors& params = synced_->params();
     for (std::size_t i = 0; i < params.size(); ++i) index_.emplace(params[i].second.impl(), i);
     // The optimizer's parameters must be the module's trainable ones: a rank steps what it owns.
+    // Each rank built its own optimizer, so the ranks agree on the outcome before any refuses.
+    std::string refused;
     std::set<const TensorImpl*> in_optimizer;
     for (const optim::ParamGroup& g : optimizer.param_groups())
         for (const auto& [name, p] : g.params) {
-            check(index_.count(p.impl()) > 0, op, "the optimizer's parameter '{}' is not a trainable parameter of the "
-                  "module; build the optimizer over the module's named_parameters()", name);
+            if (refused.empty() && index_.count(p.impl()) == 0)
+                refused = fmt::format("{}: the optimizer's parameter '{}' is not a trainable parameter of the module; "
+                                      "build the optimizer over the module's named_parameters()", op, name);
             in_optimizer.insert(p.impl());
         }
     for (const auto& [name, p] : params)
-        check(in_optimizer.count(p.impl()) > 0, op, "the module's parameter '{}' is not in the optimizer, so no rank "
-              "would step it; build the optimizer over the module's named_parameters()", name);
+        if (refused.empty() && in_optimizer.count(p.impl()) == 0)
+            refused = fmt::format("{}: the module's parameter '{}' is not in the optimizer, so no rank would step it; "
+                                  "build the optimizer over the module's named_parameters()", op, name);
+    const std::vector<std::string> texts = gather_if_different(refused);  // empty: every rank alike
+    for (std::size_t q = 0; q < texts.size(); ++q)
+        if (!texts[q].empty()) throw ValueError(fmt::format("{} (on rank {})", texts[q], q));
+    if (!refused.empty()) throw ValueError(refused);
     // Owners, and each bucket laid out rank by rank: segment q of a reduce-scatter is rank q's.
     const int W = world_size();
     owner_.assign(params.size(), 0);

@@ -387,6 +387,12 @@ TEST_CASE("zero: misuse is refused on every rank with the call to make", "[distr
     CHECK(zero.clip_grad_norm_(1.0) == Approx(5.0));  // ‖G‖ of 25 ones, the mean over the ranks
     zero.step();
     CHECK_THROWS_WITH(zero.step(), Catch::Contains("call reduce_scatter_gradients()"));  // once per reduce
+    if (dist::world_size() > 1) {  // rank 1's optimizer lacks parameters: refused on every rank, naming rank 1
+        optim::AdamW mixed(dist::rank() == 1 ? NamedTensors{{"a", m.a}} : m.named_parameters(), optim::AdamWOptions(0.1));
+        CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer(m, mixed),
+                          Catch::Contains("the module's parameter 'b' is not in the optimizer") &&
+                              Catch::Contains("(on rank 1)"));
+    }
     if (dist::world_size() > 1) {  // ranks that disagree on the stage
         CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer(m, opt, dist::ZeroOptions().stage(dist::rank() == 0 ? 1 : 2)),
                           Catch::Contains("ZeroRedundancyOptimizer: the model (element type, parameters, buffers, "
