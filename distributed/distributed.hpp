@@ -4,8 +4,9 @@
 // gradient of a (V, d) table.
 //
 // The collectives below (torch.distributed's names; the table in distributed/README.md, "The
-// collectives") are the only messages xgrad sends: every rank calls each, in the same order. The
-// transport is Open MPI's (backend_mpi.cpp). A process not started by mpirun, or a build without
+// collectives") and, inside DDP and ZeRO, the gradients' reduce-scatter in rank order
+// (detail/synced.hpp) are the only messages xgrad sends: every rank calls each, in the same order.
+// The transport is Open MPI's (backend_mpi.cpp). A process not started by mpirun, or a build without
 // MPI (backend_single.cpp), is rank 0 of a world of 1, where every collective returns its input.
 // A rank that skips a call is not detected (its next call pairs with the others' skipped one). A
 // rank that throws while the others wait ends them all with abort() (the README's "Faults").
