@@ -7,12 +7,12 @@
 //
 //   MPI_Allreduce        buf ← Σ_q x_q, in place, in whatever order Open MPI's algorithm adds
 //   rank order           segment r ← ((x_0 + x_1) + x_2) + ... + x_{W−1} on segment r only
-//                        (detail::reduce_scatter_in_rank_order: one MPI_Alltoallv and W − 1 local
+//                        (detail::reduce_scatter_by_alltoall: one MPI_Alltoallv and W − 1 local
 //                        adds), then buf ← every rank's segment (backend::all_gather_v)
 //
 // Both send 2(W − 1)/W · 4n bytes per rank when MPI's all-reduce is a ring; the rank-ordered one
 // gives the same bits at any W and under any segmentation, which is why DDP and ZeRO use it
-// (distributed/detail/synced.hpp). Before timing, one call of each on rank-dependent numbers
+// beyond W = 2, where a sum has more than two terms (distributed/detail/synced.hpp). Before timing, one call of each on rank-dependent numbers
 // checks that both give the same sum (exactly at W = 2, where a + b = b + a; to 1e-5 beyond).
 // The timed calls sum zeros, so that the buffer stays the same from call to call: a sum of zeros
 // costs what a sum of any normal numbers does.
@@ -58,7 +58,7 @@ struct RankOrder {
         segment.resize(counts[std::size_t(dist::rank())]);
     }
     void operator()(std::vector<real>& buf) {
-        dist::detail::reduce_scatter_in_rank_order(buf, counts, scratch, segment.data());
+        dist::detail::reduce_scatter_by_alltoall(buf, counts, scratch, segment.data());
         backend::all_gather_v(segment.data(), bytes, buf.data());
     }
 };

@@ -5,7 +5,7 @@
 // call instead. Each call's return code is checked (MPI_ERRORS_RETURN) and turned into a
 // std::runtime_error with MPI's text.
 // ref: MPI-3.1 standard, §5.4 MPI_Bcast, §5.5 MPI_Allgather(v), §5.9 MPI_Allreduce,
-// §5.5 MPI_Gatherv, §5.8 MPI_Alltoallv, §5.10.1 MPI_Reduce_scatter_block, §8.3 error handlers.
+// §5.5 MPI_Gatherv, §5.8 MPI_Alltoallv, §5.10.1 MPI_Reduce_scatter_block and MPI_Reduce_scatter, §8.3 error handlers.
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -138,6 +138,18 @@ static void int_counts(const std::vector<std::size_t>& counts, const char* call,
         offset[r] = int(total);
         total += counts[r];
     }
+}
+
+void reduce_scatter_v_sum(const void* send, void* recv, const std::vector<std::size_t>& counts, Number type) {
+    const std::size_t width = type == Number::Float ? sizeof(float) : sizeof(double);
+    if (!under_mpi_ || size() == 1) {
+        if (counts.at(0) > 0) std::copy_n(static_cast<const char*>(send), counts[0] * width, static_cast<char*>(recv));
+        return;
+    }
+    std::vector<int> c, offset;
+    int_counts(counts, "reduce_scatter (elements)", c, offset);
+    const MPI_Datatype t = type == Number::Float ? MPI_FLOAT : MPI_DOUBLE;
+    ok(MPI_Reduce_scatter(send, recv, c.data(), t, MPI_SUM, MPI_COMM_WORLD), "MPI_Reduce_scatter");
 }
 
 void broadcast(void* data, std::size_t bytes, int root) {

@@ -41,6 +41,9 @@ void reduce_scatter_sum(const void* send, void* recv, std::size_t count, Number 
     const std::size_t width = type == Number::Float ? sizeof(float) : sizeof(double);
     if (count > 0) std::memcpy(recv, send, count * width);
 }
+void reduce_scatter_v_sum(const void* send, void* recv, const std::vector<std::size_t>& counts, Number type) {
+    reduce_scatter_sum(send, recv, counts.at(0), type);
+}
 void broadcast(void*, std::size_t, int) {}
 void all_gather(const void* send, std::size_t bytes, void* recv) {
     if (bytes > 0) std::memcpy(recv, send, bytes);

@@ -55,16 +55,7 @@ void DistributedDataParallel::sync_gradients() {
             detail::dense_gradient(params[i].second, real(1) / real(W), buffer.data() + at);
         }
         if (buffer.empty()) continue;
-        // The all-reduce as a reduce-scatter (summed in rank order, as ZeRO's) and an all-gather.
-        const std::size_t n = buffer.size(), w = std::size_t(W);
-        std::vector<std::size_t> counts(w), bytes(w);
-        for (std::size_t q = 0; q < w; ++q) {
-            counts[q] = n / w + (q < n % w ? 1 : 0);
-            bytes[q] = counts[q] * sizeof(real);
-        }
-        segment_.resize(counts[std::size_t(rank())]);
-        detail::reduce_scatter_in_rank_order(buffer, counts, scratch_, segment_.data());
-        backend::all_gather_v(segment_.data(), bytes, buffer.data());
+        detail::all_reduce_in_rank_order(buffer, scratch_, segment_);  // the same sums as ZeRO's
         ++stats_.all_reduces;
         stats_.dense_bytes += buffer.size() * sizeof(real);
         std::size_t at = 0;

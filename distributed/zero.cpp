@@ -270,59 +270,34 @@ NamedTensors optimizer_parameters(const optim::Optimizer& opt) {
 }  // namespace
 
 optim::OptimizerState ZeroRedundancyOptimizer::state_dict() const {
-    const optim::OptimizerState own = optimizer_.state_dict();  // every key but the others' parameters
     const NamedTensors params = optimizer_parameters(optimizer_);
     const std::vector<std::string> buffers = optimizer_.state_buffer_names();
     const bool counts_steps = optimizer_.counts_steps();
-    std::map<std::string, const Tensor*> tensors;
-    for (const auto& [name, t] : own.tensors) tensors.emplace(name, &t);
     // Round 1, per parameter: its step count t (SGD: 1) where its owner has stepped it, else 0;
     // the sum over the ranks is the owner's (t ≤ 2^53: exact in a double).
     std::vector<double> stepped(params.size(), 0.0);
     for (std::size_t j = 0; j < params.size(); ++j) {
-        const std::string& name = params[j].first;
-        if (!owns(params[j].second)) continue;
-        if (counts_steps && own.metadata.count(name + ".step"))
-            stepped[j] = double(std::stoll(own.metadata.at(name + ".step")));
-        else if (!buffers.empty() && tensors.count(name + "." + buffers[0]))
-            stepped[j] = 1;
+        const optim::ParamState* st = optimizer_.state_of(params[j].first);
+        if (st && owns(params[j].second)) stepped[j] = counts_steps ? double(st->step) : 1.0;
     }
     distributed::all_reduce(stepped, ReduceOp::Sum);
-    // Round 2: each rank's buffers, parameter by parameter in that order, gathered onto rank 0.
-    const int W = world_size();
-    std::vector<std::size_t> counts(std::size_t(W), 0);  // bytes
-    std::vector<real> mine;
-    for (std::size_t j = 0; j < params.size(); ++j) {
-        if (stepped[j] == 0) continue;
-        const std::size_t n = std::size_t(params[j].second.numel());
-        counts[std::size_t(owner(params[j].second))] += buffers.size() * n * sizeof(real);
-        if (!owns(params[j].second)) continue;
-        for (const std::string& b : buffers) {
-            const Array& a = tensors.at(params[j].first + "." + b)->data();
-            mine.insert(mine.end(), a.data(), a.data() + a.size());
-        }
-    }
-    std::size_t total = 0;
-    for (std::size_t c : counts) total += c;
-    std::vector<real> all(rank_ == 0 ? total / sizeof(real) : 0);
-    backend::gather_v(mine.data(), counts, all.data(), 0);
-    if (rank_ != 0) return {};
-    // Rank 0: the tensors in one process's order, each taken from its owner's segment.
+    // Then each buffer of each stepped parameter, from its owner's state straight into a tensor on
+    // rank 0: no rank copies its share first, and rank 0 holds what one process's state_dict() does.
     optim::OptimizerState whole;
-    whole.metadata = own.metadata;
-    std::vector<std::size_t> cursor(std::size_t(W), 0);  // elements into `all`, per rank
-    for (int q = 1; q < W; ++q) cursor[std::size_t(q)] = cursor[std::size_t(q) - 1] + counts[std::size_t(q) - 1] / sizeof(real);
+    if (rank_ == 0) whole.metadata = optimizer_.state_metadata();
+    std::vector<std::size_t> counts(std::size_t(world_size()), 0);  // bytes, from the owner only
     for (std::size_t j = 0; j < params.size(); ++j) {
         if (stepped[j] == 0) continue;
-        const std::string& name = params[j].first;
-        std::size_t& at = cursor[std::size_t(owner(params[j].second))];
+        const auto& [name, p] = params[j];
+        const optim::ParamState* st = owns(p) ? optimizer_.state_of(name) : nullptr;
+        std::fill(counts.begin(), counts.end(), 0);
+        counts[std::size_t(owner(p))] = std::size_t(p.numel()) * sizeof(real);
         for (const std::string& b : buffers) {
-            Array a(params[j].second.data().shape());
-            std::copy_n(all.data() + at, a.size(), a.data());
-            at += a.size();
-            whole.tensors.emplace_back(name + "." + b, from_array(std::move(a)));
+            Array received(rank_ == 0 ? p.data().shape() : ArrayShape{0});
+            backend::gather_v(st ? st->buffer(b)->data() : nullptr, counts, received.data(), 0);
+            if (rank_ == 0) whole.tensors.emplace_back(name + "." + b, from_array(std::move(received)));
         }
-        if (counts_steps) whole.metadata[name + ".step"] = std::to_string(std::int64_t(stepped[j]));
+        if (rank_ == 0 && counts_steps) whole.metadata[name + ".step"] = std::to_string(std::int64_t(stepped[j]));
     }
     return whole;
 }

@@ -304,25 +304,36 @@ void Optimizer::zero_grad(bool set_to_none) {
 
 // ---- state dict ------------------------------------------------------------------------------------
 
-OptimizerState Optimizer::state_dict() const {
-    OptimizerState s;
-    Metadata& md = s.metadata;
+Metadata Optimizer::state_metadata() const {
+    Metadata md;
     md["optimizer"] = kind_;
     for (const auto& [key, value] : options_metadata()) md[key] = value;
     md["param_groups"] = std::to_string(groups_.size());
-    const std::vector<std::string> buffers = state_buffer_names();
     for (std::size_t g = 0; g < groups_.size(); ++g) {
         md[fmt::format("group.{}.lr", g)] = to_decimal(*groups_[g].lr);
         md[fmt::format("group.{}.weight_decay", g)] = to_decimal(*groups_[g].weight_decay);
         for (const auto& [name, p] : groups_[g].params) {
             md[name + ".group"] = std::to_string(g);
-            auto it = state_.find(name);
-            if (it == state_.end() || !it->second.initialized) continue;
-            const ParamState& st = it->second;
-            for (const auto& b : buffers) s.tensors.emplace_back(name + "." + b, from_array(*st.buffer(b)));
-            if (counts_steps()) md[name + ".step"] = std::to_string(st.step);
+            const ParamState* st = state_of(name);
+            if (st && counts_steps()) md[name + ".step"] = std::to_string(st->step);
         }
     }
+    return md;
+}
+
+const ParamState* Optimizer::state_of(const std::string& name) const {
+    auto it = state_.find(name);
+    return it == state_.end() || !it->second.initialized ? nullptr : &it->second;
+}
+
+OptimizerState Optimizer::state_dict() const {
+    OptimizerState s;
+    s.metadata = state_metadata();
+    const std::vector<std::string> buffers = state_buffer_names();
+    for (const auto& group : groups_)
+        for (const auto& [name, p] : group.params)
+            if (const ParamState* st = state_of(name))
+                for (const auto& b : buffers) s.tensors.emplace_back(name + "." + b, from_array(*st->buffer(b)));
     return s;
 }
 

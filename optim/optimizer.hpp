@@ -144,6 +144,10 @@ public:
 
     // A deep copy of the state (see OptimizerState for the names).
     OptimizerState state_dict() const;
+    // state_dict()'s metadata alone, no buffer copied.
+    Metadata state_metadata() const;
+    // Parameter `name`'s state as it is (read only), or null before its first step.
+    const ParamState* state_of(const std::string& name) const;
     // Restores step counts, buffers and every group's lr and weight_decay; the options must
     // equal this optimizer's. Throws ValueError naming the first difference (kind, option,
     // groups, a missing or unexpected tensor or key, a shape, a step outside [1, 2^53], a number

@@ -35,6 +35,9 @@ void all_reduce_sum(void* data, std::size_t count, Number type);       // in pla
 // send holds W segments of `count` elements each; recv (count) ← Σ over the ranks of segment rank().
 // send and recv do not overlap.
 void reduce_scatter_sum(const void* send, void* recv, std::size_t count, Number type);
+// The same with segments of different sizes: send holds counts[0] + ... + counts[W−1] elements,
+// segment r at offset Σ_{q<r} counts[q]; recv (counts[rank()]) ← Σ over the ranks of segment rank().
+void reduce_scatter_v_sum(const void* send, void* recv, const std::vector<std::size_t>& counts, Number type);
 void broadcast(void* data, std::size_t bytes, int root);
 // recv (W·bytes) ← every rank's `bytes` bytes, in rank order.
 void all_gather(const void* send, std::size_t bytes, void* recv);

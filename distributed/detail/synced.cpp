@@ -144,8 +144,8 @@ void set_dense_gradient(Tensor& p, const real* values) {
     }
 }
 
-void reduce_scatter_in_rank_order(const std::vector<real>& send, const std::vector<std::size_t>& counts,
-                                  std::vector<real>& scratch, real* out) {
+void reduce_scatter_by_alltoall(const std::vector<real>& send, const std::vector<std::size_t>& counts,
+                                std::vector<real>& scratch, real* out) {
     const std::size_t W = counts.size(), r = std::size_t(rank()), n = counts[r];
     std::vector<std::size_t> send_bytes(W), recv_bytes(W, n * sizeof(real));
     for (std::size_t q = 0; q < W; ++q) send_bytes[q] = counts[q] * sizeof(real);
@@ -156,6 +156,25 @@ void reduce_scatter_in_rank_order(const std::vector<real>& send, const std::vect
         const real* x = scratch.data() + q * n;
         for (std::size_t j = 0; j < n; ++j) out[j] += x[j];
     }
+}
+
+void reduce_scatter_in_rank_order(const std::vector<real>& send, const std::vector<std::size_t>& counts,
+                                  std::vector<real>& scratch, real* out) {
+    if (counts.size() == 2) backend::reduce_scatter_v_sum(send.data(), out, counts, kReal);
+    else reduce_scatter_by_alltoall(send, counts, scratch, out);
+}
+
+void all_reduce_in_rank_order(std::vector<real>& buffer, std::vector<real>& scratch, std::vector<real>& segment) {
+    const std::size_t n = buffer.size(), W = std::size_t(world_size());
+    if (W == 2) return backend::all_reduce_sum(buffer.data(), n, kReal);
+    std::vector<std::size_t> counts(W), bytes(W);
+    for (std::size_t q = 0; q < W; ++q) {
+        counts[q] = n / W + (q < n % W ? 1 : 0);
+        bytes[q] = counts[q] * sizeof(real);
+    }
+    segment.resize(counts[std::size_t(rank())]);
+    reduce_scatter_by_alltoall(buffer, counts, scratch, segment.data());
+    backend::all_gather_v(segment.data(), bytes, buffer.data());
 }
 
 SparseGrad mean_sparse_gradient(const Tensor& p) {

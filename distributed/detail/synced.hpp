@@ -67,8 +67,16 @@ void set_dense_gradient(Tensor& p, const real* values);
 // ZeRO (one segment per owner) compute the same bits at any W and on any transport. It sends what
 // a ring reduce-scatter sends, (W − 1)/W of the buffer per rank, in one MPI_Alltoallv; `scratch`
 // receives the W pieces of segment r. Collective.
+void reduce_scatter_by_alltoall(const std::vector<real>& send, const std::vector<std::size_t>& counts,
+                                std::vector<real>& scratch, real* out);
+// The same sums: at W = 2 by MPI's own reduce-scatter (a sum of two numbers is the same in either
+// order, and MPI's collective is the faster: bench/README.md, T9), beyond by the all-to-all above.
 void reduce_scatter_in_rank_order(const std::vector<real>& send, const std::vector<std::size_t>& counts,
                                   std::vector<real>& scratch, real* out);
+// buffer ← the sum over the ranks of `buffer`, every element added in rank order, on every rank:
+// at W = 2 one MPI_Allreduce; beyond, reduce_scatter_in_rank_order on W even segments, then an
+// all-gather. Collective.
+void all_reduce_in_rank_order(std::vector<real>& buffer, std::vector<real>& scratch, std::vector<real>& segment);
 // The mean over the ranks of p's row-sparse gradient (distributed::all_reduce of SparseGrad),
 // every rank's rows in the union; a rank that looked up no row contributes none. Collective.
 SparseGrad mean_sparse_gradient(const Tensor& p);
