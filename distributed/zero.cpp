@@ -56,15 +56,10 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(nn::Module& module, optim::Opti
     for (std::size_t i = 0; i < params.size(); ++i) index_.emplace(params[i].second.impl(), i);
     // The optimizer's parameters must be the module's trainable ones: a rank steps what it owns.
     // Each rank built its own optimizer, so the ranks agree on the outcome before any refuses.
-    std::string refused;
+    std::string refused = optimizer_parameters_problem(op);
     std::set<const TensorImpl*> in_optimizer;
     for (const optim::ParamGroup& g : optimizer.param_groups())
-        for (const auto& [name, p] : g.params) {
-            if (refused.empty() && index_.count(p.impl()) == 0)
-                refused = fmt::format("{}: the optimizer's parameter '{}' is not a trainable parameter of the module; "
-                                      "build the optimizer over the module's named_parameters()", op, name);
-            in_optimizer.insert(p.impl());
-        }
+        for (const auto& [name, p] : g.params) in_optimizer.insert(p.impl());
     for (const auto& [name, p] : params)
         if (refused.empty() && in_optimizer.count(p.impl()) == 0)
             refused = fmt::format("{}: the module's parameter '{}' is not in the optimizer, so no rank would step it; "
@@ -88,6 +83,32 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(nn::Module& module, optim::Opti
 
 ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;
 
+std::string ZeroRedundancyOptimizer::optimizer_parameters_problem(const char* op) const {
+    for (const optim::ParamGroup& g : optimizer_.param_groups())
+        for (const auto& [name, p] : g.params) {
+            if (index_.count(p.impl())) continue;
+            bool in_module = false, frozen = false;
+            for (const auto& [module_name, q] : synced_->module().named_parameters())
+                if (q.impl() == p.impl()) in_module = true, frozen = !q.requires_grad();
+            if (frozen)
+                return fmt::format("{}: the optimizer's parameter '{}' is frozen (requires_grad false) in the module, so "
+                                   "no rank would receive its gradient; build the optimizer over the trainable "
+                                   "parameters only", op, name);
+            return fmt::format(
+                "{}: the optimizer's parameter '{}' is not a {}; a rank steps only the parameters it owns, fixed when "
+                "this ZeroRedundancyOptimizer was built: build the optimizer over the module's trainable "
+                "named_parameters(), then the ZeroRedundancyOptimizer (after any add_param_group)",
+                op, name, in_module ? "trainable parameter of the module when this ZeroRedundancyOptimizer was built"
+                                    : "parameter of the module");
+        }
+    return "";
+}
+
+void ZeroRedundancyOptimizer::check_optimizer_parameters(const char* op) const {
+    const std::string problem = optimizer_parameters_problem(op);
+    if (!problem.empty()) throw ValueError(problem);
+}
+
 int ZeroRedundancyOptimizer::owner(const Tensor& param) const {
     auto it = index_.find(param.impl());
     check(it != index_.end(), "ZeroRedundancyOptimizer::owner", "the tensor is not a trainable parameter of the module");
@@ -101,12 +122,21 @@ NamedTensors ZeroRedundancyOptimizer::owned_parameters() const {
     return mine;
 }
 
-void ZeroRedundancyOptimizer::zero_grad(bool set_to_none) { optimizer_.zero_grad(set_to_none); }
+void ZeroRedundancyOptimizer::zero_grad(bool set_to_none) {
+    optimizer_.zero_grad(set_to_none);
+    reduced_ = false;  // a new step's gradients: the next reduce is its first
+}
 
 void ZeroRedundancyOptimizer::reduce_scatter_gradients() {
+    const char* op = "ZeroRedundancyOptimizer::reduce_scatter_gradients";
+    // Not idempotent, unlike DDP's all-reduce: after one, rank q holds the mean of its own
+    // parameters and 0 (or nothing) for the others, so a second would leave the mean / W.
+    check(!reduced_, op, "called again before step() or zero_grad(): each rank already holds the mean gradient of "
+          "its own parameters and has sent the others', so a second reduce would divide the mean by W again; call "
+          "step(), or zero_grad() to start the step over");
     const auto t0 = std::chrono::steady_clock::now();
     stats_ = ZeroStats{};
-    const std::vector<GradPath> path = synced_->gradient_paths("ZeroRedundancyOptimizer::reduce_scatter_gradients");
+    const std::vector<GradPath> path = synced_->gradient_paths(op);
     const NamedTensors& params = synced_->params();
     for (std::size_t i = 0; i < params.size(); ++i) paths_[i] = int(path[i]);
     reduced_ = true;
@@ -191,6 +221,7 @@ void ZeroRedundancyOptimizer::step() {
                               "rank would step its parameters with its own gradients", op);
     if (refused.empty()) {
         try {
+            check_optimizer_parameters(op);
             optimizer_.step([&](const Tensor& p) { return owns(p); });
         } catch (const std::exception& e) {
             refused = e.what();
@@ -270,6 +301,7 @@ NamedTensors optimizer_parameters(const optim::Optimizer& opt) {
 }  // namespace
 
 optim::OptimizerState ZeroRedundancyOptimizer::state_dict() const {
+    check_optimizer_parameters("ZeroRedundancyOptimizer::state_dict");
     const NamedTensors params = optimizer_parameters(optimizer_);
     const std::vector<std::string> buffers = optimizer_.state_buffer_names();
     const bool counts_steps = optimizer_.counts_steps();
@@ -304,6 +336,7 @@ optim::OptimizerState ZeroRedundancyOptimizer::state_dict() const {
 
 void ZeroRedundancyOptimizer::load_state_dict(const optim::OptimizerState& state) {
     const char* op = "ZeroRedundancyOptimizer::load_state_dict";
+    check_optimizer_parameters(op);
     // This rank's part: the whole state without the other ranks' parameters' buffers and steps.
     std::set<std::string> others;
     for (const auto& [name, p] : optimizer_parameters(optimizer_)) {
@@ -335,6 +368,7 @@ void ZeroRedundancyOptimizer::load_state_dict(const optim::OptimizerState& state
 }
 
 optim::MemoryReport ZeroRedundancyOptimizer::memory_report() const {
+    check_optimizer_parameters("ZeroRedundancyOptimizer::memory_report");
     optim::MemoryReport report = optimizer_.memory_report();
     report.sharded = true;
     report.rank = rank_;

@@ -66,21 +66,25 @@ public:
     // and copies rank 0's parameters and buffers into every rank's. Collective: every rank builds
     // it together, before loading a checkpoint (load_state_dict needs the owners). Throws
     // ValueError on every rank naming the first difference between the ranks, for a stage other
-    // than 1 or 2, bucket_bytes 0, or a parameter in one of the module and the optimizer only.
+    // than 1 or 2, bucket_bytes 0, or a parameter in one of the module and the optimizer only
+    // (a frozen one in the optimizer too); step(), state_dict(), load_state_dict() and
+    // memory_report() refuse alike a parameter added to the optimizer since.
     ZeroRedundancyOptimizer(nn::Module& module, optim::Optimizer& optimizer, ZeroOptions options = {});
     ~ZeroRedundancyOptimizer();
     ZeroRedundancyOptimizer(const ZeroRedundancyOptimizer&) = delete;
     ZeroRedundancyOptimizer& operator=(const ZeroRedundancyOptimizer&) = delete;
 
-    // The optimizer's zero_grad: every gradient dropped (or zeroed in place).
+    // The optimizer's zero_grad: every gradient dropped (or zeroed in place); the next
+    // reduce_scatter_gradients() starts a new step.
     void zero_grad(bool set_to_none = true);
 
     // After the last backward of the step: each rank's own parameters receive the mean over the
     // ranks of their gradients (one reduce-scatter per bucket; a row-sparse table the union of the
     // ranks' rows, as DDP). The other parameters' gradients are zeroed in place (stage 1) or freed
     // (stage 2): they were sent to their owners. A parameter no rank has a gradient for keeps none.
-    // Collective. Throws the same ValueError on every rank, changing no gradient, for the causes
-    // DistributedDataParallel::sync_gradients names.
+    // Once per step: a second call before step() or zero_grad() would divide the means by W again,
+    // and is refused (ValueError, on every rank alike). Collective. Throws the same ValueError on
+    // every rank, changing no gradient, for the causes DistributedDataParallel::sync_gradients names.
     void reduce_scatter_gradients();
 
     // clip_grad_norm_ (norm 2) of the whole model's mean gradient: each rank's Σ g² over its own
@@ -121,6 +125,11 @@ public:
 
 private:
     bool owns(const Tensor& p) const { return owner(p) == rank_; }
+    // The message naming an optimizer's parameter that no rank owns (frozen in the module, not in
+    // it, or added to the optimizer after this was built), `op` the call; "" when there is none.
+    std::string optimizer_parameters_problem(const char* op) const;
+    // Throws it as a ValueError.
+    void check_optimizer_parameters(const char* op) const;
     void gather_parameters();
 
     std::unique_ptr<detail::SyncedParameters> synced_;

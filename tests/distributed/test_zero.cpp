@@ -400,3 +400,140 @@ TEST_CASE("zero: misuse is refused on every rank with the call to make", "[distr
                               Catch::Contains("'stage 2' on rank 1 and 'stage 1' on rank 0"));
     }
 }
+
+TEST_CASE("zero: a second reduce_scatter_gradients() before step() is refused, since it would divide the mean by W again",
+          "[distributed][zero]") {
+    const int stage = GENERATE(1, 2);
+    const int W = dist::world_size(), r = dist::rank();
+    FourParams m;
+    optim::SGD opt(m.named_parameters(), optim::SGDOptions(0.5));
+    dist::ZeroRedundancyOptimizer zero(m, opt, dist::ZeroOptions().stage(stage));
+    auto set_grads = [&] {  // rank r's gradient r + 1 everywhere: the mean is (W + 1) / 2
+        for (auto& [name, p] : m.named_parameters()) set_leaf_grad(*p.impl(), Grad(Array(p.data().shape(), real(r + 1))));
+    };
+    set_grads();
+    zero.reduce_scatter_gradients();
+    CHECK_THROWS_WITH(zero.reduce_scatter_gradients(),
+                      Catch::Contains("ZeroRedundancyOptimizer::reduce_scatter_gradients: called again before step() "
+                                      "or zero_grad()"));
+    // zero_grad() starts the step over: the next reduce is the first again.
+    zero.zero_grad();
+    set_grads();
+    zero.reduce_scatter_gradients();
+    zero.step();  // θ ← 0 − 0.5 · mean
+    const real mean = real(W + 1) / 2;
+    for (auto& [name, p] : m.named_parameters()) require_values(p, xgrad::full(p.shape(), -0.5f * mean), 0);
+}
+
+TEST_CASE("zero: an optimizer's parameter no bucket holds is refused by name: frozen, or added to the optimizer since",
+          "[distributed][zero]") {
+    FourParams m;
+    m.d.requires_grad_(false);
+    optim::Adam with_frozen(m.named_parameters(), optim::AdamOptions(1.0));  // fine for one process
+    CHECK_THROWS_WITH(dist::ZeroRedundancyOptimizer(m, with_frozen),
+                      Catch::Contains("ZeroRedundancyOptimizer: the optimizer's parameter 'd' is frozen "
+                                      "(requires_grad false) in the module"));
+    m.d.requires_grad_(true);
+    optim::Adam opt(m.named_parameters(), optim::AdamOptions(1.0));
+    dist::ZeroRedundancyOptimizer zero(m, opt);
+    optim::ParamGroup extra;
+    extra.params.emplace_back("extra", Tensor(xgrad::zeros({2})).requires_grad_(true));
+    opt.add_param_group(extra);
+    for (auto& [name, p] : m.named_parameters()) set_leaf_grad(*p.impl(), Grad(Array(p.data().shape(), real(1))));
+    zero.reduce_scatter_gradients();
+    const std::string added = "the optimizer's parameter 'extra' is not a parameter of the module";
+    CHECK_THROWS_WITH(zero.step(), Catch::Contains("ZeroRedundancyOptimizer::step: " + added));
+    CHECK_THROWS_WITH(zero.state_dict(), Catch::Contains("ZeroRedundancyOptimizer::state_dict: " + added));
+    CHECK_THROWS_WITH(zero.load_state_dict(opt.state_dict()),
+                      Catch::Contains("ZeroRedundancyOptimizer::load_state_dict: " + added));
+    CHECK_THROWS_WITH(zero.memory_report(), Catch::Contains("ZeroRedundancyOptimizer::memory_report: " + added));
+    for (auto& [name, p] : m.named_parameters()) CHECK(p.data()(0) == 0.0f);  // no rank stepped
+}
+
+TEST_CASE("zero: amsgrad, two param groups of different lr, kept gradients and one bucket per parameter step as DDP",
+          "[distributed][zero]") {
+    const int stage = GENERATE(1, 2);
+    auto groups = [](const nn::Module& m) {  // the table at lr 0.05, the head at 0.2
+        optim::ParamGroup table, head;
+        head.lr = 0.2;
+        for (const auto& [name, p] : m.named_parameters()) (name == "emb.weight" ? table : head).params.emplace_back(name, p);
+        return std::vector<optim::ParamGroup>{table, head};
+    };
+    manual_seed(3);
+    xgrad::testing::TinyNet ref;
+    manual_seed(3);
+    xgrad::testing::TinyNet net;
+    optim::Adam ref_opt(groups(ref), optim::AdamOptions(0.05).amsgrad(true));
+    optim::Adam opt(groups(net), optim::AdamOptions(0.05).amsgrad(true));
+    dist::DistributedDataParallel ddp(ref);
+    dist::ZeroRedundancyOptimizer zero(net, opt, dist::ZeroOptions().stage(stage).bucket_bytes(1));
+    for (int step = 0; step < 4; ++step) {
+        IndexArray ids(ArrayShape{2});
+        ids(0) = (dist::rank() + step) % 5;
+        ids(1) = (3 * dist::rank() + step) % 5;
+        ref_opt.zero_grad(false);
+        ref.forward(IndexTensor(ids)).sum().backward();
+        ddp.sync_gradients();
+        ref_opt.step();
+        zero.zero_grad(false);  // kept: stage 2 has freed the others' gradients, which backward makes anew
+        net.forward(IndexTensor(ids)).sum().backward();
+        zero.reduce_scatter_gradients();
+        zero.step();
+        INFO("step " << step + 1 << ", stage " << stage);
+        REQUIRE(values_of(net) == values_of(ref));
+    }
+    const optim::OptimizerState whole = zero.state_dict(), want = ref_opt.state_dict();
+    if (dist::rank() == 0) {
+        CHECK(whole.metadata == want.metadata);
+        REQUIRE(whole.tensors.size() == want.tensors.size());
+        CHECK(whole.tensors.size() == 9);  // exp_avg, exp_avg_sq, max_exp_avg_sq of the 3 tensors
+        for (std::size_t i = 0; i < want.tensors.size(); ++i) require_values(whole.tensors[i].second, want.tensors[i].second, 0);
+    }
+}
+
+namespace {
+// One parameter of 3 elements: at W > 1 every rank but 0 owns nothing.
+struct OneParam : nn::Module {
+    Tensor w;
+    OneParam() { w = register_parameter("w", xgrad::zeros({3})); }
+};
+}  // namespace
+
+TEST_CASE("zero: ranks that own no parameter take part in every call", "[distributed][zero]") {
+    const int W = dist::world_size(), r = dist::rank();
+    OneParam m;
+    optim::Adam opt(m.named_parameters(), optim::AdamOptions(0.1));
+    dist::ZeroRedundancyOptimizer zero(m, opt, dist::ZeroOptions().stage(2));
+    CHECK(zero.owner(m.w) == 0);
+    CHECK(zero.owned_parameters().size() == (r == 0 ? 1u : 0u));
+    const optim::OptimizerState before = zero.state_dict();  // no step yet: the metadata alone
+    if (r == 0) CHECK(before.metadata == opt.state_dict().metadata);
+    CHECK(before.tensors.empty());
+    CHECK(zero.memory_report().rows.at(0).state_bytes_all_ranks == 0);
+    set_leaf_grad(*m.w.impl(), Grad(Array(m.w.data().shape(), real(r + 1))));  // the mean is (W + 1) / 2
+    zero.reduce_scatter_gradients();
+    CHECK(zero.clip_grad_norm_(100.0) == Approx(std::sqrt(3.0) * (W + 1) / 2.0));  // ‖(m, m, m)‖, m the mean
+    zero.step();
+    require_values(m.w, xgrad::full({3}, -0.1f), 1e-6);  // Adam's first step: −lr · sign(g)
+    const optim::OptimizerState whole = zero.state_dict();
+    CHECK(whole.tensors.size() == (r == 0 ? 2u : 0u));
+    const optim::MemoryReport mem = zero.memory_report();
+    CHECK(mem.rows.at(0).state_bytes_all_ranks == 2 * 3 * sizeof(real) + 8);  // m, v and t
+    CHECK(mem.rows.at(0).state_bytes() == (r == 0 ? 2 * 3 * sizeof(real) + 8 : 0u));
+}
+
+TEST_CASE("zero: a step refused by the owner alone (a row-sparse table, SGD with momentum) ends every rank's step",
+          "[distributed][zero]") {
+    xgrad::testing::SparseTableNet net;
+    optim::SGD opt(net.named_parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    dist::ZeroRedundancyOptimizer zero(net, opt, dist::ZeroOptions().stage(2));
+    IndexArray x(ArrayShape{2});
+    x(0) = dist::rank(), x(1) = 7;
+    net.fc->forward(net.emb->forward(IndexTensor(x))).sum().backward();
+    zero.reduce_scatter_gradients();
+    // Alone, the optimizer's own refusal; else every rank names the owner that refused.
+    const std::string owner = dist::world_size() > 1 ? fmt::format("ZeroRedundancyOptimizer::step: refused on rank {}: ",
+                                                                   zero.owner(net.emb->weight)) : "";
+    CHECK_THROWS_WITH(zero.step(), Catch::StartsWith(owner + "SGD.step: 'emb.weight' has a row-sparse gradient, which SGD "
+                                                     "supports only with momentum = 0"));
+}
