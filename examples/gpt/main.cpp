@@ -523,8 +523,8 @@ static int run(const Config& cfg, bool prompt_given) {
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
     // Under ZeRO both are collective: the whole state gathered onto rank 0 (empty elsewhere), and
-    // the memory table with every rank's share.
-    const optim::OptimizerState optimizer_state = zero ? zero->state_dict() : opt->state_dict();
+    // the memory table with every rank's share. Under DDP rank 0 copies its own state.
+    const optim::OptimizerState optimizer_state = zero ? zero->state_dict() : rank0 ? opt->state_dict() : optim::OptimizerState{};
     const optim::MemoryReport memory = zero ? zero->memory_report() : opt->memory_report();
     if (!rank0) return 0;  // the rest is rank 0's: the files, the report, the samples, the pictures
     examples::FinalSaves saves;  // a failed save is reported, the other files are still written
