@@ -91,8 +91,8 @@ public:
     // parameters, summed over the ranks, gives the figure one process would, bit for bit; each
     // rank scales its own gradients. Returns ‖G‖ before clipping. Collective; call between
     // reduce_scatter_gradients() and step() (optim::clip_grad_norm_ there would see this rank's
-    // share only). Throws ValueError for max_norm < 0 or NaN, before reduce_scatter_gradients(),
-    // and for a non-finite ‖G‖ when error_if_nonfinite.
+    // share only). Throws ValueError for a max_norm < 0 or NaN; when called before
+    // reduce_scatter_gradients(); for a non-finite ‖G‖ when error_if_nonfinite.
     double clip_grad_norm_(double max_norm, bool error_if_nonfinite = false);
 
     // Each rank steps its own parameters with the optimizer, then every rank receives the others'

@@ -144,8 +144,9 @@ static examples::BatchSplit prepare_run(const Config& cfg) {
     if (batch_split.world > 1 || batch_split.accum > 1)
         fmt::print("{}\n", examples::world_line(batch_split, cfg.threads, "windows"));
     if (cfg.zero > 0)
-        fmt::print("ZeRO   stage {}: each rank keeps the optimizer state{} of its own parameters only\n", cfg.zero,
-                   cfg.zero == 2 ? " and the reduced gradients" : "");
+        fmt::print("ZeRO   stage {}: each rank keeps the optimizer state{} of its own parameters only (the memory "
+                   "figures before training are the whole model's; the table at the end gives this rank's share)\n",
+                   cfg.zero, cfg.zero == 2 ? " and the reduced gradients" : "");
     std::error_code ec;
     if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));

@@ -98,7 +98,10 @@ Trajectory train_gpt(int stage, int steps) {
         std::vector<std::size_t> offsets(static_cast<std::size_t>(B));
         for (auto& o : offsets) o = pick(rng);
         const gpt::Batch mine = gpt::windows(text, my_slice(offsets), int(c.block));
-        opt->zero_grad();
+        if (ddp)
+            opt->zero_grad();
+        else
+            zero->zero_grad();  // also starts the step over: the next reduce is its first
         Tensor loss = nn::functional::cross_entropy(model.forward(mine.x), mine.y);
         loss.backward();
         if (ddp) {
