@@ -219,19 +219,22 @@ void ZeroRedundancyOptimizer::step() {
     if (!reduced_)
         refused = fmt::format("{}: call reduce_scatter_gradients() after backward and before step(): without it each "
                               "rank would step its parameters with its own gradients", op);
+    const auto mine = [&](const Tensor& p) { return owns(p); };
     if (refused.empty()) {
         try {
             check_optimizer_parameters(op);
-            optimizer_.step([&](const Tensor& p) { return owns(p); });
+            optimizer_.check_step(mine);  // the step's checks, before any rank changes anything
         } catch (const std::exception& e) {
             refused = e.what();
         }
     }
-    // Every rank learns whether any refused, so that none waits in the all-gather below.
+    // Every rank learns whether any refused, so that all step or none does, and none waits in the
+    // all-gather below.
     const std::vector<std::string> texts = gather_if_different(refused);  // empty: every rank alike
     for (std::size_t q = 0; q < texts.size(); ++q)
         if (!texts[q].empty()) throw ValueError(fmt::format("{}: refused on rank {}: {}", op, q, texts[q]));
     if (!refused.empty()) throw ValueError(refused);  // every rank refused alike
+    optimizer_.step(mine);
     reduced_ = false;
     if (world_size() > 1) gather_parameters();
     stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -98,8 +98,9 @@ public:
     // Each rank steps its own parameters with the optimizer, then every rank receives the others'
     // (one all-gather per bucket; the rows a row-sparse step changed, from their owner). Collective.
     // Throws ValueError on every rank when reduce_scatter_gradients() has not run since the last
-    // step, and the optimizer's ValueError, the same on every rank, when a rank's step refuses
-    // its gradients (the ranks whose step succeeded keep it).
+    // step, and the optimizer's ValueError, the same on every rank (naming the rank), when a
+    // rank's optimizer refuses its gradients: every rank checks its step (Optimizer::check_step)
+    // and the ranks agree before any steps, so then no rank has changed anything.
     void step();
 
     // The whole optimizer state, gathered onto rank 0 in exactly the form one process's

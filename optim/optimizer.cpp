@@ -213,10 +213,9 @@ void Optimizer::add_param_group(ParamGroup group) {
 
 void Optimizer::step() { step(nullptr); }
 
-void Optimizer::step(const std::function<bool(const Tensor& param)>& only) {
+void Optimizer::check_step(const std::function<bool(const Tensor& param)>& only) const {
     const std::string op = kind_ + ".step";
     auto skipped = [&](const Tensor& p) { return only && !only(p); };
-    // 1. Validate everything first: a throw below leaves parameters and state untouched.
     for (const auto& group : groups_) {
         const double lr = group.lr.value_or(NAN), wd = group.weight_decay.value_or(NAN);
         check(std::isfinite(lr) && lr >= 0 && std::isfinite(wd) && wd >= 0, op.c_str(),
@@ -264,6 +263,11 @@ void Optimizer::step(const std::function<bool(const Tensor& param)>& only) {
             }
         }
     }
+}
+
+void Optimizer::step(const std::function<bool(const Tensor& param)>& only) {
+    check_step(only);  // 1. everything validated first: a throw leaves parameters and state untouched
+    auto skipped = [&](const Tensor& p) { return only && !only(p); };
     // 2. Update. ParamState is created at a parameter's first gradient, never before.
     for (const auto& group : groups_) {
         for (const auto& [name, p] : group.params) {

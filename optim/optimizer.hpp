@@ -131,6 +131,10 @@ public:
     // their gradients are neither checked nor read. For an optimizer whose state is sharded
     // across ranks (distributed/zero.hpp: each rank steps the parameters it owns).
     void step(const std::function<bool(const Tensor& param)>& only);
+    // The checks step(only) makes before it changes anything, alone: throws the same ValueError, or
+    // returns having changed nothing. For ranks that must all know they can step before any does
+    // (distributed/zero.hpp).
+    void check_step(const std::function<bool(const Tensor& param)>& only = nullptr) const;
 
     // set_to_none (the default, as in PyTorch ≥ 2.0): drop every gradient. Otherwise dense
     // gradients are zeroed in place and sparse ones emptied (k = 0), by core/accumulate.cpp.
