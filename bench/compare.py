@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6, T1–T6 and T4gen, and xgrad
-alone on T7, T8 and T9, and print one table.
+alone on W7 (bench/w7.py: the gemm libraries per product shape), T7, T8 and T9, and print one table.
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
@@ -30,6 +30,7 @@ import tempfile
 import time
 
 import t9  # bench/t9.py: ZeRO against DDP under mpirun
+import w7  # bench/w7.py: OpenBLAS, libxsmm, BLIS and xgrad::gemm on each product shape
 from page import WORKLOAD_ORDER, print_table  # bench/page.py: the results page
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -468,7 +469,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,T1,T2,T3,T4,T4gen,T5,T6,T7,T8,T9",
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,T1,T2,T3,T4,T4gen,T5,T6,T7,T8,T9",
                     help="comma-separated workloads (default all)")
     ap.add_argument("--t4-steps", type=int, default=200, help="T4, T9: steps of each examples/gpt run (default 200)")
     ap.add_argument("--w6-steps", type=int, default=0,
@@ -495,7 +496,7 @@ def main():
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
     pt = [dict() for _ in range(args.repeats)]
     mem, gpt_runs, dp_runs, gen_runs = [], [], [], []
-    attention_runs, t6_runs, t7_runs, t8_runs, t9_runs = [], [], [], [], []  # T5, T6, T7, T8, T9
+    attention_runs, t6_runs, t7_runs, t8_runs, t9_runs, w7_runs = [], [], [], [], [], []  # T5-T9, W7
     tools = dict(run=run, steady_rate=steady_rate, fmt_range=fmt_range, met_at_least=met_at_least, MPIRUN=MPIRUN, MPI_ENV=MPI_ENV)
     for rep in range(args.repeats):
         for w in only:
@@ -523,6 +524,9 @@ def main():
                 continue
             if w == "T9":
                 t9_runs.append(t9.measure(args, rep, tools))
+                continue
+            if w == "W7":
+                w7_runs.append(w7.measure(args, tools))
                 continue
             if w == "T3":
                 if os.path.exists(os.path.join(args.build, "examples", "gpt")):
@@ -602,6 +606,8 @@ def main():
         rows.append(("W6   wall time of the run", "s", fmt_range([m["xgrad_seconds"] for m in mem], lambda v: f"{v:.1f}"),
                      fmt_range([m["torch_seconds"] for m in mem], lambda v: f"{v:.1f}"), "", "", ""))
 
+    if w7_runs:
+        rows += w7.rows(w7_runs, tools)
     if gpt_runs:
         speed = [g["torch_seconds"] / g["xgrad_seconds"] for g in gpt_runs]
         rows.append(("T3 examples/gpt default run (2,000 steps): wall time", "s",
@@ -642,7 +648,7 @@ def main():
         rows += t8_rows(t8_runs)
     if t9_runs:
         rows += t9.rows(t9_runs, tools)
-    sides = "xgrad alone" if set(only) <= {"T7", "T8", "T9"} else f"xgrad vs PyTorch {pt_version()}"
+    sides = "xgrad alone" if set(only) <= {"W7", "T7", "T8", "T9"} else f"xgrad vs PyTorch {pt_version()}"
     print_table(args, f"{sides}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
@@ -651,7 +657,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs, "t4": dp_runs,
                        "t4gen": gen_runs, "t5": attention_runs, "t6": t6_runs, "t7": t7_runs, "t8": t8_runs,
-                       "t9": t9_runs, "load": [load_start, load_end]}, f, indent=1)
+                       "t9": t9_runs, "w7": w7_runs, "load": [load_start, load_end]}, f, indent=1)
 
 
 # The targets for xgrad's own speed-up at 2 threads: T1 and W2 at least 1.5x their

@@ -71,7 +71,7 @@ T1_PROFILE = [
 
 
 # The page's workloads in table order; a row's workload is the first word of its first cell.
-WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9")
+WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9")
 
 
 def workload_of(row):
@@ -171,8 +171,10 @@ def print_table(args, title, load, header, rows, date):
         "hand. A run with `--merge` replaces the rows of the workloads it measured and keeps the others'",
         "rows and runs: a row's first word, its workload, names the run it comes from. The workloads are",
         "defined in `bench/xgrad_bench.cpp` and `bench/torch_peer.py` (W6: the default `examples/char_mlp`",
-        "run; T3: the default `examples/gpt` run and `bench/torch_gpt.py`; T4: examples/gpt's default step",
-        "in several processes, `t4()` in `bench/compare.py`; T4gen:",
+        "run; W7: each matrix-product shape of T1, T5 and the BPE model's head as one call on OpenBLAS,",
+        "libxsmm, BLIS and `xgrad::gemm`, each timed for --min-time / 4, xgrad alone, `bench/gemm_shapes.cpp`",
+        "and `bench/w7.py`; T3: the default `examples/gpt` run and `bench/torch_gpt.py`; T4: examples/gpt's",
+        "default step in several processes, `t4()` in `bench/compare.py`; T4gen:",
         "generation with and without the KV cache, `t4gen()` in `bench/compare.py` and `bench/torch_peer.py`;",
         "T5: causal attention alone, the tiled kernel against the fused one and PyTorch's composed form;",
         "T6: examples/gpt at block 1,024 with and without `--checkpoint-blocks`, and `bench/torch_gpt.py`,",
@@ -190,7 +192,9 @@ def print_table(args, title, load, header, rows, date):
         "step, forward, backward and update; T2: one op's forward and backward); tokens/s are T4's",
         "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10), T4gen's",
         "new tokens generated per second (512 or 448 per generation; PyTorch's 512); GB/s and MB are 10^9",
-        "bytes/s and 10^6 bytes; W5's GFLOP/s count 2·m·k·n per matmul; MiB are 2^20 bytes of peak resident",
+        "bytes/s and 10^6 bytes; W5's GFLOP/s count 2·m·k·n per matmul, W7's 2·M·N·K per gemm call (its",
+        "PyTorch column holds the three libraries' medians, its ratio the fastest one's over xgrad's);",
+        "MiB are 2^20 bytes of peak resident",
         "memory (GNU time's %M, W6 and T6); T5's KiB are 2^10 bytes saved for backward by one forward",
         "(malloc's bytes in use after it, minus before, minus the output); MB/s are 10^6 bytes of text per",
         "second (T8: the KJV's bytes over the time of one whole encoding or decoding); s are seconds of",
