@@ -126,11 +126,12 @@ build-profile: deps
 
 # Release build with the benchmarks on; compare.py runs xgrad_bench and bench/torch_peer.py side by
 # side and prints the table. Debian's python (/usr/bin/python3) is the one that has python3-torch.
-# gemm_shapes (W7) exists once install-deps --bench has put libxsmm and BLIS in place.
+# gemm_shapes (W7) exists once install-deps --bench has put libxsmm and BLIS in place;
+# allreduce_order (T9) in a build with MPI, which install-deps installs.
 bench:
 	@bash .ci/install-deps --bench
 	$(call configure,$(BENCH_BUILD)) -DCMAKE_BUILD_TYPE=Release -DXGRAD_BUILD_BENCH=ON
-	cmake --build $(BENCH_BUILD) -j $(JOBS) --target xgrad_bench memory_accounting char_mlp gpt gemm_shapes
+	cmake --build $(BENCH_BUILD) -j $(JOBS) --target xgrad_bench memory_accounting char_mlp gpt gemm_shapes allreduce_order
 	/usr/bin/python3 bench/compare.py --build $(BENCH_BUILD) $(ARGS)
 
 clean:
