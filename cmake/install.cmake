@@ -40,6 +40,13 @@ install(EXPORT xgradTargets NAMESPACE xgrad:: DESTINATION ${XGRAD_INSTALL_CMAKED
 
 # The config file finds MPI again only when xgrad_distributed was built on it.
 set(XGRAD_WITH_MPI ${MPI_CXX_FOUND})
+# libxsmm is a static library linked PRIVATE into a static xgrad: a consumer links it too, so the
+# config file re-finds it when this build used it.
+if(LIBXSMM_FOUND)
+  set(XGRAD_WITH_LIBXSMM ON)
+else()
+  set(XGRAD_WITH_LIBXSMM OFF)
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/xgradConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/xgradConfig.cmake
                               INSTALL_DESTINATION ${XGRAD_INSTALL_CMAKEDIR})
@@ -64,5 +71,8 @@ if(PROJECT_IS_TOP_LEVEL)
   set(CPACK_DEBIAN_PACKAGE_SECTION devel)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
       "xtl-dev, libxsimd-dev, libxtensor-dev, libopenblas-dev, nlohmann-json3-dev, libfmt-dev, zlib1g-dev, libpcre2-dev, pkgconf, cmake")
+  if(LIBXSMM_FOUND)
+    string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libxsmm-dev")
+  endif()
   include(CPack)
 endif()

@@ -1,10 +1,25 @@
-// core/blas.cpp — gemm on OpenBLAS's cblas (see core/blas.hpp).
+// core/blas.cpp — gemm on OpenBLAS's cblas and, for small float products, libxsmm (see
+// core/blas.hpp).
+//
+// Which library runs a one-thread product (gemm_one_thread, the rule in use_libxsmm):
+//   M = 1                                   OpenBLAS's gemv (one row: streams B once)
+//   libxsmm built in, float, beta 0 or 1 (beta 1 with alpha ≠ 1: only A·Bᵀ or Aᵀ·Bᵀ),
+//   and M·N·K ≤ 10⁸, except Aᵀ·B with N ≥ 512
+//                                           libxsmm's JIT kernel for the shape
+//   anything else                           OpenBLAS's gemm
+// libxsmm (Debian libxsmm-dev) generates a kernel per shape with nothing packed, which wins where
+// packing costs as much as the multiply-adds; OpenBLAS's packed panels win on large products.
+// Without libxsmm (XGRAD_HAVE_LIBXSMM undefined) every product is OpenBLAS's.
 #include <xgrad/core/blas.hpp>
 
 #include <cblas.h>
+#ifdef XGRAD_HAVE_LIBXSMM
+#include <libxsmm.h>
+#endif
 
 #include <algorithm>
 #include <climits>
+#include <memory>
 #include <mutex>
 
 #include <xgrad/core/parallel.hpp>
@@ -12,6 +27,61 @@
 namespace xgrad {
 
 namespace {
+
+#if defined(XGRAD_HAVE_LIBXSMM) && !defined(XGRAD_DOUBLE)
+// libxsmm below M·N·K = 10⁸, OpenBLAS above, and OpenBLAS for Aᵀ·B with N ≥ 512 (a weight
+// gradient dW = dYᵀ·X of a wide layer): the rule stands on the per-shape rows W7 of
+// bench/README.md (OpenBLAS, libxsmm and BLIS on every product of T1, T5 and the BPE head).
+// libxsmm's kernels compute alpha = 1 with beta 0 or 1 only; gemm_libxsmm applies another alpha to its own copy of
+// Bᵀ, or with beta = 0 to C after the kernel, and leaves the rest (beta = 1 with alpha ≠ 1 on a
+// plain B, beta neither 0 nor 1) to OpenBLAS.
+bool use_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                 real beta) {
+    if (beta != 0 && beta != 1) return false;
+    if (alpha != 1 && !trans_b && beta != 0) return false;
+    if (trans_a && !trans_b && N >= 512) return false;
+    return double(M) * double(N) * double(K) <= 1e8;
+}
+
+// C = alpha·op(A)·op(B) + beta·C on libxsmm; false when libxsmm has no kernel for the shape.
+// libxsmm is column-major: our row-major C (M, N) is its column-major Cᵀ (N, M), and
+//   Cᵀ = op(B)ᵀ · op(A)ᵀ,
+// so B is libxsmm's first operand and A its second. A row-major B (K, N) is the column-major
+// (N, K) = op(B)ᵀ as it stands; a row-major A (M, K) is column-major (K, M) = Aᵀ, so our trans_a
+// is libxsmm's TRANS_B flag. libxsmm 1.17's JIT has no kernel with a transposed first operand,
+// our trans_b: there B (N, K) is first transposed into a scratch Bᵀ (K, N) of this call.
+bool gemm_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
+                  const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
+                  std::size_t ldc) {
+    static std::once_flag init;  // libxsmm's dispatch is thread-safe once libxsmm_init has run
+    std::call_once(init, [] { libxsmm_init(); });
+    const auto i = [](std::size_t v) { return static_cast<libxsmm_blasint>(v); };
+    std::unique_ptr<real[]> bt;  // Bᵀ (K, N), row-major, when trans_b: this call's own, uninitialised
+    const real* first = B;
+    libxsmm_blasint ld_first = i(ldb);
+    if (trans_b) {
+        bt.reset(new real[K * N]);
+        // B row-major (N, K) is column-major (K, N), leading dimension ldb; out: column-major (N, K)
+        libxsmm_otrans(bt.get(), B, sizeof(real), i(K), i(N), i(ldb), i(N));
+        if (alpha != 1)
+            for (std::size_t e = 0; e < K * N; ++e) bt[e] *= alpha;  // alpha·op(B), then alpha = 1
+        first = bt.get();
+        ld_first = i(N);
+    }
+    const libxsmm_blasint la = ld_first, lb = i(lda), lc = i(ldc);
+    const real one = 1;
+    const int flags = (trans_a ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE) |
+                      (beta == 0 ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
+    const libxsmm_smmfunction kernel =
+        libxsmm_smmdispatch(i(N), i(M), i(K), &la, &lb, &lc, &one, &beta, &flags, nullptr);
+    if (!kernel) return false;
+    kernel(first, A, C);
+    if (alpha != 1 && !trans_b)  // beta = 0 here (use_libxsmm): C = op(A)·op(B), then alpha·C
+        for (std::size_t r = 0; r < M; ++r)
+            for (std::size_t c = 0; c < N; ++c) C[r * ldc + c] *= alpha;
+    return true;
+}
+#endif
 
 // One product, or one band of it, on this thread; copy_bt (below) is decided for the whole product.
 void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
@@ -40,6 +110,11 @@ void gemm_one_thread(bool trans_a, bool trans_b, std::size_t M, std::size_t N, s
 #endif
         return;
     }
+#if defined(XGRAD_HAVE_LIBXSMM) && !defined(XGRAD_DOUBLE)
+    if (use_libxsmm(trans_a, trans_b, M, N, K, alpha, beta) &&
+        gemm_libxsmm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
+#endif
 #ifndef XGRAD_DOUBLE
     // A·Bᵀ with a short K (Linear's x·Wᵀ on a narrow input): OpenBLAS 0.3.21's small kernels
     // refuse it (sgemm_small_kernel_permit) and pack both operands; writing Bᵀ out
@@ -68,8 +143,9 @@ constexpr std::size_t kSplitGrain = 16;
 
 // With T = get_pool_threads() > 1 and a large product, C is cut into T bands (by rows when
 // M ≥ N, else columns), each a one-thread sgemm: C[r0:r1, :] = op(A)[r0:r1, :] · op(B). A fixed
-// T gives the same C run to run; against one thread OpenBLAS may pick another kernel for a band
-// and round differently in the last bits. One pool for every loop never oversubscribes the cores.
+// T gives the same C run to run; against one thread a band may run on another library or kernel
+// (the rule above is applied per band) and round differently in the last bits. One pool for
+// every loop never oversubscribes the cores.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
           const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
           std::size_t ldc) {

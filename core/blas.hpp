@@ -4,8 +4,9 @@
 //
 // Row-major; lda/ldb/ldc are row lengths. beta = 1 adds into C (dW += Xᵀ·dY). On OpenBLAS's
 // cblas_sgemm / cblas_dgemm, and its gemv when M = 1 (one row, as in generation, where gemm's
-// packing of B would cost more than the product); <cblas.h> stays in the .cpp (it clashes with
-// xtensor-blas).
+// packing of B would cost more than the product); small float products on libxsmm's JIT kernels
+// when xgrad is built with libxsmm (the rule is in core/blas.cpp). <cblas.h> and <libxsmm.h> stay
+// in the .cpp (cblas.h clashes with xtensor-blas).
 #pragma once
 
 #include <xgrad/core/tensor.hpp>

@@ -1,6 +1,7 @@
 // tests/core/test_matmul.cpp — core/matmul.cpp and the gemm of core/blas.cpp (float32).
 //
-// Covers: gemm's four transpose cases and beta against the triple loop; matmul 2-D, batched,
+// Covers: gemm's four transpose cases and beta against the triple loop, on both sides of the rule
+// that picks libxsmm or OpenBLAS, with padded leading dimensions; matmul 2-D, batched,
 // (B, n, k) @ (k, m), (1, n, k) @ (B, k, m) and (n, k) @ (B, k, m) with their gradients
 // dA = G Bᵀ, dB = Aᵀ G summed over broadcast batches; empty inner and batch dims; the errors of
 // mismatched sizes. Gemm over several threads is in test_threads.cpp; gradchecks in
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <xtensor/xmanipulation.hpp>
 
@@ -52,6 +54,69 @@ TEST_CASE("gemm: all four transpose cases and beta 0 or 1 equal the triple loop"
                          C.data(), c.N);
                     for (std::size_t i = 0; i < C.size(); ++i)
                         REQUIRE(double(C[i]) == Approx(want[i]).margin(1e-4).epsilon(1e-5));
+                }
+            }
+        }
+    }
+}
+
+// The library rule of core/blas.cpp (libxsmm for small float products with beta 0 or 1, alpha
+// applied to its copy of Bᵀ or to C; OpenBLAS above M·N·K = 10⁸, for Aᵀ·B with N ≥ 512 and for
+// beta = 1 with alpha ≠ 1 on a plain B, or beta neither 0 nor 1; OpenBLAS alone when
+// xgrad is built without libxsmm): every side of it, with padded rows (lda, ldb, ldc each past the
+// stored row length), must give the double-precision triple loop's C = alpha·op(A)·op(B) + beta·C
+// within 1e-4 of max |C|, leave the padding alone, and with beta = 0 ignore what C held (NaN).
+TEST_CASE("gemm: both sides of the library rule, padded rows, equal the triple loop in double",
+          "[ops][matmul][gemm]") {
+    struct Case { std::size_t M, N, K; };
+    struct Scalars { real alpha, beta; };
+    const Case cases[] = {{64, 64, 32}, {768, 128, 128}, {7, 5, 3}, {1, 64, 64}, {128, 512, 768},
+                          {768, 4096, 128}};
+    for (const Case c : cases) {
+        const bool big = c.M * c.N * c.K > 100000000;  // one scalar pair there: the loop below is slow
+        for (int ta = 0; ta < 2; ++ta) {
+            for (int tb = 0; tb < 2; ++tb) {
+                for (const Scalars sc : {Scalars{1, 0}, Scalars{1, 1}, Scalars{0.3f, 0}, Scalars{0.3f, 1},
+                                         Scalars{2, 0.5f}}) {
+                    if (big && !(sc.alpha == 1 && sc.beta == 1)) continue;
+                    INFO("M " << c.M << " N " << c.N << " K " << c.K << " ta " << ta << " tb " << tb << " alpha "
+                              << sc.alpha << " beta " << sc.beta);
+                    // stored A (M, K) or (K, M), B (K, N) or (N, K), C (M, N), each row padded
+                    const std::size_t a_rows = ta ? c.K : c.M, a_cols = ta ? c.M : c.K;
+                    const std::size_t b_rows = tb ? c.N : c.K, b_cols = tb ? c.K : c.N;
+                    const std::size_t lda = a_cols + 3, ldb = b_cols + 5, ldc = c.N + 2;
+                    std::vector<real> A(a_rows * lda), B(b_rows * ldb), C(c.M * ldc);
+                    for (std::size_t i = 0; i < A.size(); ++i) A[i] = real(std::sin(0.7 * double(i) + 0.1));
+                    for (std::size_t i = 0; i < B.size(); ++i) B[i] = real(std::cos(0.3 * double(i)));
+                    for (std::size_t i = 0; i < C.size(); ++i)
+                        C[i] = sc.beta == 0 && i % ldc < c.N ? kNaN : real(0.5) - real(i % 3);
+                    const std::vector<real> C0 = C;
+                    // want = alpha·op(A)·op(B) + beta·C, summed in double, row by row of op(B)
+                    std::vector<double> want(c.M * c.N, 0.0);
+                    for (std::size_t m = 0; m < c.M; ++m) {
+                        double* row = want.data() + m * c.N;
+                        for (std::size_t k = 0; k < c.K; ++k) {
+                            const double a = ta ? A[k * lda + m] : A[m * lda + k];
+                            for (std::size_t n = 0; n < c.N; ++n)
+                                row[n] += a * double(tb ? B[n * ldb + k] : B[k * ldb + n]);
+                        }
+                        for (std::size_t n = 0; n < c.N; ++n)
+                            row[n] = double(sc.alpha) * row[n] +
+                                     (sc.beta == 0 ? 0.0 : double(sc.beta) * double(C[m * ldc + n]));
+                    }
+                    double scale = 0;
+                    for (const double v : want) scale = std::max(scale, std::abs(v));
+                    gemm(ta, tb, c.M, c.N, c.K, sc.alpha, A.data(), lda, B.data(), ldb, sc.beta, C.data(), ldc);
+                    double err = 0;
+                    bool padding_kept = true;
+                    for (std::size_t m = 0; m < c.M; ++m) {
+                        for (std::size_t n = 0; n < c.N; ++n)
+                            err = std::max(err, std::abs(double(C[m * ldc + n]) - want[m * c.N + n]));
+                        for (std::size_t n = c.N; n < ldc; ++n)
+                            padding_kept = padding_kept && C[m * ldc + n] == C0[m * ldc + n];
+                    }
+                    CHECK(err <= 1e-4 * scale);  // NaN fails too
+                    CHECK(padding_kept);
                 }
             }
         }
