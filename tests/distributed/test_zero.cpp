@@ -38,6 +38,13 @@ struct FourParams : nn::Module {
     }
 };
 
+// Rank r's gradient of every parameter of m is r + 1 in each element: the mean over the W ranks
+// is (W + 1) / 2.
+void give_rank_gradients(nn::Module& m) {
+    for (auto& [name, p] : m.named_parameters())
+        set_leaf_grad(*p.impl(), Grad(Array(p.data().shape(), real(dist::rank() + 1))));
+}
+
 // The largest relative difference |x − y| / max(|y|, 1e-30) over two lists of numbers.
 double worst_relative(const std::vector<double>& x, const std::vector<double>& y) {
     REQUIRE(x.size() == y.size());
@@ -149,8 +156,7 @@ TEST_CASE("zero: the reduce-scatter leaves the mean on the owner; stage 1 zeros 
     FourParams m;
     optim::SGD opt(m.named_parameters(), optim::SGDOptions(0.5));
     dist::ZeroRedundancyOptimizer zero(m, opt, dist::ZeroOptions().stage(stage));
-    // Rank r's gradient of every parameter is r + 1 in each element: the mean is (W + 1) / 2.
-    for (auto& [name, p] : m.named_parameters()) set_leaf_grad(*p.impl(), Grad(Array(p.data().shape(), real(r + 1))));
+    give_rank_gradients(m);  // the mean is (W + 1) / 2
     zero.reduce_scatter_gradients();
     const real mean = real(W + 1) / 2;
     for (auto& [name, p] : m.named_parameters()) {
@@ -407,21 +413,18 @@ TEST_CASE("zero: misuse is refused on every rank with the call to make", "[distr
 TEST_CASE("zero: a second reduce_scatter_gradients() before step() is refused, since it would divide the mean by W again",
           "[distributed][zero]") {
     const int stage = GENERATE(1, 2);
-    const int W = dist::world_size(), r = dist::rank();
+    const int W = dist::world_size();
     FourParams m;
     optim::SGD opt(m.named_parameters(), optim::SGDOptions(0.5));
     dist::ZeroRedundancyOptimizer zero(m, opt, dist::ZeroOptions().stage(stage));
-    auto set_grads = [&] {  // rank r's gradient r + 1 everywhere: the mean is (W + 1) / 2
-        for (auto& [name, p] : m.named_parameters()) set_leaf_grad(*p.impl(), Grad(Array(p.data().shape(), real(r + 1))));
-    };
-    set_grads();
+    give_rank_gradients(m);  // the mean is (W + 1) / 2
     zero.reduce_scatter_gradients();
     CHECK_THROWS_WITH(zero.reduce_scatter_gradients(),
                       Catch::Contains("ZeroRedundancyOptimizer::reduce_scatter_gradients: called again before step() "
                                       "or zero_grad()"));
     // zero_grad() starts the step over: the next reduce is the first again.
     zero.zero_grad();
-    set_grads();
+    give_rank_gradients(m);
     zero.reduce_scatter_gradients();
     zero.step();  // θ ← 0 − 0.5 · mean
     const real mean = real(W + 1) / 2;
@@ -513,7 +516,7 @@ TEST_CASE("zero: ranks that own no parameter take part in every call", "[distrib
     if (r == 0) CHECK(before.metadata == opt.state_dict().metadata);
     CHECK(before.tensors.empty());
     CHECK(zero.memory_report().rows.at(0).state_bytes_all_ranks == 0);
-    set_leaf_grad(*m.w.impl(), Grad(Array(m.w.data().shape(), real(r + 1))));  // the mean is (W + 1) / 2
+    give_rank_gradients(m);  // the mean is (W + 1) / 2
     zero.reduce_scatter_gradients();
     CHECK(zero.clip_grad_norm_(100.0) == Approx(std::sqrt(3.0) * (W + 1) / 2.0));  // ‖(m, m, m)‖, m the mean
     zero.step();
