@@ -70,14 +70,13 @@ struct CdfPdf {
 }
 
 // y = x Φ(x); at x = -∞ the product -∞ · 0 would be nan: its limit, 0, is used.
-[[gnu::always_inline]] inline Batch gelu_none(const Batch& x) {
-    const Batch y = x * normal_cdf_pdf(x).cdf;
+[[gnu::always_inline]] inline Batch gelu_none(const Batch& x, const CdfPdf& n) {
+    const Batch y = x * n.cdf;
     return xsimd::select(xsimd::isinf(x) && x < kZero, kZero, y);
 }
 
 // dy/dx = Φ(x) + x φ(x); at ±∞, x φ(x) is ∞ · 0 = nan, so its limit 0 is used.
-[[gnu::always_inline]] inline Batch gelu_none_grad(const Batch& x) {
-    const CdfPdf n = normal_cdf_pdf(x);
+[[gnu::always_inline]] inline Batch gelu_none_grad(const Batch& x, const CdfPdf& n) {
     return n.cdf + xsimd::select(xsimd::isinf(x), kZero, x * n.pdf);
 }
 
@@ -89,26 +88,33 @@ const Batch kSqrt2OverPi(real(0.79788456080286535588));  // √(2/π)
 const Batch kC(real(0.044715));
 const Batch kFar(real(20));
 
-[[gnu::always_inline]] inline Batch gelu_tanh(const Batch& x) {
-    const Batch t = xsimd::tanh(kSqrt2OverPi * (x + kC * x * x * x));
+[[gnu::always_inline]] inline Batch tanh_of_u(const Batch& x) { return xsimd::tanh(kSqrt2OverPi * (x + kC * x * x * x)); }
+
+[[gnu::always_inline]] inline Batch gelu_tanh(const Batch& x, const Batch& t) {
     const Batch y = kHalf * x * (kOne + t);
     return xsimd::select(xsimd::abs(x) > kFar, xsimd::max(x, kZero), y);
 }
 
-[[gnu::always_inline]] inline Batch gelu_tanh_grad(const Batch& x) {
-    const Batch x2 = x * x;
-    const Batch t = xsimd::tanh(kSqrt2OverPi * (x + kC * x2 * x));
-    const Batch dy = kHalf * (kOne + t) + kHalf * x * (kOne - t * t) * kSqrt2OverPi * (kOne + Batch(real(3)) * kC * x2);
+[[gnu::always_inline]] inline Batch gelu_tanh_grad(const Batch& x, const Batch& t) {
+    const Batch dy = kHalf * (kOne + t) + kHalf * x * (kOne - t * t) * kSqrt2OverPi * (kOne + Batch(real(3)) * kC * (x * x));
     return xsimd::select(xsimd::abs(x) > kFar, xsimd::select(x > kZero, kOne, kZero), dy);
 }
 
+// Each form gives f(x) alone (value), or f(x) and f'(x) from one evaluation of what they share
+// (value_and_grad): Φ and φ, tanh(u), σ(x).
 struct ExactForm {
-    [[gnu::always_inline]] static Batch value(const Batch& x) { return gelu_none(x); }
-    [[gnu::always_inline]] static Batch grad(const Batch& x) { return gelu_none_grad(x); }
+    [[gnu::always_inline]] static Batch value(const Batch& x) { return gelu_none(x, normal_cdf_pdf(x)); }
+    [[gnu::always_inline]] static void value_and_grad(const Batch& x, Batch& y, Batch& dy) {
+        const CdfPdf n = normal_cdf_pdf(x);
+        y = gelu_none(x, n), dy = gelu_none_grad(x, n);
+    }
 };
 struct TanhForm {
-    [[gnu::always_inline]] static Batch value(const Batch& x) { return gelu_tanh(x); }
-    [[gnu::always_inline]] static Batch grad(const Batch& x) { return gelu_tanh_grad(x); }
+    [[gnu::always_inline]] static Batch value(const Batch& x) { return gelu_tanh(x, tanh_of_u(x)); }
+    [[gnu::always_inline]] static void value_and_grad(const Batch& x, Batch& y, Batch& dy) {
+        const Batch t = tanh_of_u(x);
+        y = gelu_tanh(x, t), dy = gelu_tanh_grad(x, t);
+    }
 };
 
 // ---- SiLU: y = x·σ(x) ------------------------------------------------------------------------------
@@ -129,12 +135,14 @@ struct Sigmoids {
 }
 
 struct SiluForm {
-    [[gnu::always_inline]] static Batch value(const Batch& x) {
-        return xsimd::select(xsimd::isinf(x), xsimd::max(x, kZero), x * sigmoids(x).pos);
+    [[gnu::always_inline]] static Batch value(const Batch& x, const Sigmoids& s) {
+        return xsimd::select(xsimd::isinf(x), xsimd::max(x, kZero), x * s.pos);
     }
-    [[gnu::always_inline]] static Batch grad(const Batch& x) {
+    [[gnu::always_inline]] static Batch value(const Batch& x) { return value(x, sigmoids(x)); }
+    [[gnu::always_inline]] static void value_and_grad(const Batch& x, Batch& y, Batch& dy) {
         const Sigmoids s = sigmoids(x);
-        return xsimd::select(xsimd::isinf(x), xsimd::select(x > kZero, kOne, kZero), s.pos * (kOne + x * s.neg));
+        y = value(x, s);
+        dy = xsimd::select(xsimd::isinf(x), xsimd::select(x > kZero, kOne, kZero), s.pos * (kOne + x * s.neg));
     }
 };
 
@@ -151,12 +159,47 @@ void map_values(const real* x, real* y, std::size_t n) {
     });
 }
 
-// dx = g · f'(x), the same way.
+// y = f(x) and dydx = f'(x) in one pass, the two sharing one exp (and polynomial or tanh).
 template <class Form>
-void map_grads(const real* x, const real* g, real* dx, std::size_t n) {
+void map_values_and_grads(const real* x, real* y, real* dydx, std::size_t n) {
+    parallel_for(registers(n), kGrain, [&](std::size_t b0, std::size_t b1) {
+        for (std::size_t i = b0 * W; i < std::min(b1 * W, n); i += W) {
+            Batch yi, di;
+            Form::value_and_grad(load(x, i, n), yi, di);
+            store(yi, y, i, n);
+            store(di, dydx, i, n);
+        }
+    });
+}
+
+// dx = g ⊙ dydx, the backward of every op here once the forward has saved dydx.
+void multiply(const real* g, const real* dydx, real* dx, std::size_t n) {
     parallel_for(registers(n), kGrain, [&](std::size_t b0, std::size_t b1) {
         for (std::size_t i = b0 * W; i < std::min(b1 * W, n); i += W)
-            store(load(g, i, n) * Form::grad(load(x, i, n)), dx, i, n);
+            store(load(g, i, n) * load(dydx, i, n), dx, i, n);
+    });
+}
+
+// The op y = f(x) with its backward dL/dx = grad_out ⊙ f'(x). When a backward can follow (grad
+// mode on, x requiring grad), f'(x) is computed in the forward pass beside f(x), while x is in
+// registers, and saved (n values, the size of y): the backward is then one multiply, not a second
+// evaluation of exp and the polynomial. Without a backward only y is computed.
+template <class Form>
+Tensor pointwise(const Tensor& x, const char* name) {
+    const Array& xd = x.data();
+    const std::size_t n = xd.size();
+    Array y(xd.shape());
+    if (!(grad_enabled() && x.requires_grad())) {
+        map_values<Form>(xd.data(), y.data(), n);
+        return make_result(std::move(y), name, {x}, nullptr);  // records no node: none is needed
+    }
+    Array dydx(xd.shape());
+    map_values_and_grads<Form>(xd.data(), y.data(), dydx.data(), n);
+    return make_result(std::move(y), name, {x}, [dydx = std::move(dydx)](const Array& grad_out, const Array&) {
+        // in the forward pass this was: y = f(x), and f'(x) was saved; now dL/dx = grad_out ⊙ f'(x)
+        Array dx(dydx.shape());
+        multiply(grad_out.data(), dydx.data(), dx.data(), dydx.size());
+        return make_grads(std::move(dx));
     });
 }
 
@@ -169,47 +212,23 @@ void check_approximate(const std::string& approximate, const char* op) {
 
 // ---- gelu ------------------------------------------------------------------------------------------
 // forward : y = x Φ(x) ("none") or the tanh form (formulas above)     x, y, dL/dx: any shape
-// backward: dL/dx = grad_out · dy/dx, with dy/dx recomputed from the saved x
+// backward: dL/dx = grad_out · dy/dx, dy/dx computed and saved by the forward (pointwise, above)
 // ref: Hendrycks & Gimpel 2016, "Gaussian Error Linear Units"; PyTorch docs, torch.nn.GELU
 namespace functional {
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
     check(x.defined(), "gelu", "the input is an undefined tensor");
     check_approximate(approximate, "gelu");
-    const bool exact = approximate == "none";
-    const Array& xd = x.data();
-    const std::size_t n = xd.size();
-    Array y(xd.shape());
-    if (exact) map_values<ExactForm>(xd.data(), y.data(), n);
-    else       map_values<TanhForm>(xd.data(), y.data(), n);
-    return make_result(std::move(y), "gelu", {x}, [x, exact](const Array& grad_out, const Array&) {
-        // in the forward pass this was: y = gelu(x); now dL/dx = grad_out · gelu'(x)
-        const Array& xd = x.data();
-        const std::size_t n = xd.size();
-        Array dx(xd.shape());
-        const real* g = grad_out.data();
-        if (exact) map_grads<ExactForm>(xd.data(), g, dx.data(), n);
-        else       map_grads<TanhForm>(xd.data(), g, dx.data(), n);
-        return make_grads(std::move(dx));
-    });
+    return approximate == "none" ? pointwise<ExactForm>(x, "gelu") : pointwise<TanhForm>(x, "gelu");
 }
 
 // ---- silu ------------------------------------------------------------------------------------------
 // forward : y = x σ(x)                                  x, y, dL/dx: any shape
-// backward: dL/dx = grad_out · σ(x) (1 + x (1 - σ(x))), recomputed from the saved x
+// backward: dL/dx = grad_out · σ(x) (1 + x (1 - σ(x))), the derivative saved by the forward
 // ref: Elfwing, Uchibe & Doya 2018, "Sigmoid-Weighted Linear Units"; PyTorch docs, torch.nn.SiLU
 Tensor silu(const Tensor& x) {
     check(x.defined(), "silu", "the input is an undefined tensor");
-    const Array& xd = x.data();
-    Array y(xd.shape());
-    map_values<SiluForm>(xd.data(), y.data(), xd.size());
-    return make_result(std::move(y), "silu", {x}, [x](const Array& grad_out, const Array&) {
-        // in the forward pass this was: y = x σ(x); now dL/dx = grad_out · silu'(x)
-        const Array& xd = x.data();
-        Array dx(xd.shape());
-        map_grads<SiluForm>(xd.data(), grad_out.data(), dx.data(), xd.size());
-        return make_grads(std::move(dx));
-    });
+    return pointwise<SiluForm>(x, "silu");
 }
 
 }  // namespace functional

@@ -1,5 +1,6 @@
 // nn/attention.cpp — CausalSelfAttention: the heads split, attended by a kernel picked in plain
-// sight (the composed lesson, or the fused or tiled kernel where exact), and merged again.
+// sight (the composed lesson, or the fused or tiled kernel where exact), and merged again; or, on
+// the fused kernel's packed form, attended where c_attn left them, with no split or merge.
 // Legend as in nn/attention.hpp; the kernels are in nn/attention/.
 #include <xgrad/nn/attention.hpp>
 
@@ -45,9 +46,13 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t d, std::int64_t n_head, Ca
     }
 }
 
-CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x, std::int64_t first_position) const {
+void CausalSelfAttention::check_input(const Tensor& x) const {
     check(x.defined() && x.dim() == 3 && x.size(-1) == d_, "CausalSelfAttention",
           "x must be (B, T, d) with d = {}; got {}", d_, x.defined() ? shape_str(x.shape()) : "undefined");
+}
+
+CausalSelfAttention::Heads CausalSelfAttention::split_heads(const Tensor& x, std::int64_t first_position) const {
+    check_input(x);
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1)), hd = d_ / n_head_;
     const std::int64_t e = n_kv_head_ * hd;
     Tensor q, k, v;  // (B, T, d), (B, T, e), (B, T, e)
@@ -95,13 +100,23 @@ Tensor CausalSelfAttention::combined_mask(const Tensor& x, const Tensor& attn_ma
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) const {
+    const double p = is_training() ? options_.dropout() : 0.0;
+    // As nanoGPT's `if self.flash:`, a fast kernel where it is exactly the composed function: no
+    // attn_mask and no dropout.
+    const bool fast = options_.fast_kernels() && !attn_mask.defined() && p == 0;
+    if (fast && c_attn && !options_.rope() && n_kv_head_ == n_head_ && x.defined() && x.dim() == 3 &&
+        std::int64_t(x.size(1)) < kTiledFromT) {
+        // The fused kernel on c_attn's output as it stands: it reads head h's q, k and v at their
+        // columns of qkv (B, T, 3d) and writes y (B, T, d) with the heads side by side, so nothing
+        // is copied to split the heads (narrow, reshape, transpose below) or to merge them, in
+        // either pass. The same sums as the split, fused_causal_attention and the merge.
+        check_input(x);
+        return c_proj->forward(functional::fused_causal_attention_packed(c_attn->forward(x), n_head_));
+    }
     Heads h = split_heads(x, 0);
     const auto B = std::int64_t(x.size(0)), T = std::int64_t(x.size(1));
     h.k = repeat_kv(h.k), h.v = repeat_kv(h.v);  // (B, H, T, hd): one K/V head per query head
-    const double p = is_training() ? options_.dropout() : 0.0;
-    // y (B, H, T, hd) = causal attention of each head. As nanoGPT's `if self.flash:`, a fast kernel
-    // where it is exactly the composed function: no attn_mask and no dropout.
-    const bool fast = options_.fast_kernels() && !attn_mask.defined() && p == 0;
+    // y (B, H, T, hd) = causal attention of each head
     Tensor y;
     if (!fast && !attn_mask.defined()) {  // the lesson: composed from core ops (nn/attention/composed.cpp)
         y = functional::scaled_dot_product_attention(h.q, h.k, h.v, Tensor(), /*is_causal=*/true, p);

@@ -55,7 +55,10 @@ private:
 //     k, v (B, H, T, hd)       = each K/V head repeated for its g = H / Hkv query heads (Hkv < H)
 //     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: with fast_kernels, no
 //                                attn_mask and no dropout, tiled_causal_attention for T ≥
-//                                kTiledFromT, fused_causal_attention below; else composed
+//                                kTiledFromT, fused_causal_attention below; else composed.
+//                                Below kTiledFromT with c_attn, no rope and Hkv = H, the fused
+//                                kernel reads the heads in place: fused_causal_attention_packed
+//                                on c_attn's output, y (B, T, d), no split or merge copied
 //     out (B, T, d)            = the output projection of y transposed back to (B, T, H, hd), (B, T, d)
 // Hkv = H is multi-head attention, Hkv = 1 multi-query (Shazeer 2019), between grouped-query
 // (Ainslie et al. 2023): the K/V projections and the KV cache shrink by g.
@@ -103,6 +106,7 @@ private:
         Tensor q;     // (B, H, T, hd)
         Tensor k, v;  // (B, Hkv, T, hd)
     };
+    void check_input(const Tensor& x) const;  // x (B, T, d), else ValueError
     Heads split_heads(const Tensor& x, std::int64_t first_position) const;
     Tensor merge_heads(const Tensor& y, std::int64_t B, std::int64_t T) const;  // (B, H, T, hd) → out (B, T, d)
     Tensor repeat_kv(const Tensor& t) const;  // (B, Hkv, T, hd) → (B, H, T, hd)

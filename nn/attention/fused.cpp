@@ -14,6 +14,15 @@
 //   dq (Tq, hd) = scale · dS · k        dk (Tk, hd) = scale · dSᵀ · q
 // The four products that sum over Tq or Tk are gemm_visible (core/masked_matmul.hpp): gemm, with
 // any row that met a non-finite value across the diagonal summed again over j ≤ i.
+//
+// Where the matrices live. The kernels below read each operand through a HeadView: matrix n is
+// at a base address plus an offset, its rows ld apart, which gemm takes as its lda. Two layouts:
+//   fused_causal_attention           q (N, Tq, hd) contiguous: matrix n at n·Tq·hd, ld = hd
+//   fused_causal_attention_packed    qkv (B, T, 3d) as c_attn writes it, d = H·hd, n = b·H + h:
+//                                    q of (b, h) at b·T·3d + h·hd, k d further, v 2d further,
+//                                    ld = 3d; out (B, T, d): b·T·d + h·hd, ld = d
+// The second is the first on the heads that split_heads would copy out (narrow, reshape,
+// transpose(1, 2)) and merge_heads copy back: the same sums, with no copy in either pass.
 // ref: Vaswani et al. 2017, eq. (1); llm.c attention_backward (train_gpt2.c).
 #include <xgrad/nn/attention/fused.hpp>
 
@@ -35,27 +44,43 @@ namespace {
 // Causality as gemm_visible reads it: query i sees key j, and key j is seen by query i, iff j ≤ i.
 bool sees(std::size_t i, std::size_t j) { return j <= i; }
 bool seen_by(std::size_t j, std::size_t i) { return j <= i; }
-}  // namespace
 
-Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::optional<double> scale_opt) {
-    const detail::AttentionSizes s = detail::check_qkv(q, k, &v, "fused_causal_attention");
-    const std::size_t Tq = s.Tq, Tk = s.Tk, hd = s.hd, hv = s.hv;
-    const real scale = detail::attention_scale(scale_opt, hd, "fused_causal_attention");
-    std::size_t N = 1;  // B·H matrices
-    for (std::size_t n : s.lead) N *= n;
-    ArrayShape ys = array_shape(q.data());
-    ys.back() = hv;
-    Array out(ys);
-    Array P(ArrayShape{N, Tq, Tk});  // the weights, saved for the backward
-    const real* pq = q.data().data();
-    const real* pk = k.data().data();
-    const real* pv = v.data().data();
-    // The N matrices are shared out over the threads (each thread's gemm runs on it alone).
-    parallel_for(N, 1, [&](std::size_t n0, std::size_t n1) {
+// The N matrices of one operand: matrix n = (b, h), b = n / heads, h = n % heads, starts at
+// data + b·batch_stride + h·head_stride; its rows are ld elements apart.
+template <class T>
+struct HeadView {
+    T* data;
+    std::size_t heads, batch_stride, head_stride, ld;
+    T* operator()(std::size_t n) const { return data + (n / heads) * batch_stride + (n % heads) * head_stride; }
+};
+using In = HeadView<const real>;
+using Out = HeadView<real>;
+
+// N contiguous (rows, cols) matrices.
+template <class T>
+HeadView<T> contiguous(T* data, std::size_t rows, std::size_t cols) { return {data, 1, rows * cols, 0, cols}; }
+
+// The H heads of hd columns each in a (B, T, width) array, the first from column `first`: head
+// (b, h) of T rows starts at b·T·width + first + h·hd.
+template <class T>
+HeadView<T> heads_of(T* data, std::size_t H, std::size_t T_, std::size_t width, std::size_t hd, std::size_t first) {
+    return {data + first, H, T_ * width, hd, width};
+}
+
+struct Sizes {
+    std::size_t N, Tq, Tk, hd, hv;
+    real scale;
+};
+
+// out and P (N, Tq, Tk) from q, k, v: the forward above. The N matrices are shared out over the
+// threads (each thread's gemm runs on it alone).
+void attend(const Sizes& s, In q, In k, In v, Out out, real* P) {
+    const std::size_t Tq = s.Tq, Tk = s.Tk;
+    parallel_for(s.N, 1, [&](std::size_t n0, std::size_t n1) {
         for (std::size_t n = n0; n < n1; ++n) {
-            real* Pn = P.data() + n * Tq * Tk;
+            real* Pn = P + n * Tq * Tk;
             // S (Tq, Tk) = scale · q · kᵀ
-            gemm(false, true, Tq, Tk, hd, scale, pq + n * Tq * hd, hd, pk + n * Tk * hd, hd, 0, Pn, Tk);
+            gemm(false, true, Tq, Tk, s.hd, s.scale, q(n), q.ld, k(n), k.ld, 0, Pn, Tk);
             for (std::size_t i = 0; i < Tq; ++i) {
                 // causal: query i sees keys 0..i; the others get weight exactly 0 (e^-inf)
                 const std::size_t seen = std::min(i + 1, Tk);
@@ -64,41 +89,88 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                 std::fill(row + seen, row + Tk, real(0));
             }
             // out (Tq, hv) = P · v, row i summing over its keys j ≤ i only (a future NaN stays out)
-            gemm_visible(false, false, Tq, hv, Tk, 1, Pn, Tk, pv + n * Tk * hv, hv, out.data() + n * Tq * hv, hv,
-                         sees);
+            gemm_visible(false, false, Tq, s.hv, Tk, 1, Pn, Tk, v(n), v.ld, out(n), out.ld, sees);
         }
     });
-    return make_result(
-        std::move(out), "fused_causal_attention", {q, k, v},
-        [q, k, v, P = std::move(P), N, Tq, Tk, hd, hv, scale](const Array& g, const Array&) {
-            const real* pq = q.data().data();
-            const real* pk = k.data().data();
-            const real* pv = v.data().data();
-            Array dq(q.data().shape()), dk(k.data().shape()), dv(v.data().shape());
-            parallel_for(N, 1, [&](std::size_t n0, std::size_t n1) {
-                std::vector<real> dS(Tq * Tk);  // dL/dP, then dL/dS, of one matrix
-                for (std::size_t n = n0; n < n1; ++n) {
-                    const real* Pn = P.data() + n * Tq * Tk;
-                    const real* gn = g.data() + n * Tq * hv;
-                    // in the forward pass this was: out = P · v; so dP = g · vᵀ and dv = Pᵀ · g
-                    gemm(false, true, Tq, Tk, hv, 1, gn, hv, pv + n * Tk * hv, hv, 0, dS.data(), Tk);
-                    gemm_visible(true, false, Tk, hv, Tq, 1, Pn, Tk, gn, hv, dv.data() + n * Tk * hv, hv, seen_by);
-                    // in the forward pass this was: P = softmax(S) per row; so dS = P ⊙ (dP − Σ dP⊙P)
-                    for (std::size_t i = 0; i < Tq; ++i) {
-                        const std::size_t seen = std::min(i + 1, Tk);
-                        real* row = dS.data() + i * Tk;
-                        softmax_backward_row(Pn + i * Tk, row, row, seen);
-                        std::fill(row + seen, row + Tk, real(0));
-                    }
-                    // in the forward pass this was: S = scale · q · kᵀ; so dq = scale · dS · k, dk = scale · dSᵀ · q
-                    gemm_visible(false, false, Tq, hd, Tk, scale, dS.data(), Tk, pk + n * Tk * hd, hd,
-                                 dq.data() + n * Tq * hd, hd, sees);
-                    gemm_visible(true, false, Tk, hd, Tq, scale, dS.data(), Tk, pq + n * Tq * hd, hd,
-                                 dk.data() + n * Tk * hd, hd, seen_by);
-                }
-            });
-            return make_grads(std::move(dq), std::move(dk), std::move(dv));
-        });
+}
+
+// dq, dk, dv from g = dL/dout and the saved P: the backward above. Every element of dq, dk and
+// dv is written (gemm with beta = 0), so they may start uninitialised.
+void attend_backward(const Sizes& s, const real* P, In g, In q, In k, In v, Out dq, Out dk, Out dv) {
+    const std::size_t Tq = s.Tq, Tk = s.Tk;
+    parallel_for(s.N, 1, [&](std::size_t n0, std::size_t n1) {
+        std::vector<real> dS(Tq * Tk);  // dL/dP, then dL/dS, of one matrix
+        for (std::size_t n = n0; n < n1; ++n) {
+            const real* Pn = P + n * Tq * Tk;
+            // in the forward pass this was: out = P · v; so dP = g · vᵀ and dv = Pᵀ · g
+            gemm(false, true, Tq, Tk, s.hv, 1, g(n), g.ld, v(n), v.ld, 0, dS.data(), Tk);
+            gemm_visible(true, false, Tk, s.hv, Tq, 1, Pn, Tk, g(n), g.ld, dv(n), dv.ld, seen_by);
+            // in the forward pass this was: P = softmax(S) per row; so dS = P ⊙ (dP − Σ dP⊙P)
+            for (std::size_t i = 0; i < Tq; ++i) {
+                const std::size_t seen = std::min(i + 1, Tk);
+                real* row = dS.data() + i * Tk;
+                softmax_backward_row(Pn + i * Tk, row, row, seen);
+                std::fill(row + seen, row + Tk, real(0));
+            }
+            // in the forward pass this was: S = scale · q · kᵀ; so dq = scale · dS · k, dk = scale · dSᵀ · q
+            gemm_visible(false, false, Tq, s.hd, Tk, s.scale, dS.data(), Tk, k(n), k.ld, dq(n), dq.ld, sees);
+            gemm_visible(true, false, Tk, s.hd, Tq, s.scale, dS.data(), Tk, q(n), q.ld, dk(n), dk.ld, seen_by);
+        }
+    });
+}
+}  // namespace
+
+Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::optional<double> scale_opt) {
+    const detail::AttentionSizes a = detail::check_qkv(q, k, &v, "fused_causal_attention");
+    Sizes s{1, a.Tq, a.Tk, a.hd, a.hv, detail::attention_scale(scale_opt, a.hd, "fused_causal_attention")};
+    for (std::size_t n : a.lead) s.N *= n;  // B·H matrices
+    ArrayShape ys = array_shape(q.data());
+    ys.back() = s.hv;
+    Array out(ys);
+    Array P(ArrayShape{s.N, s.Tq, s.Tk});  // the weights, saved for the backward
+    attend(s, contiguous(q.data().data(), s.Tq, s.hd), contiguous(k.data().data(), s.Tk, s.hd),
+           contiguous(v.data().data(), s.Tk, s.hv), contiguous(out.data(), s.Tq, s.hv), P.data());
+    return make_result(std::move(out), "fused_causal_attention", {q, k, v},
+                       [q, k, v, P = std::move(P), s](const Array& g, const Array&) {
+                           Array dq(q.data().shape()), dk(k.data().shape()), dv(v.data().shape());
+                           attend_backward(s, P.data(), contiguous(g.data(), s.Tq, s.hv),
+                                           contiguous(q.data().data(), s.Tq, s.hd),
+                                           contiguous(k.data().data(), s.Tk, s.hd),
+                                           contiguous(v.data().data(), s.Tk, s.hv), contiguous(dq.data(), s.Tq, s.hd),
+                                           contiguous(dk.data(), s.Tk, s.hd), contiguous(dv.data(), s.Tk, s.hv));
+                           return make_grads(std::move(dq), std::move(dk), std::move(dv));
+                       });
+}
+
+Tensor fused_causal_attention_packed(const Tensor& qkv, std::int64_t n_head, std::optional<double> scale_opt) {
+    const char* op = "fused_causal_attention_packed";
+    check(qkv.defined(), op, "qkv is an undefined tensor");
+    const ArrayShape xs = array_shape(qkv.data());
+    check(xs.size() == 3, op, "qkv must be (B, T, 3·d); got shape {}", lazy_shape(xs));
+    check(n_head >= 1, op, "n_head must be positive; got {}", n_head);
+    const std::size_t B = xs[0], T = xs[1], H = std::size_t(n_head);
+    check(xs[2] > 0 && xs[2] % (3 * H) == 0, op,
+          "the last dim of qkv ({}) must be 3 · n_head · hd: a positive multiple of 3 · n_head = {}", xs[2], 3 * H);
+    const std::size_t d = xs[2] / 3, hd = d / H;
+    const Sizes s{B * H, T, T, hd, hd, detail::attention_scale(scale_opt, hd, op)};
+    Array out(ArrayShape{B, T, d});
+    Array P(ArrayShape{s.N, T, T});  // the weights, saved for the backward
+    const real* x = qkv.data().data();
+    // q, k, v: the heads of qkv (B, T, 3d) from columns 0, d, 2d; out: the heads of (B, T, d)
+    attend(s, heads_of(x, H, T, 3 * d, hd, 0), heads_of(x, H, T, 3 * d, hd, d), heads_of(x, H, T, 3 * d, hd, 2 * d),
+           heads_of(out.data(), H, T, d, hd, 0), P.data());
+    return make_result(std::move(out), op, {qkv}, [qkv, P = std::move(P), s, H, d](const Array& g, const Array&) {
+        // dqkv (B, T, 3d): dq, dk and dv written straight into their columns, nothing summed
+        Array dqkv(qkv.data().shape());
+        const real* x = qkv.data().data();
+        real* dx = dqkv.data();
+        const std::size_t T = s.Tq, hd = s.hd;
+        attend_backward(s, P.data(), heads_of(g.data(), H, T, d, hd, 0), heads_of(x, H, T, 3 * d, hd, 0),
+                        heads_of(x, H, T, 3 * d, hd, d), heads_of(x, H, T, 3 * d, hd, 2 * d),
+                        heads_of(dx, H, T, 3 * d, hd, 0), heads_of(dx, H, T, 3 * d, hd, d),
+                        heads_of(dx, H, T, 3 * d, hd, 2 * d));
+        return make_grads(std::move(dqkv));
+    });
 }
 
 }  // namespace xgrad::nn::functional

@@ -27,3 +27,13 @@ TEST_CASE("fused_causal_attention: gradcheck with Tq != Tk and a scale") {
     REQUIRE_GRADCHECK([](const std::vector<Tensor>& in) { return F::fused_causal_attention(in[0], in[1], in[2]); },
                       k, q, v5);  // Tq 4 < Tk 5, scale 1/√hd
 }
+
+// The packed form on its own: every head reads and writes its own columns of qkv, so a wrong
+// offset or leading dimension shows as a wrong column of dL/dqkv.
+TEST_CASE("fused_causal_attention_packed: gradcheck with two batches, three heads and a scale") {
+    manual_seed(43);
+    Tensor qkv = leaf({2, 4, 3 * 3 * 2});  // B 2, T 4, H 3, hd 2
+    REQUIRE_GRADCHECK([](const std::vector<Tensor>& in) { return F::fused_causal_attention_packed(in[0], 3, 0.9); },
+                      qkv);
+    REQUIRE_GRADCHECK([](const std::vector<Tensor>& in) { return F::fused_causal_attention_packed(in[0], 1); }, qkv);
+}

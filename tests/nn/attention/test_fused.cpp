@@ -2,17 +2,20 @@
 // against its oracle, the composed scaled_dot_product_attention with is_causal (nn/attention/composed.cpp).
 // Values and the gradients of q, k and v for a G whose entries all differ, to 1e-5, on shapes
 // with Tq = Tk, Tq < Tk and Tq > Tk, no leading dims and two, head widths that are and are not a
-// multiple of the SIMD width, and a given scale. Then CausalSelfAttention with fast_kernels on
-// and off. Shapes: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv); x (B, T, d).
+// multiple of the SIMD width, and a given scale. The packed form, which reads the heads from c_attn's
+// (B, T, 3d) output, against the same oracle with the heads split and merged around it. Then
+// CausalSelfAttention with fast_kernels on and off. Shapes: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv); x (B, T, d).
 // The double-precision gradcheck of the kernel alone is in gradcheck_fused.cpp.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <xgrad/core/autograd.hpp>
+#include <xgrad/core/slicing.hpp>
 #include <xgrad/nn/attention.hpp>
 #include <xgrad/nn/attention/fused.hpp>
 #include "test_helpers.hpp"
@@ -78,6 +81,58 @@ TEST_CASE("fused_causal_attention: bad shapes throw ValueError naming the op", "
     CHECK_THROWS_AS(F::fused_causal_attention(zeros({4}), zeros({4}), zeros({4})), ValueError);
 }
 
+// The packed form against the split it skips: q, k, v narrowed from qkv, each (B, T, H, hd) →
+// (B, H, T, hd), the composed oracle, and the heads merged back to (B, T, d).
+TEST_CASE("fused_causal_attention_packed equals the heads split, the composed attention, the heads merged",
+          "[nn][attention][fused]") {
+    struct Case {
+        std::int64_t B, T, H, hd;
+        std::optional<double> scale;
+    };
+    const Case cases[] = {{2, 16, 3, 8, std::nullopt}, {1, 9, 1, 5, 0.6}, {3, 33, 4, 32, std::nullopt}, {2, 1, 2, 3, std::nullopt}};
+    manual_seed(37);
+    for (const Case& c : cases) {
+        INFO("B " << c.B << ", T " << c.T << ", H " << c.H << ", hd " << c.hd);
+        const std::int64_t d = c.H * c.hd;
+        const Tensor x0 = randn({c.B, c.T, 3 * d}), G = randn({c.B, c.T, d});
+        Tensor xp = x0.detach().requires_grad_(), xs = x0.detach().requires_grad_();
+        Tensor yp = F::fused_causal_attention_packed(xp, c.H, c.scale);
+        auto heads = [&](std::int64_t part) {
+            return narrow(xs, -1, part * d, d).reshape({c.B, c.T, c.H, c.hd}).transpose(1, 2);
+        };
+        Tensor ys = F::scaled_dot_product_attention(heads(0), heads(1), heads(2), Tensor(), /*is_causal=*/true, 0.0,
+                                                    c.scale)
+                        .transpose(1, 2)
+                        .reshape({c.B, c.T, d});
+        REQUIRE(yp.shape() == Shape{c.B, c.T, d});
+        require_values(yp, ys, 1e-5);
+        yp.backward(G);
+        ys.backward(G);
+        require_values(xp.grad(), xs.grad(), 1e-5);
+    }
+}
+
+TEST_CASE("fused_causal_attention_packed: bad shapes and n_head throw ValueError naming the op - empty B and T give empty y",
+          "[nn][attention][fused]") {
+    using Catch::Matchers::Contains;
+    CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({2, 3, 12}), 0),
+                      Contains("fused_causal_attention_packed") && Contains("n_head"));
+    CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({2, 3, 12}), 3),
+                      Contains("fused_causal_attention_packed") && Contains("multiple of 3 · n_head = 9"));
+    CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({2, 3, 0}), 1), Contains("positive multiple"));
+    CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({3, 12}), 2),
+                      Contains("fused_causal_attention_packed") && Contains("(B, T, 3·d)"));
+    CHECK_THROWS_AS(F::fused_causal_attention_packed(Tensor(), 2), ValueError);
+    CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({1, 2, 6}), 1, std::nan("")), Contains("scale"));
+    for (const Shape& s : {Shape{0, 4, 12}, Shape{2, 0, 12}}) {
+        Tensor x = zeros(s).requires_grad_();
+        Tensor y = F::fused_causal_attention_packed(x, 2);
+        REQUIRE(y.shape() == Shape{s[0], s[1], 4});
+        y.sum().backward();
+        REQUIRE(x.grad().shape() == s);
+    }
+}
+
 TEST_CASE("CausalSelfAttention: the fused and the composed path give the same values and gradients",
           "[nn][attention][fused]") {
     manual_seed(5);
@@ -88,8 +143,10 @@ TEST_CASE("CausalSelfAttention: the fused and the composed path give the same va
     const Tensor x0 = randn({2, 10, 12}), G = randn({2, 10, 12});
     Tensor xf = x0.detach().requires_grad_(), xc = x0.detach().requires_grad_();
     Tensor yf = fused.forward(xf), yc = composed.forward(xc);
-    REQUIRE(graph_has(yf, "fused_causal_attention"));  // the two paths really differ
-    REQUIRE_FALSE(graph_has(yc, "fused_causal_attention"));
+    REQUIRE(graph_has(yf, "fused_causal_attention_packed"));  // the two paths really differ
+    REQUIRE_FALSE(graph_has(yf, "narrow"));                   // the heads read in place
+    REQUIRE_FALSE(graph_has(yf, "permute"));
+    REQUIRE_FALSE(graph_has(yc, "fused_causal_attention_packed"));
     REQUIRE(graph_has(yc, "softmax"));
     require_values(yf, yc, 1e-5);
     yf.backward(G);

@@ -208,7 +208,7 @@ TEST_CASE("CausalSelfAttention: the tiled kernel from kTiledFromT on, the fused 
         Tensor yf = fast.forward(xf), yc = composed.forward(xc);
         const bool long_context = T >= nn::CausalSelfAttention::kTiledFromT;
         REQUIRE(graph_has(yf, "tiled_causal_attention") == long_context);
-        REQUIRE(graph_has(yf, "fused_causal_attention") == !long_context);
+        REQUIRE(graph_has(yf, "fused_causal_attention_packed") == !long_context);
         require_values(yf, yc, 1e-5);
         weighted_sum(yf, G).backward();
         weighted_sum(yc, G).backward();
