@@ -10,10 +10,16 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
+#include <xgrad/core/parallel.hpp>
 
 namespace xgrad::nn {
 
 namespace functional {
+
+namespace {
+// The least work handed to a second thread: rows of y to fill with b, columns of G to sum.
+constexpr std::size_t kRowGrain = 64, kColumnGrain = 64;
+}  // namespace
 
 // ---- linear (fused matmul + bias) ----------------------------------------------------------------
 // forward : Y (R, out) = X (R, in) · Wᵀ + b,      R = all leading dims of x flattened
@@ -42,7 +48,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     Array y(ys);
     if (bias.defined()) {
         const real* b = bias.data().data();
-        for (std::size_t r = 0; r < R; ++r) std::copy_n(b, out, y.data() + r * out);
+        parallel_for(R, kRowGrain, [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) std::copy_n(b, out, y.data() + r * out);
+        });
     }
     gemm(false, true, R, out, in, 1, x.data().data(), in, weight.data().data(), in, bias.defined() ? 1 : 0,
          y.data(), out);
@@ -67,11 +75,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 grads[1] = std::move(dw);
             }
             if (rb) {
+                // db[j] = Σ_r G[r, j], rows in order: each thread sums its own columns
                 Array db = xt::zeros<real>({out});
                 real* pdb = db.data();
                 const real* pg = g.data();
-                for (std::size_t r = 0; r < R; ++r)
-                    for (std::size_t j = 0; j < out; ++j) pdb[j] += pg[r * out + j];
+                parallel_for(out, kColumnGrain, [&](std::size_t j0, std::size_t j1) {
+                    for (std::size_t r = 0; r < R; ++r)
+                        for (std::size_t j = j0; j < j1; ++j) pdb[j] += pg[r * out + j];
+                });
                 grads[2] = std::move(db);
             }
             return grads;
