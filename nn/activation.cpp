@@ -4,8 +4,9 @@
 //   gelu(x) ≈ ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))                         (tanh form)
 //   silu(x) = x·σ(x)                               silu'(x) = σ(x) (1 + x (1 − σ(x)))
 // Above the ops, each formula as a kernel over one SIMD register of W values (a Batch,
-// core/detail/simd.hpp), with xsimd's exp and tanh and, for Φ, one fitted polynomial. Legend: x any
-// shape, n = x.numel(). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid
+// core/detail/simd.hpp), with xsimd's exp and tanh and, for Φ, one fitted polynomial. The forward
+// pass computes f'(x) beside f(x) and saves it, so the backward is one multiply (pointwise, below).
+// Legend: x any shape, n = x.numel(). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid
 // against double std::erfc and PyTorch, and silu at hand-computed points;
 // tests/nn/gradcheck_activation.cpp gradchecks both GELU forms and SiLU.
 #include <xgrad/nn/activation.hpp>

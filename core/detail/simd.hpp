@@ -1,6 +1,8 @@
 // core/detail/simd.hpp — the one SIMD helper: a register of real values and its loads and stores.
 // Legend: a Batch is one SIMD register of W values of type real (xsimd::batch<real>): W = 8
-// floats or 4 doubles with AVX2. A row is walked in whole registers, then a tail of fewer than W.
+// floats or 4 doubles with AVX2, the library's width; 16 or 8 in nn/activation.cpp where the
+// machine has AVX-512 (CMakeLists.txt). A row is walked in whole registers, then a tail of fewer
+// than W.
 // ref: xsimd docs, xsimd::batch (load_unaligned, store_unaligned, hadd).
 #pragma once
 
