@@ -149,7 +149,12 @@ Tensor fused_causal_attention_packed(const Tensor& qkv, std::int64_t n_head, std
     check(xs.size() == 3, op, "qkv must be (B, T, 3·d); got shape {}", lazy_shape(xs));
     check(n_head >= 1, op, "n_head must be positive; got {}", n_head);
     const std::size_t B = xs[0], T = xs[1], H = std::size_t(n_head);
-    check(xs[2] > 0 && xs[2] % (3 * H) == 0, op,
+    // H ≤ the last dim / 3 first, so that 3 · H below cannot wrap past 2^64 to a divisor of it
+    check(xs[2] > 0 && H <= xs[2] / 3, op,
+          "the last dim of qkv ({}) must be 3 · n_head · hd with hd ≥ 1: a positive multiple of 3 · n_head, "
+          "at least 3 · {}",
+          xs[2], n_head);
+    check(xs[2] % (3 * H) == 0, op,
           "the last dim of qkv ({}) must be 3 · n_head · hd: a positive multiple of 3 · n_head = {}", xs[2], 3 * H);
     const std::size_t d = xs[2] / 3, hd = d / H;
     const Sizes s{B * H, T, T, hd, hd, detail::attention_scale(scale_opt, hd, op)};

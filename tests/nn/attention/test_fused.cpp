@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <xgrad/core/autograd.hpp>
@@ -120,6 +121,18 @@ TEST_CASE("fused_causal_attention_packed: bad shapes and n_head throw ValueError
     CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({2, 3, 12}), 3),
                       Contains("fused_causal_attention_packed") && Contains("multiple of 3 · n_head = 9"));
     CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({2, 3, 0}), 1), Contains("positive multiple"));
+    // An n_head whose 3 · n_head passes 2^64 in size_t: 3 · 6148914691236517206 = 2^64 + 2 wraps to
+    // 2, 3 · 6148914691236517208 to 8 and 3 · (2^63 - 1) to 2^63 - 3. None may pass as a divisor of
+    // the last dim (hd would be 0, with B · n_head weight matrices), nor show wrapped in the message.
+    for (const auto& [last, n_head] : {std::pair<std::int64_t, std::int64_t>{2, 6148914691236517206},
+                                       {8, 6148914691236517208}, {6, 9223372036854775807}}) {
+        INFO("last dim " << last << ", n_head " << n_head);
+        const Tensor qkv = zeros({1, 2, last});
+        const std::string msg = message_of<ValueError>([&] { F::fused_causal_attention_packed(qkv, n_head, 1.0); });
+        CHECK_THAT(msg, Contains("fused_causal_attention_packed") && Contains(std::to_string(n_head)));
+        CHECK_THAT(msg, !Contains("9223372036854775805"));
+        CHECK_THAT(message_of<ValueError>([&] { F::fused_causal_attention_packed(qkv, n_head); }), !Contains("scale"));
+    }
     CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({3, 12}), 2),
                       Contains("fused_causal_attention_packed") && Contains("(B, T, 3·d)"));
     CHECK_THROWS_AS(F::fused_causal_attention_packed(Tensor(), 2), ValueError);
