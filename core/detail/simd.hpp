@@ -1,8 +1,8 @@
 // core/detail/simd.hpp — the one SIMD helper: a register of real values and its loads and stores.
 // Legend: a Batch is one SIMD register of W values of type real (xsimd::batch<real>): W = 8
-// floats or 4 doubles with AVX2, the library's width; 16 or 8 in nn/activation.cpp where the
-// machine has AVX-512 (CMakeLists.txt). A row is walked in whole registers, then a tail of fewer
-// than W.
+// floats or 4 doubles with AVX2, the library's width; 16 or 8 in nn/activation.cpp and
+// nn/attention/tiled.cpp where the machine has AVX-512 (CMakeLists.txt). A row is walked in whole
+// registers, then a tail of fewer than W.
 // ref: xsimd docs, xsimd::batch (load_unaligned, store_unaligned, hadd).
 #pragma once
 
@@ -28,8 +28,12 @@ V load(const real* p) {
 inline void store(const Batch& v, real* p) { v.store_unaligned(p); }
 inline void store(real v, real* p) { *p = v; }
 
-// Tail-safe: values [i, i + W) of p, which holds n values; lanes past n are 0.
-inline Batch load(const real* p, std::size_t i, std::size_t n) {
+// Tail-safe: values [i, i + W) of p, which holds n values; lanes past n are 0. A template, as
+// load<V> above, so that its symbol names the register type: a file compiled for wider registers
+// (CMakeLists.txt) then never shares a definition with the others (the return type alone is not
+// part of a function's symbol).
+template <class V = Batch>
+V load(const real* p, std::size_t i, std::size_t n) {
     if (i + W <= n) return Batch::load_unaligned(p + i);
     alignas(64) real buf[W] = {};
     std::copy(p + i, p + n, buf);
