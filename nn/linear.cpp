@@ -17,8 +17,12 @@ namespace xgrad::nn {
 namespace functional {
 
 namespace {
-// The least work handed to a second thread: rows of y to fill with b, columns of G to sum.
-constexpr std::size_t kRowGrain = 64, kColumnGrain = 64;
+// The least work handed to a second thread, in values: so many rows of y to fill with b, or
+// columns of G to sum, as hold this many (a split costs more than a few thousand values' work).
+constexpr std::size_t kGrainValues = 16384;
+std::size_t grain(std::size_t values_per_item) {
+    return std::max<std::size_t>(1, kGrainValues / std::max<std::size_t>(1, values_per_item));
+}
 }  // namespace
 
 // ---- linear (fused matmul + bias) ----------------------------------------------------------------
@@ -48,7 +52,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     Array y(ys);
     if (bias.defined()) {
         const real* b = bias.data().data();
-        parallel_for(R, kRowGrain, [&](std::size_t r0, std::size_t r1) {
+        parallel_for(R, grain(out), [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) std::copy_n(b, out, y.data() + r * out);
         });
     }
@@ -79,7 +83,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 Array db = xt::zeros<real>({out});
                 real* pdb = db.data();
                 const real* pg = g.data();
-                parallel_for(out, kColumnGrain, [&](std::size_t j0, std::size_t j1) {
+                parallel_for(out, grain(R), [&](std::size_t j0, std::size_t j1) {
                     for (std::size_t r = 0; r < R; ++r)
                         for (std::size_t j = j0; j < j1; ++j) pdb[j] += pg[r * out + j];
                 });
