@@ -6,8 +6,8 @@
 // Above the ops, each formula as a kernel over one SIMD register of W values (a Batch,
 // core/detail/simd.hpp), with xsimd's exp and tanh and, for Φ, one fitted polynomial. The forward
 // pass computes f'(x) beside f(x) and saves it, so the backward is one multiply (pointwise, below).
-// Legend: x any shape, n = x.numel(). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a dense grid
-// against double std::erfc and PyTorch, and silu at hand-computed points;
+// Legend: x any shape, n = x.numel(). Oracle: tests/nn/test_activation.cpp checks y and dy/dx on a
+// dense grid against double std::erfc and PyTorch, and silu at hand-computed points;
 // tests/nn/gradcheck_activation.cpp gradchecks both GELU forms and SiLU.
 #include <xgrad/nn/activation.hpp>
 
@@ -89,7 +89,9 @@ const Batch kSqrt2OverPi(real(0.79788456080286535588));  // √(2/π)
 const Batch kC(real(0.044715));
 const Batch kFar(real(20));
 
-[[gnu::always_inline]] inline Batch tanh_of_u(const Batch& x) { return xsimd::tanh(kSqrt2OverPi * (x + kC * x * x * x)); }
+[[gnu::always_inline]] inline Batch tanh_of_u(const Batch& x) {
+    return xsimd::tanh(kSqrt2OverPi * (x + kC * x * x * x));
+}
 
 [[gnu::always_inline]] inline Batch gelu_tanh(const Batch& x, const Batch& t) {
     const Batch y = kHalf * x * (kOne + t);
@@ -97,7 +99,8 @@ const Batch kFar(real(20));
 }
 
 [[gnu::always_inline]] inline Batch gelu_tanh_grad(const Batch& x, const Batch& t) {
-    const Batch dy = kHalf * (kOne + t) + kHalf * x * (kOne - t * t) * kSqrt2OverPi * (kOne + Batch(real(3)) * kC * (x * x));
+    const Batch du_dx = kSqrt2OverPi * (kOne + Batch(real(3)) * kC * (x * x));
+    const Batch dy = kHalf * (kOne + t) + kHalf * x * (kOne - t * t) * du_dx;
     return xsimd::select(xsimd::abs(x) > kFar, xsimd::select(x > kZero, kOne, kZero), dy);
 }
 

@@ -4,7 +4,8 @@
 // with Tq = Tk, Tq < Tk and Tq > Tk, no leading dims and two, head widths that are and are not a
 // multiple of the SIMD width, and a given scale. The packed form, which reads the heads from c_attn's
 // (B, T, 3d) output, against the same oracle with the heads split and merged around it. Then
-// CausalSelfAttention with fast_kernels on and off. Shapes: q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv); x (B, T, d).
+// CausalSelfAttention with fast_kernels on and off. Shapes: q (..., Tq, hd), k (..., Tk, hd),
+// v (..., Tk, hv); x (B, T, d).
 // The double-precision gradcheck of the kernel alone is in gradcheck_fused.cpp.
 #include <catch2/catch.hpp>
 
@@ -90,7 +91,8 @@ TEST_CASE("fused_causal_attention_packed equals the heads split, the composed at
         std::int64_t B, T, H, hd;
         std::optional<double> scale;
     };
-    const Case cases[] = {{2, 16, 3, 8, std::nullopt}, {1, 9, 1, 5, 0.6}, {3, 33, 4, 32, std::nullopt}, {2, 1, 2, 3, std::nullopt}};
+    const Case cases[] = {{2, 16, 3, 8, std::nullopt}, {1, 9, 1, 5, 0.6}, {3, 33, 4, 32, std::nullopt},
+                          {2, 1, 2, 3, std::nullopt}};
     manual_seed(37);
     for (const Case& c : cases) {
         INFO("B " << c.B << ", T " << c.T << ", H " << c.H << ", hd " << c.hd);
@@ -113,7 +115,7 @@ TEST_CASE("fused_causal_attention_packed equals the heads split, the composed at
     }
 }
 
-TEST_CASE("fused_causal_attention_packed: bad shapes and n_head throw ValueError naming the op - empty B and T give empty y",
+TEST_CASE("fused_causal_attention_packed: bad shapes and n_head throw ValueError naming the op - empty B, T give empty y",
           "[nn][attention][fused]") {
     using Catch::Matchers::Contains;
     CHECK_THROWS_WITH(F::fused_causal_attention_packed(zeros({2, 3, 12}), 0),
