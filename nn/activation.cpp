@@ -1,5 +1,5 @@
 // nn/activation.cpp — GELU and SiLU, forward and backward, computed with SIMD vectors.
-// The math, which the ops gelu and silu at the end of this file compute element by element:
+// The math, which the ops gelu and silu at the end of this file compute value by value:
 //   gelu(x) = x·Φ(x), Φ the standard normal CDF    gelu'(x) = Φ(x) + x·φ(x)      (exact form)
 //   gelu(x) ≈ ½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))                         (tanh form)
 //   silu(x) = x·σ(x)                               silu'(x) = σ(x) (1 + x (1 − σ(x)))

@@ -109,7 +109,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& attn_mask) co
         // The fused kernel on c_attn's output as it stands: it reads head h's q, k and v at their
         // columns of qkv (B, T, 3d) and writes y (B, T, d) with the heads side by side, so nothing
         // is copied to split the heads (narrow, reshape, transpose below) or to merge them, in
-        // either pass. The same sums as the split, fused_causal_attention and the merge.
+        // either pass. The same sums as the split, fused_causal_attention and the merge. (p = 0
+        // here, so the output dropout below would be the identity.)
         check_input(x);
         return c_proj->forward(functional::fused_causal_attention_packed(c_attn->forward(x), n_head_));
     }

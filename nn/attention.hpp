@@ -54,7 +54,7 @@ private:
 //     q, k                     = apply_rotary(q, k, positions 0..T-1)   if options.rope()
 //     k, v (B, H, T, hd)       = each K/V head repeated for its g = H / Hkv query heads (Hkv < H)
 //     y (B, H, T, hd)          = causal attention of q, k, v [and attn_mask]: with fast_kernels, no
-//                                attn_mask and no dropout, tiled_causal_attention for T ≥
+//                                attn_mask and no dropout (p = 0, or eval()), tiled_causal_attention for T ≥
 //                                kTiledFromT, fused_causal_attention below; else composed.
 //                                Below kTiledFromT with c_attn, no rope and Hkv = H, the fused
 //                                kernel reads the heads in place: fused_causal_attention_packed
