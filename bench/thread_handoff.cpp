@@ -1,5 +1,5 @@
-// bench/thread_handoff.cpp — what it costs to hand work to the second core (issue 12), measured
-// before any threading was designed.
+// bench/thread_handoff.cpp — what it costs to hand work to the second core: the measurement the
+// pool's design (core/parallel.hpp) stands on.
 //
 //   Handoff/*     an empty task for 2 threads: the persistent pool (core/parallel.hpp: spin,
 //                 then sleep), a std::thread started and joined per op, and the pool after
