@@ -34,9 +34,9 @@ namespace {
 // bench/README.md (OpenBLAS, libxsmm and BLIS on every product of T1, T5 and the BPE head). Where
 // the two libraries measure within a few percent of each other (mlp.c_fc's dW, 512 × 128 × 768
 // Aᵀ·B), the rule's side is as good as the other; the rule is not bent shape by shape.
-// libxsmm's kernels compute alpha = 1 with beta 0 or 1 only; gemm_libxsmm applies another alpha to its own copy of
-// Bᵀ, or with beta = 0 to C after the kernel, and leaves the rest (beta = 1 with alpha ≠ 1 on a
-// plain B, beta neither 0 nor 1) to OpenBLAS.
+// libxsmm's kernels compute alpha = 1 with beta 0 or 1 only; gemm_libxsmm applies another alpha
+// to its own copy of Bᵀ, or with beta = 0 to C after the kernel, and leaves the rest (beta = 1
+// with alpha ≠ 1 on a plain B, beta neither 0 nor 1) to OpenBLAS.
 bool use_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                  real beta) {
     if (beta != 0 && beta != 1) return false;

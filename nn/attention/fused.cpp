@@ -27,6 +27,7 @@
 #include <xgrad/nn/attention/fused.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -65,6 +66,14 @@ HeadView<T> contiguous(T* data, std::size_t rows, std::size_t cols) { return {da
 template <class T>
 HeadView<T> heads_of(T* data, std::size_t H, std::size_t T_, std::size_t width, std::size_t hd, std::size_t first) {
     return {data + first, H, T_ * width, hd, width};
+}
+
+// q, k and v of every head in c_attn's (B, T, 3d) layout, d = H·hd: from columns 0, d and 2d.
+template <class T>
+std::array<HeadView<T>, 3> qkv_heads(T* data, std::size_t H, std::size_t T_, std::size_t d) {
+    const std::size_t hd = d / H;
+    return {heads_of(data, H, T_, 3 * d, hd, 0), heads_of(data, H, T_, 3 * d, hd, d),
+            heads_of(data, H, T_, 3 * d, hd, 2 * d)};
 }
 
 struct Sizes {
@@ -160,20 +169,15 @@ Tensor fused_causal_attention_packed(const Tensor& qkv, std::int64_t n_head, std
     const Sizes s{B * H, T, T, hd, hd, detail::attention_scale(scale_opt, hd, op)};
     Array out(ArrayShape{B, T, d});
     Array P(ArrayShape{s.N, T, T});  // the weights, saved for the backward
-    const real* x = qkv.data().data();
-    // q, k, v: the heads of qkv (B, T, 3d) from columns 0, d, 2d; out: the heads of (B, T, d)
-    attend(s, heads_of(x, H, T, 3 * d, hd, 0), heads_of(x, H, T, 3 * d, hd, d), heads_of(x, H, T, 3 * d, hd, 2 * d),
-           heads_of(out.data(), H, T, d, hd, 0), P.data());
+    // q, k, v: the heads of qkv (B, T, 3d); out: the heads of (B, T, d)
+    const auto [q, k, v] = qkv_heads(qkv.data().data(), H, T, d);
+    attend(s, q, k, v, heads_of(out.data(), H, T, d, hd, 0), P.data());
     return make_result(std::move(out), op, {qkv}, [qkv, P = std::move(P), s, H, d](const Array& g, const Array&) {
         // dqkv (B, T, 3d): dq, dk and dv written straight into their columns, nothing summed
         Array dqkv(qkv.data().shape());
-        const real* x = qkv.data().data();
-        real* dx = dqkv.data();
-        const std::size_t T = s.Tq, hd = s.hd;
-        attend_backward(s, P.data(), heads_of(g.data(), H, T, d, hd, 0), heads_of(x, H, T, 3 * d, hd, 0),
-                        heads_of(x, H, T, 3 * d, hd, d), heads_of(x, H, T, 3 * d, hd, 2 * d),
-                        heads_of(dx, H, T, 3 * d, hd, 0), heads_of(dx, H, T, 3 * d, hd, d),
-                        heads_of(dx, H, T, 3 * d, hd, 2 * d));
+        const auto [q, k, v] = qkv_heads(qkv.data().data(), H, s.Tq, d);
+        const auto [dq, dk, dv] = qkv_heads(dqkv.data(), H, s.Tq, d);
+        attend_backward(s, P.data(), heads_of(g.data(), H, s.Tq, d, s.hd, 0), q, k, v, dq, dk, dv);
         return make_grads(std::move(dqkv));
     });
 }
