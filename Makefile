@@ -59,7 +59,7 @@ install: deps
 	$(call configure,$(BUILD)) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS) --target xgrad xgrad_f64 xgrad_distributed xgrad_text
 	cmake --install $(BUILD) --prefix $(PREFIX)
-	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a, libxgrad_f64.a, libxgrad_distributed.a and libxgrad_text.a in lib,"
+	@echo "xgrad is installed in $(PREFIX): headers in include/xgrad, libxgrad.a, libxgrad_f64.a, libxgrad_distributed.a, libxgrad_text.a and libxgrad_io.a in lib,"
 	@echo "the CMake package in lib/cmake/xgrad. A project finds it with -DCMAKE_PREFIX_PATH=$(PREFIX)."
 
 test: deps

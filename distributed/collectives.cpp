@@ -17,19 +17,13 @@
 #include <fmt/format.h>
 
 #include <xgrad/core/error.hpp>
+#include <xgrad/io/checksum.hpp>
 #include <xgrad/distributed/detail/backend.hpp>
 #include <xgrad/distributed/detail/signature.hpp>
 
 namespace xgrad::distributed {
 
 namespace {
-
-// FNV-1a, 64 bits (Fowler, Noll, Vo): h = 14695981039346656037; for each byte b: h = (h xor b) · 1099511628211.
-std::uint64_t fnv1a64(const std::string& bytes) {
-    std::uint64_t h = 14695981039346656037ull;
-    for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ull;
-    return h;
-}
 
 // Every rank's string, in rank order (two rounds: the lengths, then the bytes).
 std::vector<std::string> gather_strings(const std::string& mine) {
@@ -124,7 +118,7 @@ std::vector<std::string> gather_if_different(const std::string& text) {
     const int W = backend::size();
     if (W == 1) return {};
     std::vector<std::uint64_t> hashes(static_cast<std::size_t>(W));
-    const std::uint64_t h = fnv1a64(text);
+    const std::uint64_t h = io::fnv1a64(text);
     backend::all_gather(&h, sizeof h, hashes.data());
     if (std::all_of(hashes.begin(), hashes.end(), [&](std::uint64_t x) { return x == hashes[0]; })) return {};
     return gather_strings(text);
@@ -244,7 +238,7 @@ void check_same_on_all_ranks(const std::string& what, const std::string& text) {
     // Round 1 compares the texts' hashes inside a signature, so that a rank in another collective
     // at this point is told so; only when they differ are the texts themselves gathered, to name
     // the first line where a rank departs from rank 0.
-    const std::string signature = fmt::format("check_same_on_all_ranks({}) {:016x}", what, fnv1a64(text));
+    const std::string signature = fmt::format("check_same_on_all_ranks({}) {:016x}", what, io::fnv1a64(text));
     const std::vector<std::string> all = gather_if_different(signature);
     if (all.empty()) return;
     const std::string prefix = fmt::format("check_same_on_all_ranks({}) ", what);

@@ -1,16 +1,9 @@
 // nn/serialize.cpp — safetensors writer and validating reader (layout in nn/serialize.hpp).
 #include <xgrad/nn/serialize.hpp>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -24,7 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <xgrad/core/parse.hpp>
+#include <xgrad/io/atomic_file.hpp>
+#include <xgrad/io/checksum.hpp>
 
 namespace xgrad::nn {
 
@@ -51,10 +45,6 @@ constexpr std::uint64_t kMaxHeader = 100'000'000;  // readers refuse headers ove
 constexpr const char* kChecksumKey = "xgrad.crc32";
 const std::string kStampPrefix = R"({"__metadata__":{"xgrad.crc32":")";
 const std::size_t kDigitsAt = 8 + kStampPrefix.size();  // 40: the length, then the prefix
-
-std::uint32_t crc32_update(std::uint32_t crc, const void* bytes, std::size_t n) {
-    return static_cast<std::uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(bytes), n));
-}
 
 // The CRC written as "%08x", or nullopt if `text` is not exactly 8 lowercase hex digits.
 std::optional<std::uint32_t> parse_crc(std::string_view text) {
@@ -102,99 +92,12 @@ bool verify_checksum(const std::string& bytes, const std::string& path, const Lo
             ? parse_crc(std::string_view(bytes).substr(kDigitsAt, 8)) : std::nullopt;
     check(recorded.has_value(), op, "'{}': the checksum '{}' is not a CRC-32 (8 lowercase hex digits and a '\"')",
           path, kChecksumKey);
-    std::uint32_t actual = crc32_update(crc32_update(0, nullptr, 0), bytes.data(), kDigitsAt);
-    actual = crc32_update(actual, bytes.data() + kDigitsAt + 8, bytes.size() - kDigitsAt - 8);
+    std::uint32_t actual = io::crc32(0, bytes.data(), kDigitsAt);
+    actual = io::crc32(actual, bytes.data() + kDigitsAt + 8, bytes.size() - kDigitsAt - 8);
     check(actual == *recorded, op,
           "'{}' is corrupted or truncated: the CRC-32 of its {} bytes (all but the checksum's 8 digits) is "
           "{:08x}, but its header records {:08x}", path, bytes.size(), actual, *recorded);
     return true;
-}
-
-// ---- temporary files -------------------------------------------------------------------------
-// A save writes "<path>.tmp-<pid>-<n>", n counting this process's saves: unique per save even
-// across threads saving to one path. O_EXCL refuses an existing name.
-std::atomic<std::uint64_t> g_save_count{0};
-
-// The directory of `path` ("." for a bare file name).
-std::filesystem::path directory_of(const std::string& path) {
-    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-    return dir.empty() ? std::filesystem::path(".") : dir;
-}
-
-// Removes "<path>.tmp-<pid>[-<n>]" files whose process has died (kill(pid, 0) fails with ESRCH);
-// this process's and live pids' temps are kept. Assumes writers share this machine's pid
-// namespace. Errors are ignored: cleaning never fails a save.
-void remove_stale_temps(const std::string& path) {
-    namespace fs = std::filesystem;
-    const std::string prefix = fs::path(path).filename().string() + ".tmp-";
-    std::vector<fs::path> stale;
-    std::error_code ec;
-    for (fs::directory_iterator it(directory_of(path), ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (name.compare(0, prefix.size(), prefix) != 0) continue;
-        const std::string_view rest = std::string_view(name).substr(prefix.size());
-        const std::size_t dash = rest.find('-');
-        const auto pid = try_parse_int64(rest.substr(0, dash));
-        if (!pid || *pid <= 0 || *pid > INT_MAX || rest[0] == '-') continue;
-        if (dash != std::string_view::npos) {
-            const auto n = try_parse_int64(rest.substr(dash + 1));
-            if (!n || *n < 0 || rest[dash + 1] == '-') continue;
-        }
-        if (*pid == ::getpid()) continue;
-        if (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH) continue;  // alive, or EPERM
-        stale.push_back(it->path());
-    }
-    for (const auto& p : stale) fs::remove(p, ec);
-}
-
-// ---- where a save writes ----------------------------------------------------------------------
-// rename(2) replaces a directory entry, whatever it is: a symlink would become a regular file (its
-// target keeping the old bytes) and a FIFO or a device node would be replaced. So the target is
-// resolved first, as open(2) resolves it: symlinks followed (40 hops at most, Linux's limit), a
-// missing final name is a new file. A target that exists must be a regular file.
-struct SaveTarget {
-    std::string path;                 // the file to replace or create
-    std::optional<mode_t> old_mode;   // its permission bits, if it exists
-};
-
-const char* kind_of(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
-SaveTarget save_target(const std::string& path) {
-    namespace fs = std::filesystem;
-    fs::path p(path);
-    for (int hops = 0;; ++hops) {
-        struct stat st {};
-        if (::lstat(p.c_str(), &st) != 0) return {p.string(), std::nullopt};  // new; or open() reports why not
-        if (S_ISREG(st.st_mode)) return {p.string(), st.st_mode & 0777};
-        if (!S_ISLNK(st.st_mode)) {
-            const std::string via = p.string() == path ? "" : fmt::format(" (through symlinks, '{}')", p.string());
-            throw std::runtime_error(fmt::format("save_safetensors: '{}'{} is {}; a save replaces only a regular "
-                                                 "file or creates a new one", path, via, kind_of(st.st_mode)));
-        }
-        if (hops == 40)
-            throw std::runtime_error(fmt::format("save_safetensors: '{}': too many levels of symbolic links (a loop?)",
-                                                 path));
-        std::error_code ec;
-        const fs::path next = fs::read_symlink(p, ec);
-        if (ec) return {p.string(), std::nullopt};  // removed meanwhile: the rename replaces the name itself
-        p = next.is_absolute() ? next : p.parent_path() / next;
-    }
-}
-
-// Makes a rename durable. True on success, and where a directory cannot be synced (EINVAL).
-bool fsync_directory(const std::filesystem::path& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool ok = ::fsync(fd) == 0 || errno == EINVAL;
-    ::close(fd);
-    return ok;
 }
 
 }  // namespace
@@ -232,50 +135,19 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
           "the header of '{}' would be {} bytes, over the {} bytes load_safetensors reads (its names and "
           "metadata are too long); nothing was written", path, n, kMaxHeader);
     // The checksum of every byte but its own digits, in file order.
-    std::uint32_t crc = crc32_update(crc32_update(0, nullptr, 0), &n, 8);
-    crc = crc32_update(crc32_update(crc, kStampPrefix.data(), kStampPrefix.size()), tail.data(), tail.size());
+    std::uint32_t crc = io::crc32(0, &n, 8);
+    crc = io::crc32(io::crc32(crc, kStampPrefix.data(), kStampPrefix.size()), tail.data(), tail.size());
     for (const auto& [_, t] : tensors)
-        if (t.numel() > 0) crc = crc32_update(crc, t.data().data(), t.numel() * sizeof(real));
+        if (t.numel() > 0) crc = io::crc32(crc, t.data().data(), t.numel() * sizeof(real));
     const std::string text = kStampPrefix + fmt::format("{:08x}", crc) + tail;
 
-    const SaveTarget target = save_target(path);
-    remove_stale_temps(target.path);
-    // Temporary file, fsync, rename (atomic: readers see the old file or the new), sync the directory.
-    std::string tmp;
-    int fd = -1;
-    for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {  // a name left by a dead pid's save
-        tmp = fmt::format("{}.tmp-{}-{}", target.path, ::getpid(), g_save_count.fetch_add(1));
-        fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // 0666 & ~umask
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0)
-        throw std::runtime_error(fmt::format("save_safetensors: cannot create '{}' for writing: {}", tmp,
-                                             std::strerror(errno)));
-    if (target.old_mode) (void)::fchmod(fd, *target.old_mode);  // best effort, as cp -p
-    std::FILE* out = ::fdopen(fd, "wb");
-    if (!out) {
-        ::close(fd);
-        std::remove(tmp.c_str());
-        throw std::runtime_error("save_safetensors: cannot write '" + tmp + "'");
-    }
-    bool ok = std::fwrite(&n, 8, 1, out) == 1 && std::fwrite(text.data(), 1, text.size(), out) == text.size();
-    for (const auto& [_, t] : tensors) {
-        if (!ok) break;
-        if (t.numel() == 0) continue;  // an empty array's data() may be null, which fwrite must not get
-        ok = std::fwrite(t.data().data(), sizeof(real), t.data().size(), out) == t.data().size();
-    }
-    ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
-    ok = (std::fclose(out) == 0) && ok;
-    if (!ok || std::rename(tmp.c_str(), target.path.c_str()) != 0) {
-        const int err = errno;
-        std::remove(tmp.c_str());
-        throw std::runtime_error(fmt::format("save_safetensors: writing '{}' failed (via '{}'): {}", path, tmp,
-                                             std::strerror(err)));
-    }
-    if (!fsync_directory(directory_of(target.path)))
-        throw std::runtime_error(fmt::format("save_safetensors: '{}' was written, but syncing its directory "
-                                             "failed ({}): the new file may not survive a power cut",
-                                             path, std::strerror(errno)));
+    // Streamed to the file tensor by tensor, never assembled in memory (io/atomic_file.hpp).
+    io::AtomicFile file(path, "save_safetensors");
+    file.write(&n, 8);
+    file.write(text);
+    for (const auto& [_, t] : tensors)
+        if (t.numel() > 0) file.write(t.data().data(), t.numel() * sizeof(real));  // an empty array's data() may be null
+    file.commit();
 }
 
 namespace {

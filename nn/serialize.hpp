@@ -30,17 +30,14 @@ struct SafetensorsFile {
 
 // Writes `tensors` (dtype F32 in the float build, F64 in the double build), `metadata` and the
 // checksum (the key "xgrad.crc32" is reserved for it).
-// Atomic: a per-save temp file, fsynced and renamed over the target, then the directory fsynced.
-// A crash never leaves a half-written file; concurrent saves leave one complete file; a dead
-// process's temp is removed by the next save to the same path.
-// The target is `path` resolved like open(2) resolves it: a symlink (or chain of them) is written
-// through, so the link stays and its target gets the new bytes; a dangling symlink's target is
-// created, as Python's open(path, "wb") and torch.save do. A replaced file keeps its permission
-// bits (another hard link to it keeps the old bytes).
+// Written through io::AtomicFile (io/atomic_file.hpp), one tensor after another straight from its
+// array, with no copy of the state: a crash never leaves a half-written file, a symlink is written
+// through (a dangling one's target is created, as torch.save does), a replaced file keeps its
+// permission bits, and a dead process's temporary is removed by the next save to the same path.
 // Throws ValueError for duplicate, empty or non-UTF-8 names, undefined tensors, the reserved
-// metadata key or a header over the 100 MB load_safetensors reads (all before any file is touched); std::runtime_error if the target exists and is not a regular file (a directory,
-// FIFO, device or socket: named in the message, left untouched), for a symlink loop, and for I/O
-// errors (naming the path and the system's reason).
+// metadata key or a header over the 100 MB load_safetensors reads (all before any file is
+// touched); io::AtomicFile's std::runtime_error (the target not a regular file, a missing
+// directory, no permission, a full disk: each naming the path, the file left as it was).
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const Metadata& metadata = {});
 

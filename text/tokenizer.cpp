@@ -14,8 +14,9 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <unistd.h>
-#include <zlib.h>
+
+#include <xgrad/io/atomic_file.hpp>
+#include <xgrad/io/checksum.hpp>
 
 namespace xgrad::text {
 
@@ -279,8 +280,7 @@ bool Tokenizer::operator==(const Tokenizer& o) const {
 namespace {
 
 std::string crc_line(std::string_view body) {
-    const auto crc = ::crc32_z(::crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(body.data()), body.size());
-    return fmt::format("crc32 {:08x}\n", std::uint32_t(crc));
+    return fmt::format("crc32 {:08x}\n", xgrad::io::crc32(body));
 }
 
 [[noreturn]] void fail(const std::string& path, std::size_t line, const std::string& what) {
@@ -305,26 +305,7 @@ void Tokenizer::save(const std::string& path) const {
     std::string body = to_text();
     body += crc_line(body);
 
-    // A temporary file beside the target, flushed to disk, then renamed over it: a reader sees
-    // the old file or the new one, never a part. A symbolic link is written through, as open(2)
-    // writes: its target gets the bytes and the link stays.
-    std::string target = path;
-    std::error_code ec;
-    if (std::filesystem::is_symlink(path, ec))
-        if (const auto resolved = std::filesystem::weakly_canonical(path, ec); !ec) target = resolved.string();
-    const std::string tmp = fmt::format("{}.tmp{}", target, ::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw std::runtime_error(fmt::format("Tokenizer::save: cannot create {}: {}", tmp, std::strerror(errno)));
-    bool ok = std::fwrite(body.data(), 1, body.size(), f) == body.size();
-    ok = std::fflush(f) == 0 && ok;
-    ok = ::fsync(::fileno(f)) == 0 && ok;
-    const int saved_errno = errno;
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
-        const std::string reason = std::strerror(ok ? errno : saved_errno);
-        std::remove(tmp.c_str());
-        throw std::runtime_error(fmt::format("Tokenizer::save: cannot write {}: {}", path, reason));
-    }
+    xgrad::io::write_file_atomically(path, body, "Tokenizer::save");  // whole or not at all, through symlinks
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {

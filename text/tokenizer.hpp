@@ -92,10 +92,10 @@ public:
     // is a prefix of an encoding).
     std::string decode(const TokenIds& ids) const;
 
-    // Writes the tokenizer to `path` as text (the format below), atomically: a temporary file in
-    // the same directory, flushed and renamed over `path`; a symbolic link is written through (its
-    // target gets the bytes, the link stays). Throws std::runtime_error naming the path and the
-    // system's reason.
+    // Writes the tokenizer to `path` as text (the format below), atomically with
+    // io::write_file_atomically (io/atomic_file.hpp: a symbolic link is written through, the link
+    // stays). Throws std::runtime_error naming the path and the reason (a missing directory, no
+    // permission, a full disk, a target that is not a regular file).
     //
     //   xgrad-bpe 1
     //   pattern <the split pattern, one line>

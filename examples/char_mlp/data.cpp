@@ -13,12 +13,12 @@
 
 #include <fmt/format.h>
 
-#include "common/text.hpp"  // non_regular_kind
+#include <xgrad/io/atomic_file.hpp>  // non_regular_kind
 
 namespace char_mlp {
 
 std::vector<std::string> load_words(const std::string& path) {
-    const std::string kind = examples::non_regular_kind(path);  // a FIFO would block in open()
+    const std::string kind = xgrad::io::non_regular_kind(path);  // a FIFO would block in open()
     if (!kind.empty()) throw std::runtime_error(fmt::format("{}: is {}, not a word list", path, kind));
     std::ifstream in(path);
     if (!in) throw std::runtime_error(fmt::format("{}: cannot open the word list (missing file?)", path));

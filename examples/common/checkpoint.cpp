@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <xgrad/core/parse.hpp>
+#include <xgrad/io/checksum.hpp>
 #include <xgrad/nn/serialize.hpp>
 
 namespace examples {
@@ -142,14 +143,8 @@ std::string first_non_finite(const NamedTensors& tensors) {
     return "";
 }
 
-std::uint64_t fnv1a64(const std::string& bytes) {
-    std::uint64_t h = 14695981039346656037ull;  // the 64-bit offset basis
-    for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ull;  // the 64-bit FNV prime
-    return h;
-}
-
 TextFingerprint fingerprint(const std::string& vocab, const std::string& text) {
-    return {vocab, text.size(), fnv1a64(text), ""};
+    return {vocab, text.size(), io::fnv1a64(text), ""};
 }
 
 nn::Metadata fingerprint_metadata(const TextFingerprint& data) {

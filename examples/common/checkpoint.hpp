@@ -34,16 +34,11 @@ using RunFlags = std::map<std::string, std::string>;
 struct TextFingerprint {
     std::string vocab;            // (V,) bytes: id i is the byte vocab[i]; any of 0x00-0xff
     std::uint64_t text_bytes = 0; // the length of the training text
-    std::uint64_t text_fnv1a = 0; // its 64-bit FNV-1a hash (fnv1a64)
+    std::uint64_t text_fnv1a = 0; // its 64-bit FNV-1a hash (io::fnv1a64)
     std::string tokenizer;        // "": one byte per token; else what gives ids above the bytes their
                                   // meaning, e.g. a byte-pair tokenizer's merges as a hash (gpt/tokens.hpp)
 };
 TextFingerprint fingerprint(const std::string& vocab, const std::string& text);
-
-// FNV-1a, 64 bits: h = 14695981039346656037; for each byte b: h = (h xor b) · 1099511628211
-// (mod 2^64). A checksum against accidents, not an adversary.
-// ref: Fowler, Noll, Vo; IETF draft-eastlake-fnv, section 2
-std::uint64_t fnv1a64(const std::string& bytes);
 
 // The fingerprint as metadata ("data.vocab_hex", "data.text_bytes", "data.text_fnv1a64", and
 // "data.tokenizer" when set), for the checkpoint and for a model file that needs its vocabulary to

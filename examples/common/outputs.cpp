@@ -14,35 +14,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "common/text.hpp"
+#include <xgrad/io/atomic_file.hpp>
 
 namespace examples {
-
-std::string link_target(const std::string& path) {
-    namespace fs = std::filesystem;
-    fs::path p = path;
-    for (int links = 0; fs::is_symlink(fs::symlink_status(p)); ++links) {
-        if (links == 40) throw std::runtime_error(fmt::format("'{}': too many levels of symbolic links", path));
-        const fs::path target = fs::read_symlink(p);
-        p = target.is_absolute() ? target : p.parent_path() / target;
-    }
-    return p.string();
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-    const std::string target = link_target(path);
-    const std::string tmp = fmt::format("{}.tmp-{}", target, ::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    bool ok = fd >= 0 && ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-    ok = fd >= 0 && ::fsync(fd) == 0 && ok;
-    ok = fd >= 0 && ::close(fd) == 0 && ok;
-    if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
-        const int err = errno;
-        std::remove(tmp.c_str());
-        throw std::runtime_error(fmt::format("{}: cannot write via {} ({}); the file is left as it was", path, tmp,
-                                             std::strerror(err)));
-    }
-}
 
 void close_checked(std::ofstream& out, const std::string& path) {
     out.close();
@@ -61,13 +35,13 @@ void check_output_files(const std::string& dir, const std::vector<std::string>& 
             throw std::runtime_error(fmt::format("{} {}: '{}' cannot be resolved ({}), so the run could not write "
                                                  "it at its end: remove it or choose another {}",
                                                  flag, dir, path, std::strerror(errno), flag));
-        const std::string target = exists ? path : link_target(path);  // a new file, or a dangling link's target
+        const std::string target = exists ? path : xgrad::io::resolve_target(path);  // a new file, or a dangling link's target
         const std::string target_dir = std::filesystem::path(target).parent_path().string();
         if (target != path && ::access(target_dir.c_str(), W_OK | X_OK) != 0)
             throw std::runtime_error(fmt::format("{} {}: '{}' is a symlink to '{}', which cannot be created ({}): "
                                                  "remove it or choose another {}", flag, dir, path, target,
                                                  std::strerror(errno), flag));
-        const std::string kind = non_regular_kind(path);
+        const std::string kind = xgrad::io::non_regular_kind(path);
         if (!kind.empty())
             throw std::runtime_error(fmt::format("{} {}: '{}' is {}, where the run writes a file at its end: remove "
                                                  "it or choose another {}", flag, dir, path, kind, flag));

@@ -1,6 +1,7 @@
 // examples/common/outputs.hpp — the files a run writes into --out: checked before the first step,
 // so that a bad path is refused at once and not after hours of training; and saved one by one at
-// the end, so that one failed save (a full disk) loses only its own file.
+// the end, so that one failed save (a full disk) loses only its own file. Each file is written
+// with io::write_file_atomically or io::AtomicFile (io/atomic_file.hpp).
 #pragma once
 
 #include <fstream>
@@ -9,17 +10,6 @@
 #include <vector>
 
 namespace examples {
-
-// The path a write to `path` reaches: `path` with its last component's symlinks followed (a
-// relative link target is taken from the link's directory), up to 40 links; the target need not
-// exist. Throws std::runtime_error for a longer chain (a loop).
-std::string link_target(const std::string& path);
-
-// Replaces the file `path` reaches (link_target) by `bytes`, atomically: they go to a temporary
-// "<target>.tmp-<pid>" beside it, which is fsynced and renamed over the target, so a crash or a
-// full disk leaves the old file or the new, never a part. Throws std::runtime_error naming the
-// path and the reason (the temporary removed, the file left as it was).
-void write_file_atomically(const std::string& path, const std::string& bytes);
 
 // Closes `out`, the stream of the file `path`; throws std::runtime_error "cannot write <path>
 // (<why>)" if a write or the close failed (a full disk, a read-only file, a dangling link).

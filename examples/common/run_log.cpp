@@ -26,7 +26,7 @@
 #include <xgrad/core/parse.hpp>  // try_parse_int64
 
 #include "common/gnuplot.hpp"
-#include "common/outputs.hpp"  // write_file_atomically, close_checked
+#include "common/outputs.hpp"  // close_checked
 
 namespace examples {
 
@@ -62,7 +62,7 @@ std::string rows_up_to(const std::string& text, int step, const std::string& hea
     return kept;
 }
 
-// Drops the rows of loss.csv after `step`, atomically (write_file_atomically: a crash never loses
+// Drops the rows of loss.csv after `step`, atomically (io::write_file_atomically: a crash never loses
 // a kept row; a symlink stays a link, its target rewritten).
 void keep_rows_up_to(const std::string& path, int step, const std::string& header) {
     std::ifstream in(path, std::ios::binary);
@@ -71,7 +71,7 @@ void keep_rows_up_to(const std::string& path, int step, const std::string& heade
     const std::string kept = rows_up_to(text, step, header);
     if (kept == text) return;
     try {
-        write_file_atomically(path, kept);
+        xgrad::io::write_file_atomically(path, kept);
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(fmt::format("cannot drop the rows after step {}: {}", step, e.what()));
     }

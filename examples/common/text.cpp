@@ -12,17 +12,9 @@
 #include <memory>
 #include <stdexcept>
 
-namespace examples {
+#include <xgrad/io/atomic_file.hpp>
 
-std::string non_regular_kind(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
-    if (S_ISDIR(st.st_mode)) return "a directory";
-    if (S_ISFIFO(st.st_mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(st.st_mode)) return "a character device";
-    if (S_ISBLK(st.st_mode)) return "a block device";
-    return S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
-}
+namespace examples {
 
 std::string read_text(const std::string& path) {
     std::string text;
@@ -38,7 +30,7 @@ std::string read_text(const std::string& path) {
         // Say what the path is before opening it: a directory opens as an ifstream and fails only
         // inside libstdc++'s first read, a FIFO blocks in open() until a writer comes, /dev/zero
         // never ends.
-        const std::string kind = non_regular_kind(path);
+        const std::string kind = xgrad::io::non_regular_kind(path);
         if (kind == "a directory")
             throw std::runtime_error("read_text: '" + path + "' is a directory, not a text file");
         if (!kind.empty()) throw std::runtime_error("read_text: '" + path + "' is " + kind + ", not a regular text file");

@@ -14,9 +14,4 @@ namespace examples {
 // device such as /dev/zero, which could block or never end: refused before it is opened).
 std::string read_text(const std::string& path);
 
-// What `path` is, symlinks followed, when it exists and is not a regular file: "a directory",
-// "a FIFO (named pipe)", "a character device", "a block device", "a socket"; "" for a regular
-// file and for a path stat(2) cannot resolve (opening it then says why).
-std::string non_regular_kind(const std::string& path);
-
 }  // namespace examples

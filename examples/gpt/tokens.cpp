@@ -9,7 +9,7 @@
 
 #include <xgrad/text/train.hpp>
 
-#include "common/checkpoint.hpp"  // fnv1a64
+#include <xgrad/io/checksum.hpp>
 
 namespace gpt {
 
@@ -69,7 +69,7 @@ std::string Tokens::fingerprint_vocab() const {
 std::string Tokens::identity() const {
     if (!bpe_) return "";
     return fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", size(), bpe_->n_merges(),
-                       examples::fnv1a64(bpe_->to_text()));
+                       xgrad::io::fnv1a64(bpe_->to_text()));
 }
 
 TextSplit split_text(std::string_view s) {

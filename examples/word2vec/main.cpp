@@ -200,7 +200,7 @@ static void save_outputs(const Config& cfg, const Vocab& vocab, const Tensor& E)
         std::string text;
         for (std::size_t i = 0; i < vocab.words.size(); ++i)
             text += vocab.words[i] + ' ' + std::to_string(vocab.counts[i]) + '\n';
-        examples::write_file_atomically(cfg.out + "/vocab.txt", text);
+        xgrad::io::write_file_atomically(cfg.out + "/vocab.txt", text);
     });
     saves.check();
     fmt::print("\nwrote {0}/embeddings.safetensors ({1} x {2} F32) and {0}/vocab.txt ({1} lines)\n", cfg.out,

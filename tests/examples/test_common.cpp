@@ -329,12 +329,6 @@ TEST_CASE("cli: check_memory refuses needs beyond RAM and swap, listing each wit
 
 // ==== checkpoint: the data the ids mean, and no non-finite state =====================================================
 
-TEST_CASE("fnv1a64 gives the reference values of the FNV test suite", "[examples_common][ckpt]") {
-    CHECK(examples::fnv1a64("") == 0xcbf29ce484222325ull);  // the offset basis
-    CHECK(examples::fnv1a64("a") == 0xaf63dc4c8601ec8cull);
-    CHECK(examples::fnv1a64("foobar") == 0x85944171f73967e8ull);
-}
-
 TEST_CASE("ckpt bug F9: a resume on another vocabulary or text is refused, and every byte round-trips",
           "[examples_common][ckpt][regression]") {
     SmallRun run;
