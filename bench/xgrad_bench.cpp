@@ -378,13 +378,13 @@ void t4gen(benchmark::State& state, bool kv_cache) {
     gpt::GPT& model = t4gen_model();
     gpt::Ids prompt(64);
     for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int64_t(i % 65);
-    gpt::GenerateOptions o;
-    o.n = int(state.range(0)), o.kv_cache = kv_cache;
+    const auto o = nn::GenerationOptions().max_new_tokens(state.range(0)).use_cache(kv_cache);
     for (auto _ : state) {
         std::mt19937_64 rng(kSeed);
-        benchmark::DoNotOptimize(gpt::generate(model, prompt, o, rng));
+        benchmark::DoNotOptimize(nn::generate(model, prompt, o, rng));
     }
-    state.counters["tokens/s"] = benchmark::Counter(double(o.n) * double(state.iterations()), benchmark::Counter::kIsRate);
+    state.counters["tokens/s"] =
+        benchmark::Counter(double(o.max_new_tokens()) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 void T4gen_kv_cache(benchmark::State& state) { t4gen(state, true); }
 void T4gen_recompute(benchmark::State& state) { t4gen(state, false); }

@@ -4,6 +4,7 @@
 #                          safetensors file), run_log (loss CSV, progress line, loss curve, clock),
 #                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs),
 #                          cli (strict numeric flags with CLI11, up-front checks, main's errors,
+#                          and flags: an example's flags as one table with their roles in a resume),
 #                          which end every rank under mpirun), data_parallel (the batch rule of
 #                          W ranks × --grad-accum, rank 0 alone on stdout, the ranks' agreement),
 #                          outputs (--out's files checked up front, saved one by one at the end),
@@ -21,6 +22,7 @@ set(_xgrad_examples ${CMAKE_CURRENT_LIST_DIR})
 find_package(CLI11 REQUIRED)
 add_library(xgrad_examples_common STATIC ${_xgrad_examples}/common/checkpoint.cpp
             ${_xgrad_examples}/common/cli.cpp ${_xgrad_examples}/common/data_parallel.cpp
+            ${_xgrad_examples}/common/flags.cpp
             ${_xgrad_examples}/common/gnuplot.cpp ${_xgrad_examples}/common/outputs.cpp
             ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/similarity.cpp
             ${_xgrad_examples}/common/text.cpp)

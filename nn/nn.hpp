@@ -1,7 +1,8 @@
 // nn/nn.hpp — everything in xgrad::nn: Module, Embedding, Linear, activations, LayerNorm,
 // RMSNorm, the SwiGLU feed-forward, Dropout, Sequential, ModuleList, attention (the module and
 // the composed, fused, tiled and cached kernels), the KV cache, the functional layers and losses,
-// initialisers (nn::init), safetensors checkpoints, weight tying and positional encodings.
+// initialisers (nn::init), safetensors checkpoints, weight tying, positional encodings, and
+// generation from any causal language model (nn::CausalLM, nn::generate).
 #pragma once
 
 #include <xgrad/core/ops.hpp>  // the core ops, for programs that include only this header
@@ -15,6 +16,7 @@
 #include <xgrad/nn/embedding.hpp>
 #include <xgrad/nn/feed_forward.hpp>
 #include <xgrad/nn/functional.hpp>
+#include <xgrad/nn/generate.hpp>
 #include <xgrad/nn/init.hpp>
 #include <xgrad/nn/linear.hpp>
 #include <xgrad/nn/module.hpp>

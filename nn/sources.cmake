@@ -19,4 +19,5 @@ list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/attention/cached.cpp
   ${CMAKE_CURRENT_LIST_DIR}/attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kv_cache.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/generate.cpp
 )

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <xgrad/core/parse.hpp>  // try_parse_int64
+#include <xgrad/io/atomic_file.hpp>
 
 #include "common/gnuplot.hpp"
 #include "common/outputs.hpp"  // close_checked

@@ -36,16 +36,9 @@ Tensor LlamaBlock::forward_cached(Tensor x, nn::KVCache& cache) const {
 }
 
 static GPTConfig checked_llama(const GPTConfig& c) {
+    check_config(c, "Llama");
     check(c.arch == "llama", "Llama", "arch '{}' is not llama", c.arch);
-    check(c.vocab > 0 && c.block > 0 && c.n_layer > 0 && c.n_head > 0 && c.d > 0, "Llama",
-          "sizes must be positive: vocab {}, block {}, n_layer {}, n_head {}, d {}", c.vocab, c.block, c.n_layer,
-          c.n_head, c.d);
-    check(c.pos == "rope" && !c.bias, "Llama", "LLaMA's block uses pos rope and no biases; got pos {}, bias {}",
-          c.pos, c.bias);
-    check(c.ffn_hidden >= 0, "Llama", "ffn_hidden must be >= 0 (0: LLaMA's rule); got {}", c.ffn_hidden);
-    check(!(c.sparse_embedding && c.tie), "Llama", "a sparse token table needs an untied output: the tied output "
-          "gives every row a gradient");
-    return c;  // the attention and the feed-forward check the rest
+    return c;
 }
 
 Llama::Llama(const GPTConfig& config) : LanguageModel(checked_llama(config)) {

@@ -428,8 +428,9 @@ static void print_samples(const Config& cfg, LanguageModel& model, const TextDat
     }
     const std::string unit = d.tokens.is_bpe() ? "tokens" : "characters";
     std::mt19937_64 sample_rng(cfg.seed);
-    const GenerateOptions gen{cfg.sample, cfg.temperature, cfg.top_k, cfg.kv_cache};
-    GenerateStats stats;
+    const auto gen = nn::GenerationOptions().max_new_tokens(cfg.sample).temperature(cfg.temperature).top_k(cfg.top_k)
+                         .use_cache(cfg.kv_cache);
+    nn::GenerationStats stats;
     const double t_sample = examples::now_seconds();
     const std::string text_out = sample_text(model, d.tokens, prompt, gen, sample_rng, &stats);
     const double seconds = examples::now_seconds() - t_sample;

@@ -56,20 +56,42 @@ Transformer::Transformer(const GPTConfig& c) {
     ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(c.d, 1e-5, true, c.bias));
 }
 
+std::string config_field(const std::string& field) {
+    if (field == "untied") return "tie false";
+    if (field == "no_bias") return "bias false";
+    return field;
+}
+
+void check_config(const GPTConfig& c, const char* op, const std::function<std::string(const std::string&)>& name) {
+    auto n = [&](const char* field) { return name(field); };
+    for (auto [field, v] : {std::pair{"vocab", c.vocab}, {"block", c.block}, {"n_layer", c.n_layer},
+                            {"n_head", c.n_head}, {"d", c.d}})
+        check(v > 0, op, "{} {} must be positive", n(field), v);
+    check(c.arch == "gpt2" || c.arch == "llama", op, "{} '{}' is not one of gpt2, llama", n("arch"), c.arch);
+    check(c.d % c.n_head == 0, op, "{} {} does not divide {} {}: each head gets d/H dimensions", n("n_head"), c.n_head,
+          n("d"), c.d);
+    check(c.n_kv_head >= 0 && (c.n_kv_head == 0 || c.n_head % c.n_kv_head == 0), op,
+          "{} {} does not divide {} {}: each K/V head serves n_head / n_kv_head query heads", n("n_kv_head"),
+          c.n_kv_head, n("n_head"), c.n_head);
+    check(c.pos == "learned" || c.pos == "sinusoidal" || c.pos == "rope" || c.pos == "none", op,
+          "{} '{}' is not one of learned, sinusoidal, rope, none", n("pos"), c.pos);
+    check(c.arch != "llama" || c.pos == "rope", op, "{} {}: {} llama always uses rope positions", n("pos"), c.pos,
+          n("arch"));
+    check(c.arch != "llama" || !c.bias, op, "{} llama has no biases: set {}", n("arch"), n("no_bias"));
+    check(c.pos != "rope" || (c.d / c.n_head) % 2 == 0, op, "{} rope needs an even head width, but {} {} / {} {} = {}",
+          n("pos"), n("d"), c.d, n("n_head"), c.n_head, c.d / c.n_head);
+    check(c.pos != "sinusoidal" || c.d % 2 == 0, op, "{} sinusoidal needs an even {}; got {}", n("pos"), n("d"), c.d);
+    check(c.ffn_hidden >= 0, op, "{} must be >= 0 (0: LLaMA's rule); got {}", n("ffn_hidden"), c.ffn_hidden);
+    check(c.arch == "llama" || c.ffn_hidden == 0, op, "{} sets the SwiGLU width of {} llama only", n("ffn_hidden"),
+          n("arch"));
+    check(c.dropout >= 0 && c.dropout < 1, op, "{} {} is outside [0, 1)", n("dropout"), c.dropout);
+    check(!(c.sparse_embedding && c.tie), op, "{} needs {}: the tied head would give every row of the token table a "
+          "gradient", n("sparse_embedding"), n("untied"));
+}
+
 static GPTConfig checked(const GPTConfig& c) {
-    check(c.vocab > 0 && c.block > 0 && c.n_layer > 0 && c.n_head > 0 && c.d > 0, "GPT",
-          "sizes must be positive: vocab {}, block {}, n_layer {}, n_head {}, d {}", c.vocab, c.block, c.n_layer,
-          c.n_head, c.d);
-    check(c.d % c.n_head == 0, "GPT", "width d = {} is not divisible by n_head = {}", c.d, c.n_head);
-    check(c.pos == "learned" || c.pos == "sinusoidal" || c.pos == "rope" || c.pos == "none", "GPT",
-          "pos '{}' is not one of learned, sinusoidal, rope, none", c.pos);
-    check(c.pos != "rope" || (c.d / c.n_head) % 2 == 0, "GPT", "rope needs an even head width; d/H = {}/{} = {}",
-          c.d, c.n_head, c.d / c.n_head);
-    check(c.pos != "sinusoidal" || c.d % 2 == 0, "GPT", "sinusoidal positions need an even d, got {}", c.d);
-    check(c.dropout >= 0 && c.dropout < 1, "GPT", "dropout {} is outside [0, 1)", c.dropout);
+    check_config(c, "GPT");
     check(c.arch == "gpt2", "GPT", "arch '{}' is not gpt2: make_model builds the others", c.arch);
-    check(!(c.sparse_embedding && c.tie), "GPT", "a sparse token table needs an untied head: the tied head gives "
-          "every row a gradient");
     return c;
 }
 
@@ -188,8 +210,7 @@ StepResult train_step(LanguageModel& model, optim::Optimizer& opt, const IndexTe
 }
 
 std::unique_ptr<LanguageModel> make_model(const GPTConfig& config) {
-    check(config.arch == "gpt2" || config.arch == "llama", "make_model", "arch '{}' is not one of gpt2, llama",
-          config.arch);
+    check_config(config, "make_model");
     if (config.arch == "llama") return std::make_unique<Llama>(config);
     return std::make_unique<GPT>(config);
 }

@@ -16,12 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <xgrad/core/checkpoint.hpp>
 #include <xgrad/nn/attention.hpp>
+#include <xgrad/nn/generate.hpp>
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
 
@@ -47,18 +49,29 @@ struct GPTConfig {
     bool sparse_embedding = false;   // the token table's gradient row-sparse (k rows), AdamW's update lazy; untied only
 };
 
-// What training, generation and the reports need of a model, GPT-2's or LLaMA's block.
-class LanguageModel : public nn::Module {
+// The one check of a configuration, for GPT, Llama and the command line: positive sizes (vocab,
+// block, n_layer, n_head, d), arch gpt2 or llama, n_head dividing d, n_kv_head dividing n_head, pos
+// one of four (llama: rope, and no biases), an even head width for rope and an even d for
+// sinusoidal, ffn_hidden ≥ 0 and for llama only, dropout in [0, 1), a sparse token table only
+// untied. Throws ValueError naming `op` and each field as `name` spells it: config_field gives
+// the struct's own names ("n_head"; "untied" as "tie false"), the command line gives its flags.
+std::string config_field(const std::string& field);
+void check_config(const GPTConfig& c, const char* op,
+                  const std::function<std::string(const std::string&)>& name = config_field);
+
+// What training, generation and the reports need of a model, GPT-2's or LLaMA's block. As an
+// nn::CausalLM, nn::generate samples from it (nn/generate.hpp).
+class LanguageModel : public nn::CausalLM {
 public:
     // idx (B, T) int64 with T ≤ block and ids in [0, V) → logits (B, T, V).
     // Throws ValueError for T > block, IndexError for an id outside [0, V).
-    virtual Tensor forward(const IndexTensor& idx) const = 0;
+    Tensor forward(const IndexTensor& idx) const override = 0;
 
     // Generation: idx (B, t) holds positions P .. P + t − 1 after the P = caches[0].length() already
     // cached (caches: one per layer, from make_kv_caches). Appends their keys and values and
     // returns their logits (B, t, V), equal to the last t rows of forward() on all P + t tokens.
     // No graph. Throws ValueError for P + t > block or caches of another model, IndexError for ids.
-    virtual Tensor forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const = 0;
+    Tensor forward_cached(const IndexTensor& idx, std::vector<nn::KVCache>& caches) const override = 0;
 
     // The attention weights of one layer (B, H, T, T) for idx, without building a graph.
     virtual Tensor attention_weights(const IndexTensor& idx, std::int64_t layer) const = 0;
@@ -67,7 +80,8 @@ public:
     virtual const nn::Embedding& token_embedding() const = 0;
 
     // One empty KVCache per layer, each holding up to block positions.
-    std::vector<nn::KVCache> make_kv_caches() const;
+    std::vector<nn::KVCache> make_kv_caches() const override;
+    std::int64_t block_size() const override { return config_.block; }
     // Bytes a cache of every layer holds per position of one sequence: 2 (k, v) · L · Hkv · hd · sizeof(real).
     std::size_t kv_cache_bytes_per_token() const;
 

@@ -32,6 +32,7 @@
 #include <xgrad/core/threads.hpp>
 #include "corpus.hpp"
 #include "model.hpp"
+#include <xgrad/io/atomic_file.hpp>
 #include <xgrad/optim/optim.hpp>
 #include "pictures.hpp"
 #include "similarity.hpp"

@@ -1,5 +1,5 @@
-// tests/examples/test_gpt_generate.cpp — examples/gpt/generate: the KV cache gives recompute's
-// tokens and logits.
+// tests/examples/test_gpt_generate.cpp — nn::generate (nn/generate.hpp) on the GPT and LLaMA
+// models of examples/gpt: the KV cache gives recompute's tokens and logits.
 //
 // A tiny model (V 11, L 2, H 4, d 16, block 8) with weights drawn N(0, 0.5), large enough that
 // attention is far from uniform, continues a 3-id prompt by 12 ids, once through forward() over
@@ -39,15 +39,14 @@ void require_cache_equals_recompute(const GPTConfig& c) {
         for (auto& [name, p] : model->named_parameters()) xgrad::nn::init::normal_(p, 0.0, 0.5);
     }
     const Ids prompt{1, 7, 4};
-    GenerateOptions o;
-    o.n = 12, o.temperature = 1.0;
-    std::vector<std::vector<real>> with, without;
+    auto o = nn::GenerationOptions().max_new_tokens(12).temperature(1.0);
     std::mt19937_64 rng_a(42), rng_b(42);
-    GenerateStats cached, recomputed;
-    o.kv_cache = true;
-    const Ids a = generate(*model, prompt, o, rng_a, &with, &cached);
-    o.kv_cache = false;
-    const Ids b = generate(*model, prompt, o, rng_b, &without, &recomputed);
+    nn::GenerationStats cached, recomputed;
+    cached.record_logits = recomputed.record_logits = true;
+    const Ids a = nn::generate(*model, prompt, o.use_cache(true), rng_a, &cached);
+    const Ids b = nn::generate(*model, prompt, o.use_cache(false), rng_b, &recomputed);
+    const auto& with = cached.logits;
+    const auto& without = recomputed.logits;
     REQUIRE(a == b);
     // Positions run: steps 0..4 see windows of 3..7 ids and step 5 of 8, all inside the block;
     // steps 6..11 slide it (6 rebuilds of 8). Cached: 3, then 1 per step to 8, then 8 per step.
@@ -69,7 +68,7 @@ void require_cache_equals_recompute(const GPTConfig& c) {
     }
     // The draws differ from another seed's: the ids are sampled, not fixed by the model alone.
     std::mt19937_64 rng_c(7);
-    REQUIRE(generate(*model, prompt, o, rng_c) != a);
+    REQUIRE(nn::generate(*model, prompt, o, rng_c) != a);
 }
 
 }  // namespace
@@ -103,20 +102,18 @@ TEST_CASE("generate: forward_cached fills each layer's cache and refuses to pass
 TEST_CASE("generate: refusals", "[gpt][generate]") {
     const std::unique_ptr<LanguageModel> model = make_model(tiny("gpt2", "learned"));
     std::mt19937_64 rng(1);
-    GenerateOptions o;
-    REQUIRE_THROWS_WITH(generate(*model, {}, o, rng), Catch::Contains("at least one id"));
-    o.temperature = 0;
-    REQUIRE_THROWS_WITH(generate(*model, {1}, o, rng), Catch::Contains("temperature must be finite and > 0; got 0"));
-    o.temperature = 1, o.n = -1;
-    REQUIRE_THROWS_WITH(generate(*model, {1}, o, rng), Catch::Contains("n must be >= 0; got -1"));
-    o.n = 1;
-    REQUIRE_THROWS_AS(generate(*model, {11}, o, rng), xgrad::IndexError);
+    nn::GenerationOptions o;
+    REQUIRE_THROWS_WITH(nn::generate(*model, {}, o, rng), Catch::Contains("at least one id"));
+    REQUIRE_THROWS_AS(nn::generate(*model, {11}, o.max_new_tokens(1), rng), xgrad::IndexError);
+    REQUIRE_THROWS_WITH(nn::generate(*model, {1}, o.stop_tokens({11}), rng),
+                        Catch::Contains("stop token 11 is outside [0, 11)"));
     // A temperature so small that z / T overflows: the largest logit wins (greedy, as top-k 1)
-    o.n = 8, o.temperature = 1e-320;
-    std::mt19937_64 rng_t(3), rng_k(3);
-    GenerateOptions greedy;
-    greedy.n = 8, greedy.top_k = 1;
-    REQUIRE(generate(*model, {1, 2}, o, rng_t) == generate(*model, {1, 2}, greedy, rng_k));
+    std::mt19937_64 rng_t(3), rng_k(3), rng_g(3);
+    const auto tiny_t = nn::GenerationOptions().max_new_tokens(8).temperature(1e-320);
+    const auto top1 = nn::GenerationOptions().max_new_tokens(8).top_k(1);
+    const Ids greedy = nn::generate(*model, {1, 2}, top1, rng_k);
+    REQUIRE(nn::generate(*model, {1, 2}, tiny_t, rng_t) == greedy);
+    REQUIRE(nn::generate(*model, {1, 2}, nn::GenerationOptions().max_new_tokens(8).do_sample(false), rng_g) == greedy);
     GPTConfig bad = tiny("gpt3", "learned");
     REQUIRE_THROWS_WITH(make_model(bad), Catch::Contains("arch 'gpt3' is not one of gpt2, llama"));
 }
@@ -139,10 +136,9 @@ TEST_CASE("evaluation and sampling run in eval mode: dropout off, the mode resto
         REQUIRE(dropped->is_training());
         REQUIRE(evaluate_fixed(*dropped, data, 2, 2) == want);
         REQUIRE(dropped->is_training());
-        GenerateOptions o;
-        o.n = 10;
+        const auto o = nn::GenerationOptions().max_new_tokens(10);
         std::mt19937_64 rng_a(5), rng_b(5);
-        REQUIRE(generate(*dropped, {1, 2}, o, rng_a) == generate(*plain, {1, 2}, o, rng_b));
+        REQUIRE(nn::generate(*dropped, {1, 2}, o, rng_a) == nn::generate(*plain, {1, 2}, o, rng_b));
         REQUIRE(dropped->is_training());
     }
 }

@@ -56,9 +56,11 @@ TEST_CASE("llama model: Meta's names and shapes, and the parameter count by hand
     REQUIRE(params.back().first == "norm.weight");
     for (const auto& [name, p] : params) REQUIRE(name.find("bias") == std::string::npos);
     c.pos = "learned";
-    REQUIRE_THROWS_WITH(Llama(c), Catch::Contains("pos rope and no biases"));
-    c.pos = "rope", c.n_kv_head = 3;
-    REQUIRE_THROWS_WITH(Llama(c), Catch::Contains("n_kv_head (3) must divide n_head (4)"));
+    REQUIRE_THROWS_WITH(Llama(c), Catch::Contains("Llama: pos learned: arch llama always uses rope positions"));
+    c.pos = "rope", c.bias = true;
+    REQUIRE_THROWS_WITH(Llama(c), Catch::Contains("Llama: arch llama has no biases: set bias false"));
+    c.bias = false, c.n_kv_head = 3;
+    REQUIRE_THROWS_WITH(Llama(c), Catch::Contains("Llama: n_kv_head 3 does not divide n_head 4"));
 }
 
 }  // namespace test_gpt_llama
