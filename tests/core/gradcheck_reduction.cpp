@@ -49,3 +49,12 @@ TEST_CASE("gradcheck max - all and along each dim (no ties)", "[gradcheck][reduc
         }
     REQUIRE_GRADCHECK([](const auto& v) { return max(v[0] * v[0], -1); }, x);
 }
+
+TEST_CASE("gradcheck cumsum - dims, negative dims", "[gradcheck][reduce]") {
+    manual_seed(210);
+    Tensor x = leaf({2, 3, 4});
+    for (int d : {0, 1, 2, -1, -3}) {
+        INFO("dim " << d);
+        REQUIRE_GRADCHECK([d](const auto& v) { return cumsum(v[0], d); }, x);
+    }
+}

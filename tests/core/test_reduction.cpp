@@ -143,3 +143,28 @@ TEST_CASE("NaN propagates through relu max and argmax as in PyTorch", "[reliabil
         REQUIRE((relu(Tensor({-kInf, kInf})).data() == Array{0, kInf}));
     }
 }
+
+// ==== cumsum =============================================================================================
+
+TEST_CASE("cumsum - by hand, dims 1 and -2 against PyTorch, its reversed-sum gradient", "[ops][reduce][torch]") {
+    Tensor x({{1, 2, 3}, {4, 5, 6}}, true);
+    Tensor y = cumsum(x, 1);
+    require_values(y, {{1, 3, 6}, {4, 9, 15}});
+    require_values(cumsum(x, 0), {{1, 2, 3}, {5, 7, 9}});
+    weighted_sum(y, Tensor({{1, 10, 100}, {1, 1, 1}})).backward();
+    require_values(x.grad(), {{111, 110, 100}, {3, 2, 1}});  // Σ of g from each position to the end
+    REQUIRE(cumsum(Tensor(4.0), -1).item() == 4);              // 0-d: one element, as torch
+    REQUIRE(cumsum(zeros({2, 0}), 1).shape() == Shape{2, 0});
+
+    Tensor xr = torch_ref("cumsum.x", true);
+    for (int dim : {1, -2}) {
+        INFO("dim " << dim);
+        xr.reset_grad();
+        Tensor yr = cumsum(xr, dim);
+        require_values(yr, torch_ref("cumsum.y_" + std::to_string(dim)));
+        weighted_sum(yr, torch_ref("cumsum.w")).backward();
+        require_values(xr.grad(), torch_ref("cumsum.dx_" + std::to_string(dim)));
+    }
+    REQUIRE_THROWS_WITH(cumsum(x, 2), Contains("cumsum: dim 2 out of range [-2, 2)"));
+    REQUIRE_THROWS_WITH(cumsum(Tensor(1.0), 1), Contains("cumsum: dim 1 out of range [-1, 1)"));
+}
