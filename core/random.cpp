@@ -11,7 +11,7 @@
 namespace xgrad {
 
 // Checks one row of C weights for what torch.multinomial refuses.
-static void check_row(const real* w, std::size_t C, std::size_t row, std::int64_t num_samples,
+static void check_multinomial_row(const real* w, std::size_t C, std::size_t row, std::int64_t num_samples,
                                 bool replacement) {
     double total = 0;
     std::int64_t nonzero = 0;
@@ -31,7 +31,7 @@ static void check_row(const real* w, std::size_t C, std::size_t row, std::int64_
 // One draw: the first category c with w_0 + ... + w_c > u, for u uniform in [0, Σ w). A category of
 // weight 0 is never drawn (its running sum equals the one before it). If rounding leaves u at or
 // above the last running sum, the last category of non-zero weight is drawn.
-static std::size_t draw_one(const std::vector<double>& w, std::mt19937_64& gen) {
+static std::size_t draw_category(const std::vector<double>& w, std::mt19937_64& gen) {
     double total = 0;
     for (double v : w) total += v;
     const double u = std::uniform_real_distribution<double>(0.0, total)(gen);
@@ -61,7 +61,7 @@ IndexTensor multinomial(const Tensor& probs, std::int64_t num_samples, bool repl
     check(replacement || num_samples <= static_cast<std::int64_t>(C), "multinomial",
           "cannot sample n_sample > prob_dist.size(-1) samples without replacement: {} > {}", num_samples, C);
     for (std::size_t r = 0; r < N; ++r)  // every row checked before the first draw
-        check_row(probs.data().data() + r * C, C, r, num_samples, replacement);
+        check_multinomial_row(probs.data().data() + r * C, C, r, num_samples, replacement);
 
     const auto S = static_cast<std::size_t>(num_samples);
     IndexArray out(probs.dim() == 2 ? ArrayShape{N, S} : ArrayShape{S});
@@ -69,7 +69,7 @@ IndexTensor multinomial(const Tensor& probs, std::int64_t num_samples, bool repl
         const real* row = probs.data().data() + r * C;
         std::vector<double> w(row, row + C);
         for (std::size_t s = 0; s < S; ++s) {
-            const std::size_t c = draw_one(w, gen);
+            const std::size_t c = draw_category(w, gen);
             out.data()[r * S + s] = static_cast<std::int64_t>(c);
             if (!replacement) w[c] = 0;  // removed; the next draw renormalises over the rest
         }

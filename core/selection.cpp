@@ -33,7 +33,7 @@ Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
     const Array& C = cond.data();
     for (std::size_t i = 0; i < C.size(); ++i)
         check(C.data()[i] == 0 || C.data()[i] == 1, "where", "cond must be a 0/1 mask; got {} at flat position {} of shape {}",
-              C.data()[i], i, shape_str(C.shape()));
+              C.data()[i], i, lazy_shape(C.shape()));
     Array out = xt::where(xt::equal(C, real(1)), x.data(), y.data());
     return make_result(std::move(out), "where", {cond, x, y},
                        [cond, sx = array_shape(x.data()), sy = array_shape(y.data())](const Array& g, const Array&) {

@@ -1,5 +1,5 @@
-// tests/core/gradcheck_math_ops.cpp — sqrt, rsqrt and var (dims, keepdim, unbiased) against finite
-// differences.
+// tests/core/gradcheck_math_ops.cpp — sqrt, rsqrt and var (dims, keepdim, unbiased), abs, clamp,
+// minimum and maximum (broadcast; away from kinks and ties) against finite differences.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target

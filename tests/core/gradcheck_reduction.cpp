@@ -1,5 +1,5 @@
 // tests/core/gradcheck_reduction.cpp — sum, mean and max (inputs without ties), over all elements and
-// along each dim, against finite differences.
+// along each dim, and cumsum along each dim, against finite differences.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target

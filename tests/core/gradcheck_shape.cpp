@@ -1,4 +1,4 @@
-// tests/core/gradcheck_shape.cpp — reshape, transpose, permute and concat against finite differences.
+// tests/core/gradcheck_shape.cpp — reshape, transpose, permute, concat and stack against finite differences.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target

@@ -1,6 +1,7 @@
-// tests/core/test_math_ops.cpp — sqrt, rsqrt and var of core/math_ops.cpp (float32): by hand and
-// against PyTorch (tests/reference/core_ops_reference.hpp), unbiased and keepdim, and the NaN of
-// an unbiased variance over one element. Gradchecks: gradcheck_math_ops.cpp.
+// tests/core/test_math_ops.cpp — sqrt, rsqrt, var, abs, clamp, minimum and maximum of
+// core/math_ops.cpp (float32): by hand and against PyTorch (tests/reference/core_ops_reference.hpp),
+// unbiased and keepdim, the NaN of an unbiased variance over one element, the half/half gradient
+// of a tie in minimum/maximum. Gradchecks: gradcheck_math_ops.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>

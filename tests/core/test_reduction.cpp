@@ -1,4 +1,4 @@
-// tests/core/test_reduction.cpp — sum, mean, max and argmax of core/reduction.cpp (float32): all
+// tests/core/test_reduction.cpp — sum, mean, max, argmax and cumsum of core/reduction.cpp (float32): all
 // elements and along a dim, keepdim, the gradient of max going to the maximum only, NaN
 // propagating as in PyTorch, and a bad dim's error. Gradchecks: gradcheck_reduction.cpp.
 #include <catch2/catch.hpp>

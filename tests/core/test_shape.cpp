@@ -1,4 +1,4 @@
-// tests/core/test_shape.cpp — reshape, transpose, permute and concat of core/shape.cpp, and the
+// tests/core/test_shape.cpp — reshape, transpose, permute, concat and stack of core/shape.cpp, and the
 // row-copy kernel permute_array of core/permute.cpp (float32): values, the gradients routed back,
 // and the errors of wrong sizes and orders. Gradchecks: gradcheck_shape.cpp.
 #include <catch2/catch.hpp>
