@@ -14,15 +14,17 @@
 #pragma once
 
 #include <xgrad/core/elementwise.hpp>  // add sub mul div neg, + - * /, pow exp log tanh relu sigmoid; sum_to
-#include <xgrad/core/reduction.hpp>    // sum mean max argmax; sum_double
-#include <xgrad/core/shape.hpp>        // reshape transpose permute concat; normalize_dim
+#include <xgrad/core/reduction.hpp>    // sum mean max argmax cumsum; sum_double
+#include <xgrad/core/shape.hpp>        // reshape transpose permute concat stack; normalize_dim
 #include <xgrad/core/matmul.hpp>       // matmul
 #include <xgrad/core/softmax.hpp>      // softmax softmax_composed log_softmax
 #include <xgrad/core/indexing.hpp>     // index_select one_hot check_ids
 #include <xgrad/core/slicing.hpp>      // narrow split chunk
 #include <xgrad/core/masking.hpp>      // masked_fill tril triu
 #include <xgrad/core/comparison.hpp>   // eq ne lt le gt ge (0/1 masks), allclose, equal
-#include <xgrad/core/math_ops.hpp>     // sqrt rsqrt var
+#include <xgrad/core/math_ops.hpp>     // sqrt rsqrt var abs clamp clamp_min clamp_max minimum maximum
+#include <xgrad/core/selection.hpp>    // where gather scatter_add topk sort argsort
+#include <xgrad/core/random.hpp>       // multinomial (no gradient)
 #include <xgrad/core/checkpoint.hpp>   // checkpoint (activation checkpointing)
 
 namespace xgrad {

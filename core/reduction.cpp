@@ -1,4 +1,5 @@
-// core/reduction.cpp — reductions: sum, mean, max (all elements or along one dim), argmax.
+// core/reduction.cpp — reductions: sum, mean, max (all elements or along one dim), argmax; and
+// cumsum, the running sum along a dim.
 // Legend: x the input; y the output; g = dL/dy. Along a dim, x is viewed as (outer, n, inner)
 // (DimSplit, core/detail/op_helpers.hpp) and y drops the n axis (or keeps it as 1 with keepdim).
 #include <algorithm>
@@ -152,6 +153,34 @@ Tensor max(const Tensor& x, int dim, bool keepdim) {
                                }
                            return make_grads(std::move(gx));
                        });
+}
+
+// ---- cumsum ---------------------------------------------------------------------------------------
+// forward : y[o, i, j] = Σ_{k <= i} x[o, k, j]         x viewed as (outer, n, inner), y: x's shape
+// backward: dL/dx[o, k, j] = Σ_{i >= k} g[o, i, j]     each x_k feeds every y_i with i >= k: the
+//           cumulative sum of g taken from the end, the reverse of the forward
+// ref: PyTorch docs, torch.cumsum; derivatives.yaml, cumsum_backward (a reversed cumsum of grad)
+static Array running_sum(const Array& x, const DimSplit& s, bool from_end) {
+    Array y(x.shape());
+    for (std::size_t o = 0; o < s.outer; ++o)
+        for (std::size_t j = 0; j < s.inner; ++j) {
+            double acc = 0;  // in double, as PyTorch's CPU kernel (its accumulate type)
+            for (std::size_t step = 0; step < s.n; ++step) {
+                const std::size_t i = from_end ? s.n - 1 - step : step;
+                const std::size_t at = (o * s.n + i) * s.inner + j;
+                acc += x.data()[at];
+                y.data()[at] = static_cast<real>(acc);
+            }
+        }
+    return y;
+}
+
+Tensor cumsum(const Tensor& x, int dim) {
+    const ArrayShape xs = array_shape(x.data());
+    const ArrayShape lines = xs.empty() ? ArrayShape{1} : xs;  // a 0-d x is one line of one element
+    const DimSplit s = split_at(lines, normalize_dim(dim, lines.size(), "cumsum"));
+    return make_result(running_sum(x.data(), s, /*from_end=*/false), "cumsum", {x},
+                       [s](const Array& g, const Array&) { return make_grads(running_sum(g, s, /*from_end=*/true)); });
 }
 
 }  // namespace xgrad

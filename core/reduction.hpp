@@ -1,4 +1,5 @@
-// core/reduction.hpp — reductions over all elements or one dim (core/reduction.cpp). Part of core/ops.hpp.
+// core/reduction.hpp — reductions over all elements or one dim, and the running sum cumsum
+// (core/reduction.cpp). Part of core/ops.hpp.
 #pragma once
 
 #include <cstddef>
@@ -21,5 +22,9 @@ Tensor mean(const Tensor& x, int dim, bool keepdim = false);
 Tensor max(const Tensor& x);                               // () 
 Tensor max(const Tensor& x, int dim, bool keepdim = false);
 IndexTensor argmax(const Tensor& x, int dim, bool keepdim = false);
+// cumsum: y[..., i, ...] = Σ_{k <= i} x[..., k, ...] along dim, x's shape (a 0-d x is one element);
+//   summed in double, as PyTorch's CPU kernel. Throws ValueError for dim outside [-n, n).
+//   ref: PyTorch docs, torch.cumsum.
+Tensor cumsum(const Tensor& x, int dim);
 
 }  // namespace xgrad

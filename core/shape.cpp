@@ -1,5 +1,5 @@
 // core/shape.cpp — ops that move values without computing: reshape/view, permute/transpose,
-// concat. Each backward moves g back the same way.
+// concat, stack. Each backward moves g back the same way.
 //
 // Legend: x the input; y the output; g = dL/dy. Every result owns a fresh copy (no views).
 #include <algorithm>
@@ -128,6 +128,28 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
         }
         return grads;
     });
+}
+
+// ---- stack ---------------------------------------------------------------------------------------
+// forward : y = concat([x_0 with a 1 inserted at dim, x_1 ..., ...], dim)   x_k: S, y: S with K at dim
+// backward: dL/dx_k = the slice k of g along dim, through concat's and reshape's backward
+// Composed from reshape and concat, so it needs no backward of its own.
+// ref: PyTorch docs, torch.stack ("concatenates a sequence of tensors along a new dimension")
+Tensor stack(const std::vector<Tensor>& xs, int dim) {
+    check(!xs.empty(), "stack", "needs at least one tensor");
+    const Shape first = xs[0].shape();
+    const int n = static_cast<int>(first.size());
+    check(dim >= -(n + 1) && dim <= n, "stack", "dim {} out of range [{}, {}] for {}-d tensors", dim, -(n + 1), n, n);
+    const auto at = static_cast<std::size_t>(dim < 0 ? dim + n + 1 : dim);
+    Dims unsqueezed(first.begin(), first.end());
+    unsqueezed.insert(unsqueezed.begin() + static_cast<std::ptrdiff_t>(at), 1);
+    std::vector<Tensor> pieces;
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+        check(xs[k].shape() == first, "stack", "tensor {} has shape {}, tensor 0 has {}; all must be equal", k,
+              shape_str(xs[k].shape()), shape_str(first));
+        pieces.push_back(reshape(xs[k], unsqueezed));
+    }
+    return concat(pieces, static_cast<int>(at));
 }
 
 }  // namespace xgrad

@@ -1,5 +1,5 @@
 // tests/core/gradcheck_reduction.cpp — sum, mean and max (inputs without ties), over all elements and
-// along each dim, against finite differences.
+// along each dim, and cumsum along each dim, against finite differences.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
@@ -48,4 +48,13 @@ TEST_CASE("gradcheck max - all and along each dim (no ties)", "[gradcheck][reduc
             REQUIRE_GRADCHECK([d, keep](const auto& v) { return max(v[0], d, keep); }, x);
         }
     REQUIRE_GRADCHECK([](const auto& v) { return max(v[0] * v[0], -1); }, x);
+}
+
+TEST_CASE("gradcheck cumsum - dims, negative dims", "[gradcheck][reduce]") {
+    manual_seed(210);
+    Tensor x = leaf({2, 3, 4});
+    for (int d : {0, 1, 2, -1, -3}) {
+        INFO("dim " << d);
+        REQUIRE_GRADCHECK([d](const auto& v) { return cumsum(v[0], d); }, x);
+    }
 }

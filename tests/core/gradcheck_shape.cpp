@@ -1,4 +1,4 @@
-// tests/core/gradcheck_shape.cpp — reshape, transpose, permute and concat against finite differences.
+// tests/core/gradcheck_shape.cpp — reshape, transpose, permute, concat and stack against finite differences.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
@@ -42,4 +42,14 @@ TEST_CASE("gradcheck concat along each dim - with an input that needs no grad", 
     REQUIRE_GRADCHECK([](const auto& v) { return concat({v[0], v[0]}, 0); }, a);
     REQUIRE_GRADCHECK([](const auto& v) { return concat({v[0], v[0] * v[0]}, -1); }, a);
     REQUIRE_GRADCHECK([](const auto& v) { return concat({v[0]}, 2); }, a);
+}
+
+TEST_CASE("gradcheck stack - every new dim, negative dims, one tensor twice", "[gradcheck][shape]") {
+    manual_seed(211);
+    Tensor a = leaf({2, 3}), b = leaf({2, 3});
+    for (int d : {0, 1, 2, -1, -3}) {
+        INFO("dim " << d);
+        REQUIRE_GRADCHECK([d](const auto& v) { return stack({v[0], v[1]}, d); }, a, b);
+    }
+    REQUIRE_GRADCHECK([](const auto& v) { return stack({v[0], v[0] * v[0]}, 1); }, a);
 }

@@ -1,6 +1,7 @@
-// tests/core/test_math_ops.cpp — sqrt, rsqrt and var of core/math_ops.cpp (float32): by hand and
-// against PyTorch (tests/reference/core_ops_reference.hpp), unbiased and keepdim, and the NaN of
-// an unbiased variance over one element. Gradchecks: gradcheck_math_ops.cpp.
+// tests/core/test_math_ops.cpp — sqrt, rsqrt, var, abs, clamp, minimum and maximum of
+// core/math_ops.cpp (float32): by hand and against PyTorch (tests/reference/core_ops_reference.hpp),
+// unbiased and keepdim, the NaN of an unbiased variance over one element, the half/half gradient
+// of a tie in minimum/maximum. Gradchecks: gradcheck_math_ops.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -77,4 +78,73 @@ TEST_CASE("var - one element gives NaN when unbiased as in PyTorch 1.13", "[math
     REQUIRE(std::isnan(var(zeros({2, 0}), 1).data()(0)));  // an empty dim: NaN, as PyTorch
     REQUIRE_THROWS_AS(var(x, 2), ValueError);
     REQUIRE_THROWS_AS(var(Tensor(1.0), 0), ValueError);
+}
+
+// ==== abs / clamp / minimum / maximum ================================================================
+
+TEST_CASE("abs and clamp - by hand and against PyTorch", "[math][torch]") {
+    Tensor x({-2, 0, 3, kNaN}, true);
+    Tensor a = abs(x);
+    require_values(narrow(a, 0, 0, 3), {2, 0, 3});
+    REQUIRE(std::isnan(a.data()(3)));
+    a.sum().backward();
+    require_values(x.grad(), {-1, 0, 1, 0});  // sign(x); 0 at 0 and at NaN, as PyTorch
+
+    Tensor c({-2, -1, 0, 0.5, 1, 3}, true);
+    Tensor y = clamp(c, -1.0, 0.5);
+    require_values(y, {-1, -1, 0, 0.5, 0.5, 0.5});
+    y.sum().backward();
+    require_values(c.grad(), {0, 1, 1, 1, 0, 0});  // g passes where min <= x <= max, bounds included
+    require_values(clamp(c, 1.0, -1.0), {-1, -1, -1, -1, -1, -1});  // min > max: max everywhere
+    require_values(clamp_min(c, 0.5), {0.5, 0.5, 0.5, 0.5, 1, 3});
+    require_values(clamp_max(c, 0.0), {-2, -1, 0, 0, 0, 0});
+    REQUIRE(std::isnan(clamp(Tensor({kNaN}), 0.0, 1.0).item()));
+    REQUIRE_THROWS_WITH(clamp(c, std::nullopt, std::nullopt), Contains("clamp: at least one of min and max must be given"));
+
+    Tensor xr = torch_ref("piecewise.x", true);
+    for (const std::string name : {"abs", "clamp", "clamp_min", "clamp_max"}) {
+        INFO(name);
+        xr.reset_grad();
+        Tensor yr = name == "abs" ? abs(xr) : name == "clamp" ? clamp(xr, -1.0, 0.5)
+                  : name == "clamp_min" ? clamp_min(xr, -1.0) : clamp_max(xr, 0.5);
+        require_values(yr, torch_ref("piecewise." + name + "_y"));
+        weighted_sum(yr, torch_ref("piecewise.w")).backward();
+        require_values(xr.grad(), torch_ref("piecewise." + name + "_dx"));
+    }
+}
+
+TEST_CASE("minimum and maximum - broadcast against PyTorch", "[math][torch]") {
+    Tensor x = torch_ref("piecewise.x", true), b = torch_ref("piecewise.b", true);  // (3, 4) and (4,)
+    for (const std::string name : {"maximum", "minimum"}) {
+        INFO(name);
+        x.reset_grad();
+        b.reset_grad();
+        Tensor y = name == "maximum" ? maximum(x, b) : minimum(x, b);
+        require_values(y, torch_ref("piecewise." + name + "_y"));
+        weighted_sum(y, torch_ref("piecewise.w")).backward();
+        require_values(x.grad(), torch_ref("piecewise." + name + "_dx"));
+        require_values(b.grad(), torch_ref("piecewise." + name + "_db"));
+    }
+}
+
+TEST_CASE("minimum and maximum - a tie splits the gradient half and half, NaN propagates", "[math]") {
+    // a tie is not differentiable, so it is checked by value: PyTorch gives grad / 2 to each side
+    for (bool is_max : {true, false}) {
+        INFO((is_max ? "maximum" : "minimum"));
+        Tensor a({1, 2, 5, kNaN}, true), b({1, 3, 4, 0}, true);
+        Tensor y = is_max ? maximum(a, b) : minimum(a, b);
+        require_values(narrow(y, 0, 0, 3), is_max ? Tensor({1, 3, 5}) : Tensor({1, 2, 4}));
+        REQUIRE(std::isnan(y.data()(3)));
+        y.backward(Tensor({10, 10, 10, 10}));
+        // tie: 5 and 5; 2 vs 3 and 5 vs 4: all to the winner; NaN: no comparison holds, g to both
+        require_values(a.grad(), is_max ? Tensor({5, 0, 10, 10}) : Tensor({5, 10, 0, 10}));
+        require_values(b.grad(), is_max ? Tensor({5, 10, 0, 10}) : Tensor({5, 0, 10, 10}));
+    }
+    Tensor s({2.0}, true), v({2, 1, 2}, true);  // a broadcast tie: s meets two equal values
+    maximum(s, v).sum().backward();
+    require_values(s.grad(), {2});  // 1/2 (tie) + 1 (2 > 1) + 1/2 (tie)
+    require_values(v.grad(), {0.5, 0, 0.5});
+    REQUIRE(std::isnan(minimum(Tensor({1}), Tensor({kNaN})).item()));
+    REQUIRE_THROWS_WITH(maximum(zeros({2}), zeros({3})), Contains("maximum: shapes (2) and (3) cannot be broadcast"));
+    REQUIRE_THROWS_WITH(minimum(zeros({2, 2}), zeros({3})), Contains("minimum: shapes (2, 2) and (3) cannot be broadcast"));
 }

@@ -1,4 +1,4 @@
-// tests/core/test_reduction.cpp — sum, mean, max and argmax of core/reduction.cpp (float32): all
+// tests/core/test_reduction.cpp — sum, mean, max, argmax and cumsum of core/reduction.cpp (float32): all
 // elements and along a dim, keepdim, the gradient of max going to the maximum only, NaN
 // propagating as in PyTorch, and a bad dim's error. Gradchecks: gradcheck_reduction.cpp.
 #include <catch2/catch.hpp>
@@ -142,4 +142,29 @@ TEST_CASE("NaN propagates through relu max and argmax as in PyTorch", "[reliabil
         REQUIRE(max(Tensor({-kInf, 2, kInf})).item() == kInf);
         REQUIRE((relu(Tensor({-kInf, kInf})).data() == Array{0, kInf}));
     }
+}
+
+// ==== cumsum =============================================================================================
+
+TEST_CASE("cumsum - by hand, dims 1 and -2 against PyTorch, its reversed-sum gradient", "[ops][reduce][torch]") {
+    Tensor x({{1, 2, 3}, {4, 5, 6}}, true);
+    Tensor y = cumsum(x, 1);
+    require_values(y, {{1, 3, 6}, {4, 9, 15}});
+    require_values(cumsum(x, 0), {{1, 2, 3}, {5, 7, 9}});
+    weighted_sum(y, Tensor({{1, 10, 100}, {1, 1, 1}})).backward();
+    require_values(x.grad(), {{111, 110, 100}, {3, 2, 1}});  // Σ of g from each position to the end
+    REQUIRE(cumsum(Tensor(4.0), -1).item() == 4);              // 0-d: one element, as torch
+    REQUIRE(cumsum(zeros({2, 0}), 1).shape() == Shape{2, 0});
+
+    Tensor xr = torch_ref("cumsum.x", true);
+    for (int dim : {1, -2}) {
+        INFO("dim " << dim);
+        xr.reset_grad();
+        Tensor yr = cumsum(xr, dim);
+        require_values(yr, torch_ref("cumsum.y_" + std::to_string(dim)));
+        weighted_sum(yr, torch_ref("cumsum.w")).backward();
+        require_values(xr.grad(), torch_ref("cumsum.dx_" + std::to_string(dim)));
+    }
+    REQUIRE_THROWS_WITH(cumsum(x, 2), Contains("cumsum: dim 2 out of range [-2, 2)"));
+    REQUIRE_THROWS_WITH(cumsum(Tensor(1.0), 1), Contains("cumsum: dim 1 out of range [-1, 1)"));
 }

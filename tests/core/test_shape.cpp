@@ -1,4 +1,4 @@
-// tests/core/test_shape.cpp — reshape, transpose, permute and concat of core/shape.cpp, and the
+// tests/core/test_shape.cpp — reshape, transpose, permute, concat and stack of core/shape.cpp, and the
 // row-copy kernel permute_array of core/permute.cpp (float32): values, the gradients routed back,
 // and the errors of wrong sizes and orders. Gradchecks: gradcheck_shape.cpp.
 #include <catch2/catch.hpp>
@@ -137,4 +137,33 @@ TEST_CASE("concat of mismatched shapes throws ValueError", "[ops][errors][shape]
                         Contains("concat") && Contains("(3, 2)") && Contains("(2, 3)"));
     REQUIRE_THROWS_WITH(concat({ones({2, 3}), ones({2, 3, 1})}, 0), Contains("concat"));
     REQUIRE_THROWS_WITH(concat({}, 0), Contains("concat"));
+}
+
+// ==== stack ==============================================================================================
+
+TEST_CASE("stack - a new dim, negative dims, against PyTorch, gradients are the slices", "[ops][shape][torch]") {
+    Tensor a({1, 2}, true), b({3, 4}, true);
+    require_values(stack({a, b}), {{1, 2}, {3, 4}});
+    Tensor y = stack({a, b}, -1);
+    require_values(y, {{1, 3}, {2, 4}});
+    weighted_sum(y, Tensor({{1, 2}, {3, 4}})).backward();
+    require_values(a.grad(), {1, 3});
+    require_values(b.grad(), {2, 4});
+    REQUIRE(stack({Tensor(1.0), Tensor(2.0)}).shape() == Shape{2});  // 0-d tensors to (2,)
+
+    std::vector<Tensor> xs;
+    for (int k = 0; k < 3; ++k) xs.push_back(torch_ref("stack.x" + std::to_string(k), true));  // three (2, 3)
+    for (int dim : {1, -1}) {
+        INFO("dim " << dim);
+        for (auto& t : xs) t.reset_grad();
+        Tensor s = stack(xs, dim);
+        require_values(s, torch_ref("stack.y_" + std::to_string(dim)));
+        weighted_sum(s, torch_ref("stack.w_" + std::to_string(dim))).backward();
+        for (int k = 0; k < 3; ++k)
+            require_values(xs[static_cast<std::size_t>(k)].grad(), torch_ref("stack.dx" + std::to_string(k) + "_" + std::to_string(dim)));
+    }
+    REQUIRE_THROWS_WITH(stack({}), Contains("stack: needs at least one tensor"));
+    REQUIRE_THROWS_WITH(stack({a, zeros({3})}), Contains("stack: tensor 1 has shape (3), tensor 0 has (2); all must be equal"));
+    REQUIRE_THROWS_WITH(stack({a, b}, 2), Contains("stack: dim 2 out of range [-2, 1] for 1-d tensors"));
+    REQUIRE_THROWS_WITH(stack({a, b}, -3), Contains("stack: dim -3 out of range [-2, 1]"));
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Reference values for tests/core/test_slicing.cpp, test_masking.cpp and test_math_ops.cpp, computed by PyTorch in float64.
+"""Reference values for tests/core/test_slicing.cpp, test_masking.cpp, test_math_ops.cpp, test_reduction.cpp,
+test_shape.cpp and test_selection.cpp, computed by PyTorch in float64.
 
 Run at development time (Debian's python3-torch, torch 1.13):
     /usr/bin/python3 tests/reference/make_core_ops_reference.py
@@ -101,6 +102,123 @@ for name, f in [("sqrt", torch.sqrt), ("rsqrt", torch.rsqrt)]:
     (y * w).sum().backward()
     add(f"root.{name}_y", y)
     add(f"root.{name}_dx", x.grad)
+
+
+# ---- abs / clamp / minimum / maximum: values and dL/dx for L = sum(w * y)
+x = ramp(3, 4).requires_grad_()
+w = ramp(3, 4, scale=1.0, shift=0.5)
+add("piecewise.x", x)
+add("piecewise.w", w)
+for name, f in [("abs", torch.abs), ("clamp", lambda t: torch.clamp(t, -1.0, 0.5)),
+                ("clamp_min", lambda t: torch.clamp(t, min=-1.0)), ("clamp_max", lambda t: torch.clamp(t, max=0.5))]:
+    x.grad = None
+    y = f(x)
+    (y * w).sum().backward()
+    add(f"piecewise.{name}_y", y)
+    add(f"piecewise.{name}_dx", x.grad)
+b = ramp(4, scale=0.5, shift=-1.0).requires_grad_()   # (4,), broadcast against x (3, 4)
+add("piecewise.b", b)
+for name, f in [("maximum", torch.maximum), ("minimum", torch.minimum)]:
+    x.grad = None
+    b.grad = None
+    y = f(x, b)
+    (y * w).sum().backward()
+    add(f"piecewise.{name}_y", y)
+    add(f"piecewise.{name}_dx", x.grad)
+    add(f"piecewise.{name}_db", b.grad)
+
+# ---- cumsum on x (3, 4) along dim 1 and dim -2
+x = ramp(3, 4).requires_grad_()
+w = ramp(3, 4, scale=1.0, shift=0.5)
+add("cumsum.x", x)
+add("cumsum.w", w)
+for dim in (1, -2):
+    x.grad = None
+    y = torch.cumsum(x, dim)
+    (y * w).sum().backward()
+    add(f"cumsum.y_{dim}", y)
+    add(f"cumsum.dx_{dim}", x.grad)
+
+# ---- stack of three (2, 3) tensors at dim 1 and at dim -1
+xs = [ramp(2, 3, shift=float(k)).requires_grad_() for k in range(3)]
+for k, t in enumerate(xs):
+    add(f"stack.x{k}", t)
+for dim in (1, -1):
+    y = torch.stack(xs, dim)
+    wy = ramp(*y.shape, scale=1.0, shift=0.5)
+    for t in xs:
+        t.grad = None
+    (y * wy).sum().backward()
+    add(f"stack.y_{dim}", y)
+    add(f"stack.w_{dim}", wy)
+    for k, t in enumerate(xs):
+        add(f"stack.dx{k}_{dim}", t.grad)
+
+# ---- where: cond (3, 1), x (3, 4), y (4,) broadcast together
+cond = torch.tensor([[1.0], [0.0], [1.0]])
+x = ramp(3, 4).requires_grad_()
+yy = ramp(4, shift=2.0).requires_grad_()
+w = ramp(3, 4, scale=1.0, shift=0.5)
+add("where.cond", cond)
+add("where.x", x)
+add("where.y", yy)
+add("where.w", w)
+out = torch.where(cond != 0, x, yy)
+(out * w).sum().backward()
+add("where.out", out)
+add("where.dx", x.grad)
+add("where.dy", yy.grad)
+
+# ---- gather along dim 1 (repeated indices) and dim 0 of x (3, 4); scatter_add along dim 0
+x = ramp(3, 4).requires_grad_()
+add("gather.x", x)
+index1 = torch.tensor([[0, 3, 3], [2, 1, 0]])        # (2, 3): smaller than x at dim 0, repeats
+index0 = torch.tensor([[2, 0, 1, 2], [0, 0, 2, 1]])  # (2, 4)
+add("gather.index1", index1.double())
+add("gather.index0", index0.double())
+for tag, dim, index in [("1", 1, index1), ("0", -2, index0)]:
+    x.grad = None
+    y = torch.gather(x, dim, index)
+    wy = ramp(*y.shape, scale=1.0, shift=0.5)
+    (y * wy).sum().backward()
+    add(f"gather.y_{tag}", y)
+    add(f"gather.w_{tag}", wy)
+    add(f"gather.dx_{tag}", x.grad)
+src = ramp(3, 5, shift=1.0).requires_grad_()        # (3, 5): larger than index0 (2, 4)
+add("scatter_add.src", src)
+x.grad = None
+y = torch.scatter_add(x, 0, index0, src[:2, :4])     # torch's backward needs src of index's shape
+w = ramp(3, 4, scale=1.0, shift=0.5)
+(y * w).sum().backward()
+add("scatter_add.y", y)
+add("scatter_add.w", w)
+add("scatter_add.dx", x.grad)
+add("scatter_add.dsrc", src.grad)                   # 0 outside the (2, 4) corner
+
+# ---- topk on x (3, 5) without ties (torch's order of equal values is unspecified; xgrad's
+# lower-index-first rule is tested by hand), sort on x (3, 5) with ties and a NaN (stable=True)
+x = ramp(3, 5).requires_grad_()
+add("order.topk_x", x)
+wv = ramp(3, 3, scale=1.0, shift=0.5)
+add("order.topk_w", wv)
+for largest in (True, False):
+    tag = "largest" if largest else "smallest"
+    x.grad = None
+    values, indices = torch.topk(x, 3, dim=-1, largest=largest)
+    (values * wv).sum().backward()
+    add(f"order.topk_{tag}_values", values)
+    add(f"order.topk_{tag}_indices", indices.double())
+    add(f"order.topk_{tag}_dx", x.grad)
+x = torch.tensor([[3.0, 1.0, 3.0, -2.0, 0.5],
+                  [math.nan, 2.0, -1.0, 2.0, 7.0],
+                  [0.0, 0.0, 0.0, -0.5, 4.0]])
+add("order.sort_x", x)
+for descending in (False, True):
+    tag = "descending" if descending else "ascending"
+    for dim in (1, 0):
+        values, indices = torch.sort(x, dim=dim, descending=descending, stable=True)
+        add(f"order.sort_{tag}_{dim}_values", values)
+        add(f"order.sort_{tag}_{dim}_indices", indices.double())
 
 
 def cpp_number(v):
