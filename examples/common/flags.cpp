@@ -74,6 +74,13 @@ RunFlags FlagTable::values(unsigned role) const {
     return out;
 }
 
+std::string FlagTable::names_with(unsigned role) const {
+    std::string out;
+    for (const Row& r : rows_)
+        if ((r.role & role) == role) out += (out.empty() ? "" : ", ") + r.name;
+    return out;
+}
+
 std::string FlagTable::names_without(unsigned role) const {
     std::string out;
     for (const Row& r : rows_)

@@ -56,8 +56,9 @@ public:
     // Every flag whose role includes all of `role`'s bits, with its value now: e.g. values(kResume)
     // for the checkpoint, values(kModel) for --init-from's check.
     RunFlags values(unsigned role) const;
-    // The names of the flags whose role lacks `role`'s bits, in table order, comma-separated:
-    // what a resume may change, for the help of --resume.
+    // The names of the flags whose role has (lacks) all of `role`'s bits, in table order,
+    // comma-separated: for the help of --resume (what it may change) and --init-from (what must match).
+    std::string names_with(unsigned role) const;
     std::string names_without(unsigned role) const;
 
 private:
