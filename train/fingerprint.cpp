@@ -95,12 +95,11 @@ nn::Metadata fingerprint_metadata(const TextFingerprint& data) {
     return meta;
 }
 
-void check_same_data(const std::string& path, const nn::Metadata& saved, const TextFingerprint& now,
-                     bool check_text, bool resume) {
+void check_same_data(const std::string& path, const nn::Metadata& saved, const TextFingerprint& now, bool resume) {
     check_same_vocab(path, saved, now.vocab,
                      resume ? "resume on the text the checkpoint was trained on"
                             : "train on a text with the same characters");
-    if (check_text) check_same_text(path, saved, now);
+    if (resume) check_same_text(path, saved, now);
     check_same_tokenizer(path, saved, now.tokenizer,
                          resume ? "resume with the tokenizer the checkpoint was trained with"
                                 : "start from the tokenizer the checkpoint was trained with");

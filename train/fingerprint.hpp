@@ -33,11 +33,11 @@ nn::Metadata fingerprint_metadata(const TextFingerprint& data);
 // fingerprint `now`:
 //   "records no vocabulary"   a data.* key missing: the ids cannot be checked
 //   "vocabulary mismatch"     naming both sizes and the first id whose byte differs
-//   "text mismatch"           (with check_text) both lengths and hashes
+//   "text mismatch"           (resume only) both lengths and hashes
 //   "tokenizer mismatch"      naming both tokenizers ("one byte per token" for "")
-// `resume`: the advice for a run that continues the saved one; else for a new run that starts
-// from the saved weights.
-void check_same_data(const std::string& path, const nn::Metadata& saved, const TextFingerprint& now,
-                     bool check_text, bool resume);
+// `resume`: a run that continues the saved one (the text must be the same too); else a new run
+// that starts from the saved weights (the vocabulary and tokenizer only). Each message ends with
+// the advice for that case.
+void check_same_data(const std::string& path, const nn::Metadata& saved, const TextFingerprint& now, bool resume);
 
 }  // namespace xgrad::train

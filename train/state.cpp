@@ -89,7 +89,7 @@ void check_expected(const std::string& path, const nn::Metadata& meta, const Loa
                                 fmt::arg("value", value))));
         }
     if (options.fingerprint())
-        check_same_data(path, meta, *options.fingerprint(), options.text_checked(), options.text_checked());
+        check_same_data(path, meta, *options.fingerprint(), options.resume());
 }
 
 // What a saved state always satisfies, so that an edited file whose checksum was recomputed is
@@ -139,12 +139,12 @@ LoadOptions& LoadOptions::expect(std::string prefix, StringMap values, std::stri
 }
 LoadOptions& LoadOptions::data(TextFingerprint now) {
     fingerprint_ = std::move(now);
-    text_checked_ = true;
+    resume_ = true;
     return *this;
 }
 LoadOptions& LoadOptions::vocabulary(TextFingerprint now) {
     fingerprint_ = std::move(now);
-    text_checked_ = false;
+    resume_ = false;
     return *this;
 }
 LoadOptions& LoadOptions::max_step(std::int64_t last_step) {

@@ -67,13 +67,13 @@ public:
     };
     const std::vector<Expected>& expected() const { return expected_; }
     const std::optional<TextFingerprint>& fingerprint() const { return fingerprint_; }
-    bool text_checked() const { return text_checked_; }
+    bool resume() const { return resume_; }  // data(): the text is checked too
     const std::optional<std::int64_t>& max_step() const { return max_step_; }
 
 private:
     std::vector<Expected> expected_;
     std::optional<TextFingerprint> fingerprint_;
-    bool text_checked_ = false;
+    bool resume_ = false;
     std::optional<std::int64_t> max_step_;
 };
 
