@@ -5,22 +5,10 @@
 //   state.scheduler(sched).generator(rng).add("sampler", sampler);
 //   train::save(path, state.step(step), {{"flag.--lr", "0.003"}});
 //   ...
-//   int step = train::load(path, state, train::LoadOptions().expect("flag.", flags, "resume with the same flags"));
+//   int step = train::load(path, state, train::LoadOptions().expect("flag.", flags, "pass {name} {saved}"));
 //
-// The file: one safetensors file (nn/serialize.hpp: checksummed, written atomically), in Python
-// safetensors.torch.load_file(path) gives the tensors under PyTorch's names and layouts.
-//   tensors   "model.<name>"            nn::Module::state_dict(), e.g. "model.fc1.weight"
-//             "optim.<param>.<buffer>"  optim::OptimizerState's tensors, e.g. "optim.fc1.weight.exp_avg"
-//   metadata  "optim.<key>"             its metadata: the options, "<param>.step", ...
-//             "train.step"              the steps taken, a decimal integer in [0, INT_MAX]
-//             "train.rng"               with generator(): std::mt19937_64's state as operator<< writes it
-//             "scheduler.step"          with scheduler(): CosineWithWarmup::current_step()
-//             "<name>.<key>"            each add(name, ...) component's string map
-//             anything else             the caller's metadata, e.g. "flag.--lr", "data.vocab_hex"
-//
-// Every error is a std::runtime_error whose message starts with the path (nn::save_safetensors and
-// nn::load_safetensors add theirs, and the optimizer its ValueError for a bad state). Nothing is
-// written by a save that throws, and nothing is changed by a load that throws.
+// The file's tensors and metadata are listed above save(); examples/gpt/README.md, "Checkpoints:
+// resume, train further, sample", shows it in use.
 #pragma once
 
 #include <cstdint>
@@ -138,6 +126,21 @@ private:
     std::mt19937_64* rng_to_load_ = nullptr;
     std::vector<Component> components_;
 };
+
+// ---- the file --------------------------------------------------------------------------------------
+// One safetensors file (nn/serialize.hpp: checksummed, written atomically); in Python
+// safetensors.torch.load_file(path) gives the tensors under PyTorch's names and layouts.
+//   tensors   "model.<name>"            nn::Module::state_dict(), e.g. "model.fc1.weight"
+//             "optim.<param>.<buffer>"  optim::OptimizerState's tensors, e.g. "optim.fc1.weight.exp_avg"
+//   metadata  "optim.<key>"             its metadata: the options, "<param>.step", ...
+//             "train.step"              the steps taken, a decimal integer in [0, INT_MAX]
+//             "train.rng"               with generator(): std::mt19937_64's state as operator<< writes it
+//             "scheduler.step"          with scheduler(): CosineWithWarmup::current_step()
+//             "<name>.<key>"            each add(name, ...) component's string map
+//             anything else             the caller's metadata, e.g. "flag.--lr", "data.vocab_hex"
+// Every error is a std::runtime_error whose message starts with the path (nn::save_safetensors's
+// and nn::load_safetensors's, and the optimizer's ValueError for a bad state, name it too).
+// Nothing is written by a save that throws, and nothing is changed by a load that throws.
 
 // Writes `state` and the caller's `metadata` to `path` atomically (nn::save_safetensors).
 // Throws, writing nothing: a parameter or optimizer buffer holding a NaN or an infinity ("<path>: not
