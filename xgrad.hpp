@@ -10,3 +10,4 @@
 #include <xgrad/core/threads.hpp>
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
+#include <xgrad/train/state.hpp>

@@ -1,7 +1,7 @@
 # examples/libraries.cmake — the libraries of the examples, which the tests link too.
 #
-#   xgrad_examples_common  examples/common/: checkpoint (model + optimizer + sampler state in one
-#                          safetensors file), run_log (loss CSV, progress line, loss curve, clock),
+#   xgrad_examples_common  examples/common/: checkpoint (the examples' flags and advice around
+#                          train::save and train::load, train/state.hpp), run_log (loss CSV, progress line, loss curve, clock),
 #                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs),
 #                          cli (strict numeric flags with CLI11, up-front checks, main's errors,
 #                          and flags: an example's flags as one table with their roles in a resume),

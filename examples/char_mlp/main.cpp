@@ -101,7 +101,7 @@ static BatchSplit prepare_run(const Config& cfg) {
 struct WordData {
     Split words;
     Examples train, val, test;
-    TextFingerprint fingerprint;  // what the ids mean (id 0 '.', ids 1-26 'a'-'z') and which words were read
+    train::TextFingerprint fingerprint;  // what the ids mean (id 0 '.', ids 1-26 'a'-'z') and which words were read
 };
 
 static WordData load_data(const Config& cfg) {
@@ -116,7 +116,7 @@ static WordData load_data(const Config& cfg) {
     for (std::int64_t id = 0; id < kVocab; ++id) vocab.push_back(id_to_char(id));
     std::string text;
     for (const std::string& w : all_words) text += w + '\n';
-    d.fingerprint = fingerprint(vocab, text);
+    d.fingerprint = train::fingerprint(vocab, text);
     d.train = make_examples(d.words.train, cfg.block_size);
     d.val = make_examples(d.words.val, cfg.block_size);
     d.test = make_examples(d.words.test, cfg.block_size);
@@ -130,7 +130,7 @@ static WordData load_data(const Config& cfg) {
 // --resume: the model, AdamW's moments, the step and the batch sampler as saved, the schedule at
 // that step. Returns the step to start from (0 without --resume).
 static int restore(const Config& cfg, CharMLP& model, optim::AdamW& opt, optim::CosineWithWarmup& schedule,
-                   std::mt19937_64& batch_rng, const RunFlags& flags, const TextFingerprint& data) {
+                   std::mt19937_64& batch_rng, const RunFlags& flags, const train::TextFingerprint& data) {
     if (cfg.resume.empty()) return 0;
     const int start = load_checkpoint(cfg.resume, model, opt, batch_rng, flags, data);
     schedule.set_step(start);

@@ -71,7 +71,7 @@ void print_on_rank_0_only() {
     ::close(null);
 }
 
-void check_same_run(const RunFlags& flags, const TextFingerprint& data) {
+void check_same_run(const RunFlags& flags, const xgrad::train::TextFingerprint& data) {
     std::string text;
     for (const auto& [name, value] : flags) text += name + " " + value + "\n";
     text += fmt::format("data {} bytes, FNV-1a {:016x}, vocabulary {}\n", data.text_bytes, data.text_fnv1a, data.vocab);

@@ -20,7 +20,7 @@
 #include <xgrad/distributed/ddp.hpp>
 #include <xgrad/distributed/zero.hpp>
 
-#include "common/checkpoint.hpp"  // RunFlags, TextFingerprint
+#include "common/checkpoint.hpp"  // RunFlags, train::TextFingerprint
 
 namespace examples {
 
@@ -70,7 +70,7 @@ void print_on_rank_0_only();
 // every rank was started with the same `flags` (one line each, in name order) and read the same data (the last
 // line, and one more naming the tokenizer when data.tokenizer is set). Collective. With W = 1 it
 // returns at once.
-void check_same_run(const RunFlags& flags, const TextFingerprint& data);
+void check_same_run(const RunFlags& flags, const xgrad::train::TextFingerprint& data);
 // The same for the state a run starts from (the step, and batch_rng after a --resume): a rank
 // that resumed from another checkpoint than rank 0 would take another number of steps.
 void check_same_start(int step, const std::mt19937_64& batch_rng);

@@ -46,6 +46,7 @@
 #include <xgrad/distributed/ddp.hpp>
 #include <xgrad/distributed/zero.hpp>
 #include <xgrad/nn/serialize.hpp>
+#include <xgrad/train/state.hpp>  // first_non_finite, fingerprint_metadata
 #include "data.hpp"
 #include "generate.hpp"
 #include "model.hpp"
@@ -161,7 +162,7 @@ static examples::BatchSplit prepare_run(const Config& cfg) {
 struct TextData {
     Tokens tokens;                        // characters or byte pairs
     Split split;                          // ids: train (the first 90%), val (the rest)
-    examples::TextFingerprint fingerprint;
+    train::TextFingerprint fingerprint;
 };
 
 // --tokenizer char: each byte of the text is a token; V is the bytes that occur.
@@ -170,7 +171,7 @@ static TextData character_data(const Config& cfg, const std::string& text, const
     Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
     fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
                split.train.size(), split.val.size());
-    examples::TextFingerprint fingerprint = examples::fingerprint(vocab.chars, text);
+    train::TextFingerprint fingerprint = train::fingerprint(vocab.chars, text);
     return {Tokens::characters(std::move(vocab)), std::move(split), std::move(fingerprint)};
 }
 
@@ -193,7 +194,7 @@ static TextData byte_pair_data(const Config& cfg, const std::string& text, const
     fmt::print("tokens BPE V {} ({}; encoded in {:.1f} s) → train {} / val {} tokens, {:.2f} characters per token\n",
                tokens.size(), how, examples::now_seconds() - t1, split.train.size(), split.val.size(),
                double(parts.train.size()) / double(split.train.size()));
-    examples::TextFingerprint fingerprint = examples::fingerprint(tokens.fingerprint_vocab(), text);
+    train::TextFingerprint fingerprint = train::fingerprint(tokens.fingerprint_vocab(), text);
     fingerprint.tokenizer = tokens.identity();
     return {std::move(tokens), std::move(split), std::move(fingerprint)};
 }
@@ -231,7 +232,7 @@ static RunFlags model_flags(const Config& c) {
 static int restore(const Config& cfg, LanguageModel& model,
                    const std::function<void(const optim::OptimizerState&)>& load_optimizer,
                    optim::CosineWithWarmup& schedule, std::mt19937_64& batch_rng, const RunFlags& flags,
-                   const examples::TextFingerprint& data) {
+                   const train::TextFingerprint& data) {
     if (!cfg.init_from.empty()) {
         const int saved = examples::load_model_weights(cfg.init_from, model, model_flags(cfg), data.vocab, data.tokenizer);
         fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n",
@@ -371,9 +372,9 @@ static void save(const Config& cfg, const LanguageModel& model, const optim::Opt
     });
     saves.attempt(cfg.out + "/model.safetensors", [&] {
         const NamedTensors weights = model.state_dict();
-        const std::string bad = examples::first_non_finite(weights);
+        const std::string bad = train::first_non_finite(weights);
         if (!bad.empty()) throw std::runtime_error(fmt::format("'{}' holds a NaN or an infinity (the run diverged)", bad));
-        nn::Metadata model_meta = examples::fingerprint_metadata(d.fingerprint);
+        nn::Metadata model_meta = train::fingerprint_metadata(d.fingerprint);
         model_meta["format"] = "pt";
         nn::save_safetensors(cfg.out + "/model.safetensors", weights, model_meta);
     });

@@ -46,7 +46,7 @@ public:
     const std::vector<std::int64_t>& byte_counts() const { return byte_counts_; }
     const Vocab& vocab() const;                        // characters only; std::logic_error otherwise
     const xgrad::text::Tokenizer& tokenizer() const;  // byte pairs only; std::logic_error otherwise
-    // The checkpoint's vocabulary (examples::TextFingerprint::vocab): the characters, or the 256
+    // The checkpoint's vocabulary (train::TextFingerprint::vocab): the characters, or the 256
     // byte values, which are ids 0..255 of every byte-pair tokenizer.
     std::string fingerprint_vocab() const;
     // "" for characters; for byte pairs "bpe V 1024: 768 merges, FNV-1a <16 hex digits>", the hash

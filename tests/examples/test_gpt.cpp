@@ -177,14 +177,14 @@ TEST_CASE("gpt tokens: a resume with another tokenizer, or another --vocab-size,
     std::mt19937_64 rng(1);
     const Tokens saved = Tokens::byte_pairs(aa_tokenizer());
     const std::string text = "aaab aaab aaab";
-    examples::TextFingerprint data = examples::fingerprint(saved.fingerprint_vocab(), text);
+    xgrad::train::TextFingerprint data = xgrad::train::fingerprint(saved.fingerprint_vocab(), text);
     data.tokenizer = saved.identity();
     const std::string path = dir.file("checkpoint.safetensors");
     examples::save_checkpoint(path, model, *opt, 3, rng, {{"--steps", "5"}}, data);
     REQUIRE(examples::load_checkpoint(path, model, *opt, rng, {{"--steps", "5"}}, data) == 3);
 
     // The same V and text, another merge: id 256 would mean "ab", not "aa".
-    examples::TextFingerprint other = data;
+    xgrad::train::TextFingerprint other = data;
     other.tokenizer = Tokens::byte_pairs(xgrad::text::Tokenizer({{97, 98}})).identity();
     std::string msg = xgrad::testing::message_of<std::runtime_error>(
         [&] { examples::load_checkpoint(path, model, *opt, rng, {{"--steps", "5"}}, other); });
@@ -197,7 +197,7 @@ TEST_CASE("gpt tokens: a resume with another tokenizer, or another --vocab-size,
     // A character run's fingerprint (no tokenizer) against the byte-pair checkpoint.
     msg = xgrad::testing::message_of<std::runtime_error>([&] {
         examples::load_checkpoint(path, model, *opt, rng, {{"--steps", "5"}},
-                                  examples::fingerprint(saved.fingerprint_vocab(), text));
+                                  xgrad::train::fingerprint(saved.fingerprint_vocab(), text));
     });
     REQUIRE_THAT(msg, Catch::Contains("one byte per token"));
 
