@@ -2,7 +2,7 @@
 #
 #   xgrad_examples_common  examples/common/: checkpoint (model + optimizer + sampler state in one
 #                          safetensors file), run_log (loss CSV, progress line, loss curve, clock),
-#                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs),
+#                          gnuplot (drawing PNGs),
 #                          cli (strict numeric flags with CLI11, up-front checks, main's errors,
 #                          which end every rank under mpirun), data_parallel (the batch rule of
 #                          W ranks × --grad-accum, rank 0 alone on stdout, the ranks' agreement),
@@ -22,8 +22,7 @@ find_package(CLI11 REQUIRED)
 add_library(xgrad_examples_common STATIC ${_xgrad_examples}/common/checkpoint.cpp
             ${_xgrad_examples}/common/cli.cpp ${_xgrad_examples}/common/data_parallel.cpp
             ${_xgrad_examples}/common/gnuplot.cpp ${_xgrad_examples}/common/outputs.cpp
-            ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/similarity.cpp
-            ${_xgrad_examples}/common/text.cpp)
+            ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/similarity.cpp)
 target_include_directories(xgrad_examples_common PUBLIC ${_xgrad_examples})
 target_link_libraries(xgrad_examples_common PUBLIC xgrad xgrad::distributed CLI11::CLI11)
 
