@@ -6,15 +6,10 @@
 //
 //   tokens (N,) ──offsets o_0..o_{B−1} ~ U{0, …, N − T − 1}──▶ x[i] = tokens[o_i : o_i + T]
 //                                                               y[i] = tokens[o_i + 1 : o_i + T + 1]
-// Every position of a window is a training example: y[i, t] is the token after x[i, 0..t], so one
-// window of T + 1 tokens gives T next-token predictions. The largest offset N − T − 1 keeps
-// o + T + 1 ≤ N.
-//
-// The batch rule of W ranks × A micro-steps: every rank draws the same B offsets from the same
-// rng (so the ranks stay in step), and micro-step k of rank r takes the rows
+// One window of T + 1 tokens gives T next-token predictions (y[i, t] follows x[i, 0..t]).
+// W ranks × A micro-steps: every rank draws the same B offsets; micro-step k of rank r takes rows
 //     [k·B/A + r·b, k·B/A + (r+1)·b)
-// Every row is used once and every piece has b rows, so the mean of the W·A piece losses is the
-// mean over the B windows. examples/gpt/README.md, "Several processes (MPI)", has the argument.
+// so every row is used once (examples/gpt/README.md, "Several processes (MPI)", has the argument).
 #pragma once
 
 #include <cstddef>
@@ -78,7 +73,8 @@ private:
 
 // Random windows of a token span for one rank: next() draws the global batch's B offsets (all of
 // them, on every rank, so the ranks stay in step) and copies only this rank's rows, as A
-// micro-batches of b windows.
+// micro-batches of b windows. Every piece has b rows, so the mean of the W·A piece losses is the
+// mean over the B windows.
 // In PyTorch's words: rank and world_size are DistributedSampler's rank and num_replicas; there is
 // no set_epoch, since windows are drawn with replacement: a new seed gives a new sequence.
 //   data::TokenShard train("train.bin", V);

@@ -8,13 +8,10 @@
 //   header[0]  magic     20240520 (GPT-2 shards, uint16 tokens)  or 20240801 (LLaMA-3, uint32)
 //   header[1]  version   1                                       or 7
 //   header[2]  N, the number of tokens after the header (llm.c writes at most 2^31 − 1)
-//   header[3]  V, as a uint32 (0: not recorded). llm.c writes 0 there and its loaders ignore the
-//              slot, so a shard of ours is a shard of llm.c's and back.
-//   header[4..255]  0
-// Every number is little-endian. uint16 holds ids up to 65,535, so V ≤ 65,536 is written as uint16
-// and a larger V (up to 2^32) as uint32.
-// A shard is opened read-only and mapped with mmap(2): N tokens cost no read and no copy until a
-// window touches them, and the kernel shares the pages between the ranks of one machine.
+//   header[3]  V as a uint32, 0: not recorded (llm.c writes 0 and ignores it: the files are llm.c's)
+//   header[4..255]  0;  every number little-endian; uint16 while V ≤ 65,536, else uint32
+// Opened read-only with mmap(2): no read, no copy until a window touches the tokens, and the
+// ranks of one machine share the pages.
 // ref: llm.c, dev/data/data_common.py (write_datafile, HEADERS_INFO) and llmc/dataloader.h.
 #pragma once
 

@@ -5,19 +5,16 @@
 //   read_text_file(path)   the N bytes of a regular file, unchanged
 //   read_bible(range)      the verses of `range` as Debian's bible-kjv prints them, one per line,
 //                          each led by its reference: "Ge1:1 In the beginning God created ..."
-//
-// What comes next: vocab.hpp turns the bytes into ids, shards.hpp stores the ids, sampler.hpp
-// cuts them into training windows.
+// Next: vocab.hpp makes ids of the bytes, shards.hpp stores them, sampler.hpp cuts windows.
 #pragma once
 
 #include <string>
 
 namespace xgrad::data {
 
-// The bytes of the plain-text file at `path` (N bytes, no newline conversion).
-// Throws std::runtime_error naming "read_text_file" and the path when the path is not a regular
-// file (a directory; a FIFO or a device such as /dev/zero, which could block or never end: refused
-// before it is opened), cannot be opened (a missing file, no permission) or read, or is empty.
+// The N bytes of the plain-text file at `path`. Throws std::runtime_error naming "read_text_file"
+// and the path when it is not a regular file (a directory; a FIFO or a device such as /dev/zero,
+// which could block or never end: refused before it is opened), cannot be opened or read, or is empty.
 std::string read_text_file(const std::string& path);
 
 // The whole King James Bible, Genesis 1:1 to Revelation 22:21 (about 4.4 MB).
