@@ -54,8 +54,8 @@
 #ifdef XGRAD_BENCH_EXAMPLES
 #include <random>
 
-#include "common/text.hpp"   // examples/common: the KJV for T7 and T8
-#include "gpt/data.hpp"      // examples/gpt: T7's windows of token IDs
+#include <xgrad/data/sampler.hpp>      // sample_windows: T7's batches
+#include <xgrad/data/text_source.hpp>  // read_bible: the KJV for T7 and T8
 #include "gpt/generate.hpp"  // examples/gpt: generation for T4gen
 #include "gpt/model.hpp"     // examples/gpt: the GPT of T1
 #include <xgrad/text/tokenizer.hpp>
@@ -390,12 +390,12 @@ void T4gen_kv_cache(benchmark::State& state) { t4gen(state, true); }
 void T4gen_recompute(benchmark::State& state) { t4gen(state, false); }
 
 // ---- the KJV and its byte-pair tokens, for T7 and T8 ----------------------------------------------
-// The text exactly as `bible -f "gen1:1-rev22:21"` prints it (examples/common/text.hpp), read once.
+// The text exactly as `bible -f "gen1:1-rev22:21"` prints it (data/text_source.hpp), read once.
 struct Kjv {
     std::string text, error;  // the text, or why it could not be read
     Kjv() {
         try {
-            text = examples::read_text("");
+            text = xgrad::data::read_bible();
         } catch (const std::exception& e) {
             error = e.what();
         }
@@ -432,7 +432,7 @@ const KjvTokens& kjv_tokens(std::int64_t vocab_size) {
 
 // ---- T7: the row-sparse embedding update against the dense one --------------------------------------
 // An untied table (no output head shares it), V 8,192, d 128. Each step looks up B 12 windows of
-// T 64 consecutive IDs of the KJV under an 8,192-token BPE (kPool draws by gpt::sample_batch);
+// T 64 consecutive IDs of the KJV under an 8,192-token BPE (kPool draws by data::sample_windows);
 // loss = Σ E(ids) ⊙ G with G (B, T, d) fixed; backward; AdamW. Dense: dL/dE is (V, d) and AdamW
 // updates every row (m, v, decay, θ); sparse: dL/dE holds the k distinct rows looked up, and the
 // lazy AdamW updates those k alone. The counter rows_touched is k, the mean over the pool.
@@ -451,7 +451,7 @@ struct T7Step {
           G(randn({kBatch, kBlock, kWidth})) {
         std::mt19937_64 rng(kSeed);
         for (std::size_t i = 0; i < kPool; ++i) {
-            ids.push_back(gpt::sample_batch(kjv_tokens(kV).ids, int(kBatch), int(kBlock), rng).x);
+            ids.push_back(xgrad::data::sample_windows(kjv_tokens(kV).ids, int(kBatch), int(kBlock), rng).x);
             const std::set<std::int64_t> distinct(ids.back().data().begin(), ids.back().data().end());
             rows_touched += double(distinct.size()) / double(kPool);
         }

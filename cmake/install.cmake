@@ -5,7 +5,7 @@
 # `cmake --install` does not also install xgrad unless it sets XGRAD_INSTALL=ON).
 #
 # What lands under the prefix P:
-#   P/include/xgrad/{core,nn,optim,train,distributed,text,io}/*.hpp  the headers; a user includes <xgrad/core/tensor.hpp>,
+#   P/include/xgrad/{core,nn,optim,data,train,distributed,text,io}/*.hpp  the headers; a user includes <xgrad/core/tensor.hpp>,
 #   P/include/xgrad/xgrad.hpp                  <xgrad/nn/nn.hpp>, ... or all of them: <xgrad/xgrad.hpp>
 #   P/lib/libxgrad.a, P/lib/libxgrad_f64.a     float32 and float64 builds of the same sources
 #   P/lib/cmake/xgrad/                         xgradConfig.cmake, its version file, the targets
@@ -29,10 +29,10 @@ endif()
 install(TARGETS ${XGRAD_INSTALL_TARGETS} EXPORT xgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# Every public header of the seven library directories, also those added later; the internal ones,
+# Every public header of the eight library directories, also those added later; the internal ones,
 # under a detail/ folder, are included only by the library's own .cpp files and are not installed.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/nn ${PROJECT_SOURCE_DIR}/optim ${PROJECT_SOURCE_DIR}/train
-                  ${PROJECT_SOURCE_DIR}/distributed ${PROJECT_SOURCE_DIR}/text ${PROJECT_SOURCE_DIR}/io
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/nn ${PROJECT_SOURCE_DIR}/optim ${PROJECT_SOURCE_DIR}/data
+                  ${PROJECT_SOURCE_DIR}/train ${PROJECT_SOURCE_DIR}/distributed ${PROJECT_SOURCE_DIR}/text ${PROJECT_SOURCE_DIR}/io
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad
         FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/xgrad.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/xgrad)

@@ -1,10 +1,10 @@
 # examples/libraries.cmake — the libraries of the examples, which the tests link too.
 #
 #   xgrad_examples_common  examples/common/: checkpoint (the examples' flags and advice around
-#                          train::save and train::load, train/state.hpp), run_log (loss CSV, progress line, loss curve, clock),
-#                          text (the KJV through `bible`, or a file), gnuplot (drawing PNGs),
-#                          cli (strict numeric flags with CLI11, up-front checks, main's errors,
-#                          and flags: an example's flags as one table with their roles in a resume),
+#                          train::save and train::load, train/state.hpp), run_log (loss CSV,
+#                          progress line, loss curve, clock), gnuplot (drawing PNGs), flags (an
+#                          example's flags as one table, with their roles in a resume), cli
+#                          (strict numeric flags with CLI11, up-front checks, main's errors,
 #                          which end every rank under mpirun), data_parallel (the batch rule of
 #                          W ranks × --grad-accum, rank 0 alone on stdout, the ranks' agreement),
 #                          outputs (--out's files checked up front, saved one by one at the end),
@@ -24,8 +24,7 @@ add_library(xgrad_examples_common STATIC ${_xgrad_examples}/common/checkpoint.cp
             ${_xgrad_examples}/common/cli.cpp ${_xgrad_examples}/common/data_parallel.cpp
             ${_xgrad_examples}/common/flags.cpp
             ${_xgrad_examples}/common/gnuplot.cpp ${_xgrad_examples}/common/outputs.cpp
-            ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/similarity.cpp
-            ${_xgrad_examples}/common/text.cpp)
+            ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/similarity.cpp)
 target_include_directories(xgrad_examples_common PUBLIC ${_xgrad_examples})
 target_link_libraries(xgrad_examples_common PUBLIC xgrad xgrad::distributed CLI11::CLI11)
 

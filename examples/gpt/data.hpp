@@ -1,62 +1,36 @@
-// examples/gpt/data.hpp — text → character ids → (B, T+1) training windows.
+// examples/gpt/data.hpp — the example's token data: the library's (xgrad::data) under short names,
+// and the bigram baseline the run reports.
 //
 // Legend: N characters of text, V vocabulary size, B batch, T block (characters of context).
 //
-//   text ──Vocab──▶ ids (N,) ──first 90% / last 10%──▶ train, val
-//        ──random offsets o──▶ x (B, T) = ids[o : o+T],  y (B, T) = ids[o+1 : o+T+1]
+//   text ──Vocab──▶ ids (N,) ──first 90% / last 10%──▶ train, val            (data/vocab.hpp, shards.hpp)
+//        ──random offsets o──▶ x (B, T) = ids[o : o+T],  y (B, T) = ids[o+1 : o+T+1]   (data/sampler.hpp)
 //
-// Every position of a window is a training example: y[b, t] is the character after
-// x[b, 0..t], so one window of T+1 characters gives T next-character predictions.
 // The text is the King James Bible exactly as `bible -f "gen1:1-rev22:21"` prints it (verse
 // references such as "Ge1:1" included: V = 73), or any file (--data); one byte is one token
-// (--tokenizer bpe makes the ids from byte pairs instead: tokens.hpp).
+// (--tokenizer bpe makes the ids from byte pairs instead: tokens.hpp). The fixed validation
+// windows (fixed_offsets) are reproducible outside xgrad from N, T and n alone (bench/nanogpt.py,
+// val_offsets), so PyTorch can evaluate exactly these windows.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
-#include <xgrad/core/tensor.hpp>
+#include <xgrad/data/sampler.hpp>
+#include <xgrad/data/shards.hpp>
+#include <xgrad/data/vocab.hpp>
 
 namespace gpt {
 
 using Ids = std::vector<std::int64_t>;
-
-// The vocabulary: the sorted set of the bytes that occur in the text.
-struct Vocab {
-    std::string chars;                 // (V,) id → byte, ascending
-    std::array<std::int16_t, 256> id;  // byte → id, -1 if absent
-
-    std::int64_t size() const { return std::int64_t(chars.size()); }
-    // Throws std::runtime_error naming the first character not in the vocabulary.
-    Ids encode(const std::string& text) const;
-    std::string decode(const Ids& ids) const;
-};
-Vocab build_vocab(const std::string& text);
-
-struct Split {
-    Ids train, val;  // the first ⌊9N/10⌋ ids, and the rest
-};
-// Throws std::runtime_error (naming `source`, the lengths and the minimum) when either part is
-// shorter than one window of block + 1 characters, i.e. when the text has fewer than about
-// 10·(block + 1) characters.
-Split split_ids(const Ids& ids, int block, const std::string& source);
-
-// A batch of windows: x (B, T) and y (B, T) int64, y one character ahead of x.
-struct Batch {
-    xgrad::IndexTensor x, y;
-};
-// The windows starting at `offsets` (each in [0, N − T − 1]).
-Batch windows(const Ids& data, const std::vector<std::size_t>& offsets, int block);
-// B windows at offsets drawn uniformly from [0, N − T − 1] (std::uniform_int_distribution).
-Batch sample_batch(const Ids& data, int batch, int block, std::mt19937_64& rng);
-
-// The fixed validation set: n evenly spaced windows, o_j = ⌊j · (N − T − 1) / n⌋ for
-// j = 0..n−1. The same every evaluation, and reproducible outside xgrad from N, T and n alone
-// (bench/nanogpt.py, val_offsets), so PyTorch can evaluate exactly these windows.
-std::vector<std::size_t> fixed_offsets(std::size_t n_data, int block, std::size_t n);
+using Vocab = xgrad::data::CharVocab;  // the sorted set of the bytes of the text
+using Split = xgrad::data::Split;      // train: the first ⌊9N/10⌋ ids, val: the rest
+using Batch = xgrad::data::Batch;      // x (B, T), y (B, T) int64
+using xgrad::data::fixed_offsets;      // o_j = ⌊j · (N − T − 1) / n⌋
+using xgrad::data::sample_windows;     // B windows at offsets ~ U{0, …, N − T − 1}
+using xgrad::data::split_ids;
+using xgrad::data::windows;
 
 // The count-based bigram model P(next | prev) = (count + 1) / (row total + V), fitted on every
 // adjacent pair of `train` (add-one smoothing), and its negative log-likelihood over every

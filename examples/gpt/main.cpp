@@ -40,9 +40,9 @@
 #include "common/data_parallel.hpp"  // the batch rule of W ranks × --grad-accum, rank 0's stdout
 #include "common/outputs.hpp"     // --out's files checked up front, saved one by one
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
-#include "common/text.hpp"        // read_text: the KJV through `bible`, or a file
 #include <xgrad/core/parse.hpp>    // quoted_text
 #include <xgrad/core/threads.hpp>
+#include <xgrad/data/text_source.hpp>  // read_bible, read_text_file
 #include <xgrad/distributed/ddp.hpp>
 #include <xgrad/distributed/zero.hpp>
 #include <xgrad/nn/serialize.hpp>
@@ -167,7 +167,7 @@ struct TextData {
 
 // --tokenizer char: each byte of the text is a token; V is the bytes that occur.
 static TextData character_data(const Config& cfg, const std::string& text, const std::string& source) {
-    Vocab vocab = build_vocab(text);
+    Vocab vocab = Vocab::from_text(text);
     Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
     fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
                split.train.size(), split.val.size());
@@ -201,7 +201,7 @@ static TextData byte_pair_data(const Config& cfg, const std::string& text, const
 
 static TextData load_data(const Config& cfg, bool prompt_given) {
     const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
-    const std::string text = examples::read_text(cfg.data);
+    const std::string text = cfg.data.empty() ? xgrad::data::read_bible() : xgrad::data::read_text_file(cfg.data);
     TextData d = cfg.tokenizer == "bpe" ? byte_pair_data(cfg, text, source) : character_data(cfg, text, source);
     if (prompt_given && cfg.sample > 0) {  // a prompt the text cannot encode is refused now, not after training
         try {
@@ -513,7 +513,7 @@ static int run(const Config& cfg, bool prompt_given) {
     for (int step = start; step < end; ++step) {
         sync_timer.start_step();
         const double lr = *opt->param_groups()[0].lr;
-        const Batch batch = sample_batch(d.split.train, cfg.batch_size, int(model_cfg.block), batch_rng);  // (B, T), (B, T)
+        const Batch batch = sample_windows(d.split.train, cfg.batch_size, int(model_cfg.block), batch_rng);  // (B, T), (B, T)
         const double loss_sum = zero ? zero_step(model, *zero, batch, batch_split, cfg)
                                      : data_parallel_step(model, *opt, *ddp, batch, batch_split, cfg);
         if (zero) sync_timer.end_step(zero->last_step());

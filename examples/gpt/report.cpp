@@ -48,7 +48,7 @@ EvalLoss evaluate_random(LanguageModel& model, const Ids& data, int batch, int n
     double total = 0;
     LossSum sum;
     for (int b = 0; b < n_batches; ++b) {
-        Batch w = sample_batch(data, batch, int(model.config().block), rng);
+        Batch w = sample_windows(data, batch, int(model.config().block), rng);
         const double loss = F::cross_entropy(model.forward(w.x), w.y).item();
         total += loss;
         sum.add(loss, w.y, byte_counts);
@@ -128,7 +128,7 @@ std::string token_table_report(const LanguageModel& model, const Ids& train, int
     std::size_t lo = SIZE_MAX, hi = 0, sum = 0;
     const int n = 10;
     for (int i = 0; i < n; ++i) {
-        const Batch b = sample_batch(train, batch, int(m.block), rng);  // x (B, T): the ids the table looks up
+        const Batch b = sample_windows(train, batch, int(m.block), rng);  // x (B, T): the ids the table looks up
         std::vector<std::int64_t> ids(b.x.data().begin(), b.x.data().end());
         std::sort(ids.begin(), ids.end());
         const std::size_t k = std::size_t(std::unique(ids.begin(), ids.end()) - ids.begin());

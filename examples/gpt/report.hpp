@@ -21,7 +21,7 @@ namespace gpt {
 // batches of `batch` windows at fixed_offsets(N, T, n_batches·batch), in order. The same set
 // at every evaluation, and the one bench/gpt_to_torch.py evaluates in PyTorch.
 double evaluate_fixed(LanguageModel& model, const Ids& data, int batch, int n_batches);
-// The same mean over n_batches random batches (sample_batch with `rng`): nanoGPT's estimate_loss.
+// The same mean over n_batches random batches (sample_windows with `rng`): nanoGPT's estimate_loss.
 double evaluate_random(LanguageModel& model, const Ids& data, int batch, int n_batches, std::mt19937_64& rng);
 
 // The loss of an evaluation per token and per character (tokens.hpp).

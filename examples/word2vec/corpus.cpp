@@ -10,7 +10,7 @@
 
 #include <xtensor/xbuilder.hpp>
 
-#include "common/text.hpp"
+#include <xgrad/data/text_source.hpp>
 
 namespace word2vec {
 
@@ -56,7 +56,7 @@ std::vector<std::string> tokenize(const std::string& line) {
 }
 
 std::vector<std::string> read_corpus(const std::string& path) {
-    const std::string text = examples::read_text(path);
+    const std::string text = path.empty() ? xgrad::data::read_bible() : xgrad::data::read_text_file(path);
     std::vector<std::string> tokens;
     std::size_t begin = 0;
     while (begin < text.size()) {

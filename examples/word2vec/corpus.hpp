@@ -30,7 +30,7 @@ namespace word2vec {
 //   → in the beginning god created the heaven and the earth
 std::vector<std::string> tokenize(const std::string& line);
 
-// Every token of a text (examples::read_text, common/text.hpp), line by line. path empty: the
+// Every token of a text (xgrad::data::read_bible or read_text_file), line by line. path empty: the
 // whole King James Bible; otherwise a plain-text file. Throws std::runtime_error if the program
 // or file cannot be read or yields no words.
 std::vector<std::string> read_corpus(const std::string& path);

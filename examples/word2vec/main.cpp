@@ -30,6 +30,7 @@
 #include "common/outputs.hpp"  // --out's files checked up front, saved one by one
 #include "common/run_log.hpp"  // now_seconds, check_finite_loss
 #include <xgrad/core/threads.hpp>
+#include <xgrad/io/atomic_file.hpp>  // write_file_atomically: vocab.txt
 #include "corpus.hpp"
 #include "model.hpp"
 #include <xgrad/io/atomic_file.hpp>

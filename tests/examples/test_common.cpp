@@ -1,19 +1,16 @@
-// tests/examples/test_common.cpp — examples/common: read_text (a file's bytes, and its errors:
-// a directory, a FIFO, a device), LossLog (the loss CSV: header, row format, an extra column,
-// append on resume, rows after the checkpoint's step dropped), ema_smooth and the smoothed column plot_losses
-// writes, the checkpoint's flags ("flag.<name>": refused when missing or other, --steps bounding
-// the step; a char_mlp model and its AdamW), load_model_weights (gpt's --init-from), the strict
-// numeric flags and the memory check of cli, the output paths checked
+// tests/examples/test_common.cpp — examples/common: LossLog (the loss CSV: header, row format, an
+// extra column, append on resume, rows after the checkpoint's step dropped), ema_smooth and the
+// smoothed column plot_losses writes, the checkpoint's flags ("flag.<name>": refused when missing
+// or other, --steps bounding the step; a char_mlp model and its AdamW), load_model_weights (gpt's
+// --init-from), the strict numeric flags and the memory check of cli, the output paths checked
 // up front and the final saves one by one (outputs), and gnuplot under a path full of quotes.
 // The loader's fuzzing is in tests/fuzz_checkpoint.cpp; the programs' whole command lines are
 // tested by tests/examples/cli.sh.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -21,7 +18,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "char_mlp/model.hpp"
@@ -31,7 +27,6 @@
 #include "common/gnuplot.hpp"
 #include "common/outputs.hpp"
 #include "common/run_log.hpp"
-#include "common/text.hpp"
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
 #include "test_helpers.hpp"
@@ -59,22 +54,6 @@ struct SmallRun {
 };
 
 }  // namespace
-
-TEST_CASE("read_text returns a file's bytes unchanged", "[examples_common][text]") {
-    TempDir dir;
-    const std::string bytes = std::string("Ge1:1 In the beginning\r\nno newline at the end\0x", 47);
-    write_bytes(dir.file("t.txt"), bytes);
-    REQUIRE(examples::read_text(dir.file("t.txt")) == bytes);
-}
-
-TEST_CASE("read_text throws for a missing or an empty file, naming it", "[examples_common][text]") {
-    TempDir dir;
-    REQUIRE_THROWS_WITH(examples::read_text(dir.file("missing.txt")),
-                        Catch::Contains("cannot open text file") && Catch::Contains("missing.txt"));
-    write_bytes(dir.file("empty.txt"), "");
-    REQUIRE_THROWS_WITH(examples::read_text(dir.file("empty.txt")),
-                        Catch::Contains("empty file") && Catch::Contains("empty.txt"));
-}
 
 TEST_CASE("LossLog writes the header, one row per step, and appends on resume", "[examples_common][run_log]") {
     TempDir dir;
@@ -377,41 +356,6 @@ TEST_CASE("check_finite_loss stops a diverged run, naming the step", "[examples_
                Contains("step 2: the training loss is -inf"));
     CHECK_THAT(message_of<std::runtime_error>([] { examples::check_finite_loss(4, std::nan(""), "validation"); }),
                Contains("step 4: the validation loss is NaN"));
-}
-
-TEST_CASE("read_text names a directory instead of failing inside the stream", "[examples_common][text][regression]") {
-    TempDir dir;
-    fs::create_directories(dir.path);
-    CHECK(message_of<std::runtime_error>([&] { examples::read_text(dir.path.string()); }) ==
-          "read_text: '" + dir.path.string() + "' is a directory, not a text file");
-}
-
-TEST_CASE("read_text refuses a FIFO and a device, naming the file, without reading from it",
-          "[examples_common][text][regression]") {
-    TempDir dir;
-    const std::string fifo = dir.file("pipe");
-    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    fs::create_symlink(fifo, dir.file("link"));  // followed, as open() would
-    // read_text(path)'s refusal. A writer opens the FIFO once a reader has and closes it at once
-    // (end of file): a reader that opened the FIFO gets no text instead of blocking for ever.
-    auto refusal = [&](const std::string& path) {
-        std::atomic<bool> done{false};
-        std::thread writer([&] {
-            for (int i = 0; i < 200 && !done; ++i) {
-                const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-                if (fd >= 0) return (void)::close(fd);
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            }
-        });
-        const std::string msg = message_of<std::runtime_error>([&] { examples::read_text(path); });
-        done = true;
-        writer.join();
-        return msg;
-    };
-    CHECK(refusal(fifo) == "read_text: '" + fifo + "' is a FIFO (named pipe), not a regular text file");
-    CHECK(refusal(dir.file("link")) == "read_text: '" + dir.file("link") + "' is a FIFO (named pipe), not a regular text file");
-    CHECK(message_of<std::runtime_error>([&] { examples::read_text("/dev/null"); }) ==
-          "read_text: '/dev/null' is a character device, not a regular text file");
 }
 
 // ==== outputs: checked before the run, saved one by one at its end ==============================================

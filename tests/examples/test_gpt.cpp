@@ -33,37 +33,6 @@ using gpt::testing::check_model_against;
 
 // ==== data =================================================================================================
 
-TEST_CASE("gpt data: the vocabulary is the sorted set of characters", "[gpt][data]") {
-    const Vocab v = build_vocab("hello");
-    REQUIRE(v.chars == "ehlo");
-    REQUIRE(v.encode("hello") == Ids{1, 0, 2, 2, 3});
-    REQUIRE(v.decode({3, 2, 0}) == "ole");
-    REQUIRE_THROWS_WITH(v.encode("help"), Catch::Contains("\"p\"") && Catch::Contains("position 3"));
-}
-
-TEST_CASE("gpt data: 90/10 split and the error for a text shorter than one block", "[gpt][data]") {
-    const Ids ids(100, 0);
-    const Split s = split_ids(ids, /*block=*/9, "t.txt");  // val = 10 = block + 1: just enough
-    REQUIRE(s.train.size() == 90);
-    REQUIRE(s.val.size() == 10);
-    REQUIRE_THROWS_WITH(split_ids(ids, 10, "t.txt"), Catch::Contains("t.txt") && Catch::Contains("validation 10") &&
-                                                         Catch::Contains("at least 110 characters"));
-}
-
-TEST_CASE("gpt data: windows and the fixed validation offsets", "[gpt][data]") {
-    Ids data(20);
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::int64_t(i);
-    const Batch w = windows(data, {0, 5}, 3);
-    REQUIRE(w.x.data() == xgrad::IndexTensor({{0, 1, 2}, {5, 6, 7}}).data());
-    REQUIRE(w.y.data() == xgrad::IndexTensor({{1, 2, 3}, {6, 7, 8}}).data());
-    REQUIRE_THROWS_AS(windows(data, {17}, 3), std::out_of_range);  // 17 + 3 + 1 > 20
-    // o_j = ⌊j · (N − T − 1) / n⌋ with N 100, T 8, n 4: span 91 → 0, 22, 45, 68
-    REQUIRE(fixed_offsets(100, 8, 4) == std::vector<std::size_t>{0, 22, 45, 68});
-    std::mt19937_64 rng(1);
-    const Batch r = sample_batch(data, 50, 3, rng);  // every window inside the data, y one ahead
-    for (std::size_t i = 0; i < 50 * 3; ++i) REQUIRE(r.y.data().data()[i] == r.x.data().data()[i] + 1);
-}
-
 TEST_CASE("gpt data: the bigram baseline by hand", "[gpt][data]") {
     // train 0 1 0 1: pairs (0,1) twice, (1,0) once; add-one counts [[1, 3], [2, 1]], row totals 4, 3.
     // eval 0 1 0: −(log 3/4 + log 2/3) / 2 = 0.3465736
@@ -98,7 +67,7 @@ TEST_CASE("gpt tokens: the text is split at 90% of its bytes, moved back to a ch
 }
 
 TEST_CASE("gpt tokens: characters and byte pairs behind one interface", "[gpt][tokens]") {
-    const Tokens chars = Tokens::characters(build_vocab("hello"));
+    const Tokens chars = Tokens::characters(Vocab::from_text("hello"));
     REQUIRE(chars.size() == 4);
     REQUIRE(chars.encode("hello") == Ids{1, 0, 2, 2, 3});
     REQUIRE(chars.byte_counts() == std::vector<std::int64_t>{1, 1, 1, 1});
@@ -377,11 +346,11 @@ TEST_CASE("gpt checkpoint_blocks: the same losses and parameters bit for bit, GP
             }();
             std::vector<double> losses;
             for (int step = 0; step < 3; ++step) {
-                const Batch b = sample_batch(text, 4, 8, rng);
+                const Batch b = sample_windows(text, 4, 8, rng);
                 losses.push_back(train_step(*model, *opt, b.x, b.y, 1.0).loss);
             }
             int checkpoint_nodes = 0;  // one per block when on
-            visit_graph(model->forward(sample_batch(text, 4, 8, rng).x), [&](const TensorImpl& t) {
+            visit_graph(model->forward(sample_windows(text, 4, 8, rng).x), [&](const TensorImpl& t) {
                 checkpoint_nodes += t.grad_fn && t.grad_fn->name == "checkpoint";
             });
             REQUIRE(checkpoint_nodes == (checkpoint_blocks ? 2 : 0));

@@ -17,6 +17,7 @@
 #include "test_helpers.hpp"
 
 using namespace xgrad;
+using namespace xgrad::testing;  // TempDir: not left to a file before it in a unity batch
 using Catch::Matchers::Contains;
 
 namespace {

@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include <xgrad/text/tokenizer.hpp>
-#include "common/text.hpp"
+#include <xgrad/data/text_source.hpp>
 #include "test_helpers.hpp"
 #include "text/bpe_reference.hpp"
 
@@ -215,7 +215,7 @@ TEST_CASE("text/tokenizer: the whole KJV decodes to itself", "[text]") {
         WARN("the bible program is not installed (.ci/install-deps): the KJV round trip is skipped");
         return;
     }
-    const std::string kjv = examples::read_text("");
+    const std::string kjv = xgrad::data::read_bible();
     REQUIRE(kjv.size() > 4000000);
     const Tokenizer& t = bpe::excerpt_tokenizer();
     const TokenIds ids = t.encode(kjv);

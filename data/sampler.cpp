@@ -1,0 +1,111 @@
+// data/sampler.cpp — windows, their offsets (random and fixed), and the WindowSampler.
+#include <xgrad/data/sampler.hpp>
+
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include <xgrad/core/error.hpp>
+#include <xgrad/core/parse.hpp>
+
+namespace xgrad::data {
+
+Batch windows(TokenView tokens, const std::vector<std::size_t>& offsets, int block) {
+    const std::size_t B = offsets.size(), T = std::size_t(block), N = tokens.size();
+    IndexArray x(ArrayShape{B, T}), y(ArrayShape{B, T});
+    for (std::size_t i = 0; i < B; ++i) {
+        const std::size_t o = offsets[i];
+        if (o + T + 1 > N)
+            throw IndexError(fmt::format("windows: offset {} + block {} + 1 exceeds the {} tokens (offsets lie in "
+                                         "[0, N − T − 1])", o, T, N));
+        tokens.copy_to(o, T, x.data() + i * T);      // x = tokens[o : o+T]
+        tokens.copy_to(o + 1, T, y.data() + i * T);  // y = tokens[o+1 : o+T+1]
+    }
+    return {IndexTensor(std::move(x)), IndexTensor(std::move(y))};
+}
+
+std::vector<std::size_t> sample_offsets(std::size_t n_tokens, int batch, int block, std::mt19937_64& rng) {
+    check(batch >= 1 && block >= 1, "sample_offsets", "batch {} and block {} must be at least 1", batch, block);
+    check(n_tokens >= std::size_t(block) + 1, "sample_offsets",
+          "{} tokens hold no window of block + 1 = {} tokens", n_tokens, block + 1);
+    std::uniform_int_distribution<std::size_t> pick(0, n_tokens - std::size_t(block) - 1);
+    std::vector<std::size_t> offsets(static_cast<std::size_t>(batch));
+    for (auto& o : offsets) o = pick(rng);
+    return offsets;
+}
+
+Batch sample_windows(TokenView tokens, int batch, int block, std::mt19937_64& rng) {
+    return windows(tokens, sample_offsets(tokens.size(), batch, block, rng), block);
+}
+
+std::vector<std::size_t> fixed_offsets(std::size_t n_tokens, int block, std::size_t n) {
+    check(n_tokens >= std::size_t(block) + 1, "fixed_offsets", "{} tokens hold no window of block + 1 = {} tokens",
+          n_tokens, block + 1);
+    const std::size_t span = n_tokens - std::size_t(block) - 1;  // the last valid offset: o + T + 1 ≤ N
+    std::vector<std::size_t> offsets(n);
+    for (std::size_t j = 0; j < n; ++j) offsets[j] = j * span / n;
+    return offsets;
+}
+
+Batch fixed_windows(TokenView tokens, std::size_t n, int block) {
+    return windows(tokens, fixed_offsets(tokens.size(), block, n), block);
+}
+
+// ---- WindowSampler ---------------------------------------------------------------------------------
+WindowSampler::WindowSampler(TokenView tokens, WindowSamplerOptions options)
+    : tokens_(tokens), options_(options), rng_(options.seed()) {
+    const int B = options.batch(), T = options.block(), W = options.world_size(), A = options.grad_accum();
+    check(B >= 1 && T >= 1, "WindowSampler", "batch {} and block {} must be at least 1", B, T);
+    check(W >= 1 && A >= 1, "WindowSampler", "world_size {} and grad_accum {} must be at least 1", W, A);
+    check(options.rank() >= 0 && options.rank() < W, "WindowSampler", "rank {} outside [0, {})", options.rank(), W);
+    check(B % (W * A) == 0, "WindowSampler",
+          "batch {} is not a multiple of world_size {} × grad_accum {} = {}: every rank's micro-batch needs the same "
+          "number of windows", B, W, A, W * A);
+    check(tokens.size() >= std::size_t(T) + 1, "WindowSampler", "{} tokens hold no window of block + 1 = {} tokens",
+          tokens.size(), T + 1);
+}
+
+std::vector<std::size_t> WindowSampler::next_offsets() {
+    ++batches_;
+    return sample_offsets(tokens_.size(), options_.batch(), options_.block(), rng_);
+}
+
+std::vector<Batch> WindowSampler::next() {
+    const std::vector<std::size_t> offsets = next_offsets();  // all B, on every rank
+    const std::size_t A = std::size_t(options_.grad_accum()), b = std::size_t(options_.per_rank());
+    const std::size_t r = std::size_t(options_.rank()), per_step = offsets.size() / A;  // B/A
+    std::vector<Batch> micro;
+    micro.reserve(A);
+    for (std::size_t k = 0; k < A; ++k) {  // rows [k·B/A + r·b, k·B/A + (r+1)·b)
+        const auto first = offsets.begin() + std::ptrdiff_t(k * per_step + r * b);
+        micro.push_back(windows(tokens_, std::vector<std::size_t>(first, first + std::ptrdiff_t(b)), options_.block()));
+    }
+    return micro;
+}
+
+std::map<std::string, std::string> WindowSampler::state_dict() const {
+    std::ostringstream rng_text;
+    rng_text << rng_;
+    return {{"rng", rng_text.str()}, {"batches", std::to_string(batches_)}};
+}
+
+void WindowSampler::load_state_dict(const std::map<std::string, std::string>& state) {
+    const char* op = "WindowSampler::load_state_dict";
+    for (const auto& [key, value] : state)
+        check(key == "rng" || key == "batches", op, "unknown key {} (the keys are 'rng' and 'batches')", quoted_text(key));
+    for (const char* key : {"rng", "batches"}) check(state.count(key) == 1, op, "missing key '{}'", key);
+    // The rng state is 312 numbers; operator>> would skip spaces, take a '+' and ignore what
+    // follows, so the text must read back to exactly itself.
+    const std::string& saved = state.at("rng");
+    std::mt19937_64 restored;
+    std::istringstream in(saved);
+    std::ostringstream again;
+    if (in >> restored) again << restored;
+    check(in && again.str() == saved, op, "'rng' = {} is not a std::mt19937_64 state as operator<< writes it",
+          quoted_text(saved));
+    const std::int64_t batches = parse_int64(state.at("batches"), op, "batches", 0);
+    rng_ = restored;
+    batches_ = batches;
+}
+
+}  // namespace xgrad::data
