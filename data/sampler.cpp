@@ -70,15 +70,20 @@ std::vector<std::size_t> WindowSampler::next_offsets() {
     return sample_offsets(tokens_.size(), options_.batch(), options_.block(), rng_);
 }
 
+std::pair<std::int64_t, std::int64_t> micro_batch_rows(int batch, int world_size, int grad_accum, int rank, int k) {
+    const std::int64_t b = batch / (std::int64_t(world_size) * grad_accum);
+    const std::int64_t begin = std::int64_t(k) * (batch / grad_accum) + std::int64_t(rank) * b;  // k·B/A + r·b
+    return {begin, begin + b};
+}
+
 std::vector<Batch> WindowSampler::next() {
     const std::vector<std::size_t> offsets = next_offsets();  // all B, on every rank
-    const std::size_t A = std::size_t(options_.grad_accum()), b = std::size_t(options_.per_rank());
-    const std::size_t r = std::size_t(options_.rank()), per_step = offsets.size() / A;  // B/A
+    const WindowSamplerOptions& o = options_;
     std::vector<Batch> micro;
-    micro.reserve(A);
-    for (std::size_t k = 0; k < A; ++k) {  // rows [k·B/A + r·b, k·B/A + (r+1)·b)
-        const auto first = offsets.begin() + std::ptrdiff_t(k * per_step + r * b);
-        micro.push_back(windows(tokens_, std::vector<std::size_t>(first, first + std::ptrdiff_t(b)), options_.block()));
+    for (int k = 0; k < o.grad_accum(); ++k) {  // this rank's rows of micro-step k
+        const auto [begin, end] = micro_batch_rows(o.batch(), o.world_size(), o.grad_accum(), o.rank(), k);
+        micro.push_back(windows(tokens_, std::vector<std::size_t>(offsets.begin() + begin, offsets.begin() + end),
+                                o.block()));
     }
     return micro;
 }

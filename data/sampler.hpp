@@ -17,6 +17,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <xgrad/core/tensor.hpp>
@@ -45,6 +46,10 @@ Batch sample_windows(TokenView tokens, int batch, int block, std::mt19937_64& rn
 // The same every evaluation, and reproducible outside xgrad from N, T and n alone.
 std::vector<std::size_t> fixed_offsets(std::size_t n_tokens, int block, std::size_t n);
 Batch fixed_windows(TokenView tokens, std::size_t n, int block);  // windows at fixed_offsets(N, T, n)
+
+// The rows [begin, end) of a global batch of B that rank r of W takes in micro-step k of A:
+// [k·B/A + r·b, k·B/A + (r+1)·b), b = B/(W·A). The caller checks that W·A divides B.
+std::pair<std::int64_t, std::int64_t> micro_batch_rows(int batch, int world_size, int grad_accum, int rank, int k);
 
 // ---- the sampler of a training run -----------------------------------------------------------------
 // Options as LibTorch's: WindowSamplerOptions(/*batch=*/12, /*block=*/64).seed(1337).rank(r).world_size(W).grad_accum(A)

@@ -9,16 +9,14 @@ namespace examples {
 
 using namespace xgrad;
 
-namespace {
 const std::string kFlag = "flag.";
 
-void save_with_flags(const std::string& path, const train::TrainingState& state, const RunFlags& flags,
+void save_checkpoint(const std::string& path, const train::TrainingState& state, const RunFlags& flags,
                      const std::optional<train::TextFingerprint>& data) {
     nn::Metadata meta = data ? train::fingerprint_metadata(*data) : nn::Metadata{};
     for (const auto& [flag, value] : flags) meta[kFlag + flag] = value;
     train::save(path, state, meta);
 }
-}  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
                      const std::mt19937_64& rng, const RunFlags& flags,
@@ -29,7 +27,17 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::OptimizerState& optimizer_state,
                      int step, const std::mt19937_64& rng, const RunFlags& flags,
                      const std::optional<train::TextFingerprint>& data) {
-    save_with_flags(path, train::TrainingState(model, optimizer_state).generator(rng).step(step), flags, data);
+    save_checkpoint(path, train::TrainingState(model, optimizer_state).generator(rng).step(step), flags, data);
+}
+
+int load_checkpoint(const std::string& path, train::TrainingState& state, const RunFlags& flags,
+                    const std::optional<train::TextFingerprint>& data) {
+    train::LoadOptions options;
+    options.expect(kFlag, flags, "resume with the same flags (pass {name} {saved})");
+    if (data) options.data(*data);
+    if (flags.count("--steps"))
+        if (const auto steps = try_parse_int64(flags.at("--steps"))) options.max_step(*steps);
+    return train::load(path, state, options);
 }
 
 int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& opt, std::mt19937_64& rng,
@@ -41,13 +49,8 @@ int load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer
 int load_checkpoint(const std::string& path, nn::Module& model,
                     const std::function<void(const optim::OptimizerState&)>& load_optimizer, std::mt19937_64& rng,
                     const RunFlags& flags, const std::optional<train::TextFingerprint>& data) {
-    train::LoadOptions options;
-    options.expect(kFlag, flags, "resume with the same flags (pass {name} {saved})");
-    if (data) options.data(*data);
-    if (flags.count("--steps"))
-        if (const auto steps = try_parse_int64(flags.at("--steps"))) options.max_step(*steps);
     train::TrainingState state(model, load_optimizer);
-    return train::load(path, state.generator(rng), options);
+    return load_checkpoint(path, state.generator(rng), flags, data);
 }
 
 int load_model_weights(const std::string& path, nn::Module& model, const RunFlags& model_flags,

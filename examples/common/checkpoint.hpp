@@ -15,14 +15,18 @@
 #include <xgrad/nn/module.hpp>
 #include <xgrad/optim/optimizer.hpp>
 #include <xgrad/train/fingerprint.hpp>
+#include <xgrad/train/state.hpp>
 
 namespace examples {
 
 // Flag name → value as typed on the command line, e.g. {"--lr", "0.003"}; saved as "flag.--lr".
 using RunFlags = std::map<std::string, std::string>;
 
-// Writes the checkpoint (train::save) with `flags` and, with `data`, its fingerprint; train::save's
+// Writes `state` (train::save) with `flags` and, with `data`, its fingerprint; train::save's
 // errors (a NaN or an infinity anywhere: nothing written).
+void save_checkpoint(const std::string& path, const xgrad::train::TrainingState& state, const RunFlags& flags,
+                     const std::optional<xgrad::train::TextFingerprint>& data = std::nullopt);
+// The same for a state of the model, AdamW, the step and the batch sampler's generator.
 void save_checkpoint(const std::string& path, const xgrad::nn::Module& model, const xgrad::optim::Optimizer& opt,
                      int step, const std::mt19937_64& rng, const RunFlags& flags,
                      const std::optional<xgrad::train::TextFingerprint>& data = std::nullopt);
@@ -32,10 +36,13 @@ void save_checkpoint(const std::string& path, const xgrad::nn::Module& model,
                      const xgrad::optim::OptimizerState& optimizer_state, int step, const std::mt19937_64& rng,
                      const RunFlags& flags, const std::optional<xgrad::train::TextFingerprint>& data = std::nullopt);
 
-// --resume: restores model, optimizer and rng (train::load); returns the step to continue from.
-// Refuses (changing nothing) what train::load refuses, a checkpoint saved with other `flags`
-// (naming the flag and both values) or without one of them, a step beyond `flags`' --steps, and,
-// with `data`, another vocabulary, text or tokenizer.
+// --resume: restores `state` (train::load); returns the step to continue from. Refuses (changing
+// nothing) what train::load refuses, a checkpoint saved with other `flags` (naming the flag and
+// both values) or without one of them, a step beyond `flags`' --steps, and, with `data`, another
+// vocabulary, text or tokenizer.
+int load_checkpoint(const std::string& path, xgrad::train::TrainingState& state, const RunFlags& flags,
+                    const std::optional<xgrad::train::TextFingerprint>& data = std::nullopt);
+// The same for the model, AdamW and the batch sampler's generator.
 int load_checkpoint(const std::string& path, xgrad::nn::Module& model, xgrad::optim::Optimizer& opt,
                     std::mt19937_64& rng, const RunFlags& flags,
                     const std::optional<xgrad::train::TextFingerprint>& data = std::nullopt);

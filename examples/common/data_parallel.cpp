@@ -2,6 +2,8 @@
 // (see data_parallel.hpp for the index arithmetic).
 #include "common/data_parallel.hpp"
 
+#include <xgrad/data/sampler.hpp>  // micro_batch_rows
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,9 +25,7 @@ namespace examples {
 namespace dist = xgrad::distributed;
 
 std::pair<std::int64_t, std::int64_t> BatchSplit::rows(int k) const {
-    const std::int64_t b = per_rank();
-    const std::int64_t begin = std::int64_t(k) * (global / accum) + std::int64_t(rank) * b;  // k·B/N + r·b
-    return {begin, begin + b};
+    return xgrad::data::micro_batch_rows(global, world, accum, rank, k);  // [k·B/N + r·b, k·B/N + (r+1)·b)
 }
 
 BatchSplit split_batch(int batch_size, int grad_accum) {
@@ -83,6 +83,12 @@ void check_same_start(int step, const std::mt19937_64& batch_rng) {
     std::ostringstream state;
     state << "step " << step << "\nbatch_rng " << batch_rng;
     dist::check_same_on_all_ranks("the step and batch sampler to start from (--resume)", state.str());
+}
+
+void check_same_start(int step, const std::map<std::string, std::string>& sampler_state) {
+    std::string state = "step " + std::to_string(step);
+    for (const auto& [key, value] : sampler_state) state += "\n" + key + " " + value;
+    dist::check_same_on_all_ranks("the step and batch sampler to start from (--resume)", state);
 }
 
 void SyncTimer::start_step() { step_start_ = now_seconds(); }

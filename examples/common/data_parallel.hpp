@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <utility>
@@ -74,6 +75,8 @@ void check_same_run(const RunFlags& flags, const xgrad::train::TextFingerprint& 
 // The same for the state a run starts from (the step, and batch_rng after a --resume): a rank
 // that resumed from another checkpoint than rank 0 would take another number of steps.
 void check_same_start(int step, const std::mt19937_64& batch_rng);
+// The same with the batch sampler's state (data::WindowSampler::state_dict).
+void check_same_start(int step, const std::map<std::string, std::string>& sampler_state);
 
 // ---- what the all-reduce costs --------------------------------------------------------------------
 // Times each training step and the gradient all-reduce inside it (DistributedDataParallel's

@@ -122,13 +122,12 @@ std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, 
                              double(std::max(malloc_delta, total)) / double(params));
 }
 
-std::string token_table_report(const LanguageModel& model, const Ids& train, int batch, const std::mt19937_64& batch_rng) {
+std::string token_table_report(const LanguageModel& model, const Ids& train, int batch, data::WindowSampler sampler) {
     const GPTConfig& m = model.config();
-    std::mt19937_64 rng = batch_rng;
     std::size_t lo = SIZE_MAX, hi = 0, sum = 0;
     const int n = 10;
     for (int i = 0; i < n; ++i) {
-        const Batch b = sample_windows(train, batch, int(m.block), rng);  // x (B, T): the ids the table looks up
+        const Batch b = windows(train, sampler.next_offsets(), int(m.block));  // x (B, T): the ids the table looks up
         std::vector<std::int64_t> ids(b.x.data().begin(), b.x.data().end());
         std::sort(ids.begin(), ids.end());
         const std::size_t k = std::size_t(std::unique(ids.begin(), ids.end()) - ids.begin());

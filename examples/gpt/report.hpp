@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <xgrad/data/sampler.hpp>
+
 #include "data.hpp"
 #include "model.hpp"
 #include "tokens.hpp"
@@ -49,10 +51,10 @@ std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, 
 // Bytes currently allocated by malloc in this process (glibc mallinfo2().uordblks).
 std::size_t malloc_in_use();
 // The token table's share of a step (printed for byte pairs and --sparse-embedding): k, the
-// distinct ids a batch of `batch` windows looks up, counted on the next 10 batches of a copy of
-// `batch_rng` (the run's own draws stay as they are), and the table's gradient per step, dense
-// V·d·4 B or row-sparse k·(8 + d·4) B at the mean k.
-std::string token_table_report(const LanguageModel& model, const Ids& train, int batch, const std::mt19937_64& batch_rng);
+// distinct ids a batch of `batch` windows looks up, counted on the next 10 batches of `sampler`, a
+// copy (the run's own draws stay as they are), and the table's gradient per step, dense V·d·4 B
+// or row-sparse k·(8 + d·4) B at the mean k.
+std::string token_table_report(const LanguageModel& model, const Ids& train, int batch, data::WindowSampler sampler);
 
 // The process's peak resident set size so far, MiB: getrusage(RUSAGE_SELF).ru_maxrss (Linux
 // gives KiB), the most physical memory it held at once: data, parameters, graph, libraries.

@@ -1,0 +1,138 @@
+// examples/gpt/setup.cpp — before and after the loop (setup.hpp).
+#include "setup.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include <xgrad/core/parse.hpp>  // quoted_text
+#include <xgrad/core/threads.hpp>
+#include <xgrad/data/text_source.hpp>
+#include <xgrad/nn/serialize.hpp>
+#include <xgrad/train/state.hpp>
+
+#include "common/checkpoint.hpp"
+#include "common/run_log.hpp"  // now_seconds
+
+namespace gpt {
+
+examples::BatchSplit prepare_run(const Config& cfg) {
+    set_num_threads(cfg.threads);
+    const examples::BatchSplit batch_split = examples::split_batch(cfg.batch_size, cfg.grad_accum);
+    if (batch_split.world > 1 || batch_split.accum > 1)
+        fmt::print("{}\n", examples::world_line(batch_split, cfg.threads, "windows"));
+    if (cfg.zero > 0)
+        fmt::print("ZeRO   stage {}: each rank keeps the optimizer state{} of its own parameters only (the memory "
+                   "figures before training are the whole model's; the table at the end gives this rank's share)\n",
+                   cfg.zero, cfg.zero == 2 ? " and the reduced gradients" : "");
+    std::error_code ec;
+    if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
+    if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
+    std::vector<std::string> files{"loss.csv",      "loss_ema.csv", "loss.gp",  "loss.png", "attention.csv",
+                                   "attention.gp",  "attention.png", "checkpoint.safetensors", "model.safetensors"};
+    if (cfg.tokenizer == "bpe") files.push_back("tokenizer.bpe");
+    if (distributed::rank() == 0) examples::check_output_files(cfg.out, files);
+    return batch_split;
+}
+
+namespace {
+
+// --tokenizer char: each byte of the text is a token; V is the bytes that occur.
+TextData character_data(const Config& cfg, const std::string& text, const std::string& source) {
+    Vocab vocab = Vocab::from_text(text);
+    Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
+    fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
+               split.train.size(), split.val.size());
+    train::TextFingerprint fingerprint = train::fingerprint(vocab.chars, text);
+    return {Tokens::characters(std::move(vocab)), std::move(split), std::move(fingerprint)};
+}
+
+// --tokenizer bpe: the text split first, the tokenizer learnt on the training part (or, with
+// --resume and --init-from, read from beside the checkpoint), then both parts encoded.
+TextData byte_pair_data(const Config& cfg, const std::string& text, const std::string& source) {
+    const TextSplit parts = split_text(text);
+    fmt::print("data   {}: {} characters → train {} / val {} characters\n", source, text.size(), parts.train.size(),
+               parts.val.size());
+    const std::string& saved = cfg.resume.empty() ? cfg.init_from : cfg.resume;
+    const double t0 = examples::now_seconds();
+    Tokens tokens = Tokens::byte_pairs(saved.empty() ? train_bpe(parts.train, cfg.vocab_size)
+                                                     : load_bpe_beside(saved, cfg.vocab_size,
+                                                                       cfg.resume.empty() ? "--init-from" : "--resume"));
+    const double t1 = examples::now_seconds();
+    Split split = split_tokens(tokens.encode(std::string(parts.train)), tokens.encode(std::string(parts.val)),
+                               int(cfg.model.block), source);
+    const std::string how = saved.empty() ? fmt::format("learnt on the train characters in {:.1f} s", t1 - t0)
+                                          : "read from " + tokenizer_beside(saved);
+    fmt::print("tokens BPE V {} ({}; encoded in {:.1f} s) → train {} / val {} tokens, {:.2f} characters per token\n",
+               tokens.size(), how, examples::now_seconds() - t1, split.train.size(), split.val.size(),
+               double(parts.train.size()) / double(split.train.size()));
+    train::TextFingerprint fingerprint = train::fingerprint(tokens.fingerprint_vocab(), text);
+    fingerprint.tokenizer = tokens.identity();
+    return {std::move(tokens), std::move(split), std::move(fingerprint)};
+}
+
+}  // namespace
+
+TextData load_data(const Config& cfg) {
+    const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
+    const std::string text = cfg.data.empty() ? xgrad::data::read_bible() : xgrad::data::read_text_file(cfg.data);
+    TextData d = cfg.tokenizer == "bpe" ? byte_pair_data(cfg, text, source) : character_data(cfg, text, source);
+    if (cfg.prompt_given && cfg.sample > 0) {  // a prompt the text cannot encode is refused now, not after training
+        try {
+            d.tokens.encode(cfg.prompt);
+        } catch (const std::exception& e) {
+            throw std::invalid_argument(fmt::format("--prompt {}: {}", quoted_text(cfg.prompt), e.what()));
+        }
+    }
+    return d;
+}
+
+data::WindowSamplerOptions sampler_options(const Config& cfg, const examples::BatchSplit& split) {
+    return data::WindowSamplerOptions(cfg.batch_size, int(cfg.model.block))
+        .seed(cfg.seed)
+        .rank(split.rank)
+        .world_size(split.world)
+        .grad_accum(split.accum);
+}
+
+int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model,
+            const std::function<void(const optim::OptimizerState&)>& load_optimizer,
+            optim::CosineWithWarmup& schedule, data::WindowSampler& sampler, const TextData& d) {
+    if (!cfg.init_from.empty()) {
+        const int saved = examples::load_model_weights(cfg.init_from, model, flags.values(examples::kModel),
+                                                       d.fingerprint.vocab, d.fingerprint.tokenizer);
+        fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n",
+                   cfg.init_from, saved, cfg.steps);
+        return 0;
+    }
+    if (cfg.resume.empty()) return 0;
+    train::TrainingState state(model, load_optimizer);
+    state.add("sampler", sampler);
+    const int start = examples::load_checkpoint(cfg.resume, state, flags.values(examples::kResume), d.fingerprint);
+    schedule.set_step(start);
+    fmt::print("resume {} at step {}\n", cfg.resume, start);
+    return start;
+}
+
+void save(const Config& cfg, const examples::FlagTable& flags, const LanguageModel& model,
+          const optim::OptimizerState& optimizer_state, int step, const data::WindowSampler& sampler,
+          const TextData& d, examples::FinalSaves& saves) {
+    if (d.tokens.is_bpe())
+        saves.attempt(cfg.out + "/tokenizer.bpe", [&] { d.tokens.tokenizer().save(cfg.out + "/tokenizer.bpe"); });
+    saves.attempt(cfg.out + "/checkpoint.safetensors", [&] {
+        const train::TrainingState state = train::TrainingState(model, optimizer_state).add("sampler", sampler).step(step);
+        examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", state, flags.values(examples::kResume),
+                                  d.fingerprint);
+    });
+    saves.attempt(cfg.out + "/model.safetensors", [&] {
+        const NamedTensors weights = model.state_dict();
+        const std::string bad = train::first_non_finite(weights);
+        if (!bad.empty()) throw std::runtime_error(fmt::format("'{}' holds a NaN or an infinity (the run diverged)", bad));
+        nn::Metadata model_meta = train::fingerprint_metadata(d.fingerprint);
+        model_meta["format"] = "pt";
+        nn::save_safetensors(cfg.out + "/model.safetensors", weights, model_meta);
+    });
+}
+
+}  // namespace gpt

@@ -1,0 +1,58 @@
+// examples/gpt/setup.hpp — what run() does before and after its loop (main.cpp): the output
+// directory checked, the text made into ids, a checkpoint restored, the files saved.
+#pragma once
+
+#include <functional>
+
+#include <xgrad/data/sampler.hpp>
+#include <xgrad/optim/lr_scheduler.hpp>
+#include <xgrad/train/fingerprint.hpp>
+
+#include "common/data_parallel.hpp"  // BatchSplit
+#include "common/outputs.hpp"        // FinalSaves
+#include "config.hpp"
+#include "data.hpp"
+#include "model.hpp"
+#include "tokens.hpp"
+
+namespace gpt {
+
+// The text as ids: its tokens, the 90/10 split, and the fingerprint stored in every file written.
+struct TextData {
+    Tokens tokens;                        // characters or byte pairs
+    Split split;                          // ids: train (the first 90%), val (the rest)
+    train::TextFingerprint fingerprint;
+};
+
+// The threads, the output directory (rank 0 will write every file of the run there: each is
+// checked now, so that a path in the way stops the run before its first step) and, on several
+// ranks or micro-steps, how a batch is split over them (common/data_parallel.hpp).
+examples::BatchSplit prepare_run(const Config& cfg);
+
+// The text (the KJV or --data) as ids: characters, or byte pairs learnt on the training part (or
+// read from beside --resume's or --init-from's checkpoint). Throws std::invalid_argument for a
+// --prompt the text cannot encode.
+TextData load_data(const Config& cfg);
+
+// The batch sampler of this rank: B windows a step drawn from --seed, this rank's rows of each
+// micro-step (data/sampler.hpp).
+data::WindowSamplerOptions sampler_options(const Config& cfg, const examples::BatchSplit& split);
+
+// Where the run starts; returns the step. --resume: the model, AdamW's moments, the step and the
+// batch sampler as saved, the schedule at that step (the run continues exactly). --init-from
+// (nanoGPT's init_from): the saved model's weights only; AdamW, the schedule and the batches start
+// afresh at step 0 (training a finished model further). `load_optimizer` takes the saved AdamW
+// state: optimizer.load_state_dict, or under ZeRO each rank's share of it (collective).
+int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model,
+            const std::function<void(const optim::OptimizerState&)>& load_optimizer,
+            optim::CosineWithWarmup& schedule, data::WindowSampler& sampler, const TextData& d);
+
+// checkpoint.safetensors (for --resume and --init-from: the model, AdamW, the step, the sampler,
+// the flags and the text's fingerprint) and model.safetensors (nanoGPT's names, with the
+// vocabulary sampling needs), and for byte pairs tokenizer.bpe beside them; each tried even if
+// another fails (a full disk). `optimizer_state`: AdamW's whole state (ZeRO: gathered).
+void save(const Config& cfg, const examples::FlagTable& flags, const LanguageModel& model,
+          const optim::OptimizerState& optimizer_state, int step, const data::WindowSampler& sampler,
+          const TextData& d, examples::FinalSaves& saves);
+
+}  // namespace gpt
