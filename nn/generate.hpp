@@ -1,21 +1,14 @@
 // nn/generate.hpp — sampling text from any causal language model, with or without a KV cache.
 //
-// Legend: V vocabulary size, T the context's length, block the longest context the model takes.
-//
-// One step of generation turns the last position's logits z (V,) into the next id:
-//   z / temperature ──top-k: keep the k largest──▶ ──top-p: keep the likeliest ids whose
-//   probabilities add up to ≥ p──▶ softmax ──draw one id (or argmax when do_sample is off)
-// and appends it to the context, cropped to its last `block` ids (nanoGPT's generate).
-//   recompute (use_cache false): the whole context through forward() every step: O(T) rows
-//     through every layer per token.
-//   KV cache (use_cache true, for a model that has one): the ids not yet seen through
-//     forward_cached(), one per step once the prompt is in: O(1) rows per token. Past the block
-//     the window slides by one id a step and every cached position's key changes (its position
-//     or its context does), so the cache is cleared and refilled from the cropped window, at
-//     recompute's cost, giving recompute's ids exactly.
+// One step turns the last position's logits z (V,) into the next id: z / temperature, then top-k
+// (the k largest), then top-p (the likeliest ids whose probabilities first reach p), softmax, one
+// draw (argmax when do_sample is off); the id is appended and the context cropped to its last
+// `block` ids (nanoGPT's generate). Without a cache every step runs the whole context, O(T) rows
+// per token; with one, the new ids only, O(1), until the window slides past the block: then every
+// cached key is stale (its position or context changed) and the cache is refilled from the
+// cropped window, at recompute's cost and with recompute's ids exactly.
 // ref: Karpathy, nanoGPT model.py, GPT.generate; Hugging Face transformers, GenerationConfig and
-//      its TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper (applied in that order);
-//      Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration" (top-p).
+//      its Temperature-, TopK- and TopPLogitsWarper (in that order); Holtzman et al. 2020 (top-p).
 #pragma once
 
 #include <cstdint>

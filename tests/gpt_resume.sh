@@ -6,17 +6,18 @@
 # is lost before saving, and a third resumes from step 30. A and B write loss.csv (step,
 # minibatch loss, val loss on the fixed set, lr); the files must be identical, byte for byte (no
 # step logged twice), and so must the final weights. The same holds with byte-pair tokens and the
-# row-sparse token table (run P against Q). Then --init-from starts a new run from A's weights.
-# Usage: gpt_resume.sh path/to/gpt
+# row-sparse token table (run P against Q). Then --init-from starts a new run from A's weights, and
+# gpt_sample, given A's and P's checkpoints, prints the samples A and P printed at their end.
+# Usage: gpt_resume.sh path/to/gpt path/to/gpt_sample
 set -euo pipefail
-bin=$1
+bin=$1 sampler=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -n 3000 /usr/share/dict/words > "$work/text.txt"
 common=(--data "$work/text.txt" --n-layer 1 --n-head 2 --d 16 --block-size 16 --batch-size 4 --steps 60
         --warmup 5 --eval-every 20 --eval-batches 2 --sample 0)
 
-"$bin" "${common[@]}" --out "$work/A" > "$work/A.log"
+"$bin" "${common[@]}" --out "$work/A" --sample 80 --prompt "and" > "$work/A.log"
 "$bin" "${common[@]}" --out "$work/B" --stop-after 30 > "$work/B1.log"
 cp "$work/B/checkpoint.safetensors" "$work/B30.safetensors"
 # A run that logged steps 31-40 and died before its checkpoint replaced the one of step 30: played
@@ -46,7 +47,7 @@ grep -q -- "--lr" "$work/C.log" || { echo "FAIL: the refusal does not name --lr"
 # learning it again and takes the same steps; loss.csv (with val_nats_per_char), the weights and the
 # tokenizer are identical.
 bpe=("${common[@]}" --tokenizer bpe --vocab-size 300 --no-tie --sparse-embedding)
-"$bin" "${bpe[@]}" --out "$work/P" > "$work/P.log"
+"$bin" "${bpe[@]}" --out "$work/P" --sample 30 --prompt "the" --top-k 20 > "$work/P.log"
 "$bin" "${bpe[@]}" --out "$work/Q" --stop-after 30 > "$work/Q1.log"
 "$bin" "${bpe[@]}" --out "$work/Q" --resume "$work/Q/checkpoint.safetensors" > "$work/Q2.log"
 grep -q "read from $work/Q/tokenizer.bpe" "$work/Q2.log" ||
@@ -81,6 +82,21 @@ if "$bin" "${init[@]}" --data "$work/other.txt" --d 16 --init-from "$work/A/chec
     echo "FAIL: --init-from on a text of another vocabulary was accepted"; exit 1
 fi
 grep -q "vocabulary mismatch" "$work/E.log" || { echo "FAIL: the refusal does not say vocabulary"; cat "$work/E.log"; exit 1; }
+# gpt_sample rebuilds the model from the flags a checkpoint records and samples with the run's
+# seed and settings: its first sample is the one the run printed (the lines after "after the
+# prompt:" and before the blank line ahead of "sampling").
+run_sample() { awk '/after the prompt:$/ { f = 1; next } /^sampling  / { f = 0 } f' "$1" | sed '$d'; }
+tool_sample() { awk '/^model  / { f = 1; next } /^---------------$/ { exit } f' "$1"; }
+"$sampler" --checkpoint "$work/A/checkpoint.safetensors" --prompt "and" --max-new-tokens 80 > "$work/SA.log"
+"$sampler" --checkpoint "$work/P/checkpoint.safetensors" --prompt "the" --max-new-tokens 30 --top-k 20 > "$work/SP.log"
+for pair in "A SA" "P SP"; do
+    set -- $pair
+    if ! diff <(run_sample "$work/$1.log") <(tool_sample "$work/$2.log"); then
+        echo "FAIL: gpt_sample on $1's checkpoint printed another sample than the run"; cat "$work/$2.log"; exit 1
+    fi
+    [ -n "$(run_sample "$work/$1.log")" ] || { echo "FAIL: no sample found in $1.log"; exit 1; }
+done
 echo "PASS: $((lines - 1)) logged steps and the final weights identical after resuming at step 30" \
      "(and $((bpe_lines - 1)) with byte pairs and the sparse token table);" \
-     "--init-from trains on from them (val $val_init at its step 10, against $val_fresh at A's step 20)"
+     "--init-from trains on from them (val $val_init at its step 10, against $val_fresh at A's step 20);" \
+     "gpt_sample repeats the runs' samples"

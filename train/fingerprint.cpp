@@ -39,22 +39,31 @@ std::string data_key(const std::string& path, const nn::Metadata& saved, const s
     return it->second;
 }
 
-// Refuses a saved vocabulary other than `now` (V bytes, id i = byte i); `advice` ends the message.
-void check_same_vocab(const std::string& path, const nn::Metadata& saved, const std::string& now,
-                      const std::string& advice) {
+}  // namespace
+
+std::string saved_vocabulary(const std::string& path, const nn::Metadata& saved) {
     const std::string hex = data_key(path, saved, kVocab);
     const std::optional<std::string> vocab = from_hex(hex);
     if (!vocab)
         throw std::runtime_error(fmt::format("{}: '{}' = {} is not a vocabulary (two lowercase hex digits per byte)",
                                              path, kVocab, quoted_text(hex)));
-    if (*vocab == now) return;
-    const auto at = std::mismatch(vocab->begin(), vocab->end(), now.begin(), now.end());
-    const std::size_t id = std::size_t(at.first - vocab->begin());
+    return *vocab;
+}
+
+namespace {
+
+// Refuses a saved vocabulary other than `now` (V bytes, id i = byte i); `advice` ends the message.
+void check_same_vocab(const std::string& path, const nn::Metadata& saved, const std::string& now,
+                      const std::string& advice) {
+    const std::string vocab = saved_vocabulary(path, saved);
+    if (vocab == now) return;
+    const auto at = std::mismatch(vocab.begin(), vocab.end(), now.begin(), now.end());
+    const std::size_t id = std::size_t(at.first - vocab.begin());
     auto byte = [&](const std::string& v) { return id < v.size() ? quoted_text(v.substr(id, 1)) : std::string("nothing"); };
     throw std::runtime_error(fmt::format(
         "{}: vocabulary mismatch: the checkpoint was trained on a vocabulary of {} bytes, this run's text has one of {}; "
         "token id {} meant {} and would now mean {}. Every id must mean the character the weights learnt: {}",
-        path, vocab->size(), now.size(), id, byte(*vocab), byte(now), advice));
+        path, vocab.size(), now.size(), id, byte(vocab), byte(now), advice));
 }
 
 // Refuses a saved text of another length or hash than `now`'s.

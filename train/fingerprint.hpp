@@ -29,6 +29,11 @@ TextFingerprint fingerprint(const std::string& vocab, const std::string& text);
 // vocabulary to be sampled from.
 nn::Metadata fingerprint_metadata(const TextFingerprint& data);
 
+// The vocabulary a file records (its "data.vocab_hex" as bytes: id i is byte i), for a program
+// that samples from saved weights. Throws std::runtime_error naming `path` when the key is missing
+// or is not two lowercase hex digits per byte.
+std::string saved_vocabulary(const std::string& path, const nn::Metadata& saved);
+
 // Throws std::runtime_error (naming `path`) unless `saved` (a file's metadata) records the
 // fingerprint `now`:
 //   "records no vocabulary"   a data.* key missing: the ids cannot be checked

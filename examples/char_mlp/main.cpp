@@ -23,7 +23,8 @@
 #include <fmt/format.h>
 
 #include "common/checkpoint.hpp"  // save/load of model + optimizer + sampler state
-#include "common/cli.hpp"         // strict numeric flags, up-front checks, parse_and_run
+#include "common/cli.hpp"         // up-front checks, parse_and_run
+#include "common/flags.hpp"       // the flags as one table
 #include "common/data_parallel.hpp"  // the batch rule of W ranks × --grad-accum, rank 0's stdout
 #include "common/outputs.hpp"     // --out's files checked up front, saved one by one
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
@@ -59,25 +60,6 @@ struct Config {
 };
 
 static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
-
-// The flags that shape the loss trajectory: a checkpoint records them, and --resume must
-// repeat them (threads, --out, --sample, --eval-every and --stop-after may change).
-static RunFlags trajectory_flags(const Config& c) {
-    return {{"--steps", std::to_string(c.steps)},         {"--batch-size", std::to_string(c.batch_size)},
-            {"--lr", fmt::format("{}", c.lr)},             {"--weight-decay", fmt::format("{}", c.weight_decay)},
-            {"--warmup", std::to_string(c.warmup)},        {"--block-size", std::to_string(c.block_size)},
-            {"--embed-dim", std::to_string(c.embed_dim)}, {"--hidden", std::to_string(c.hidden)},
-            {"--seed", std::to_string(c.seed)},            {"--data", c.data}};
-}
-
-// What every rank must agree on (common/data_parallel.hpp): the trajectory, and what sets how
-// many collectives a run calls. --grad-accum and the number of ranks change the rounding only.
-static RunFlags same_on_all_ranks(const Config& c) {
-    RunFlags flags = trajectory_flags(c);
-    flags["--grad-accum"] = std::to_string(c.grad_accum);
-    flags["--stop-after"] = std::to_string(c.stop_after);
-    return flags;
-}
 
 // ---- the steps of a run, in the order run() takes them ------------------------------------------
 
@@ -192,7 +174,7 @@ static void print_samples(const Config& cfg, const CharMLP& model) {
 }
 
 // ---- the run: data, model, loop, save, then the reports -----------------------------------------
-static int run(const Config& cfg) {
+static int run(const Config& cfg, const FlagTable& table) {
     const double t0 = now_seconds();
     manual_seed(cfg.seed);
     const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
@@ -200,11 +182,11 @@ static int run(const Config& cfg) {
     const WordData d = load_data(cfg);
 
     CharMLP model(kVocab, cfg.block_size, cfg.embed_dim, cfg.hidden);
-    check_same_run(same_on_all_ranks(cfg), d.fingerprint);  // ranks started alike, on the same list
+    check_same_run(table.values(kRanks), d.fingerprint);  // ranks started alike, on the same list
     optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
     optim::CosineWithWarmup schedule(opt, cfg.warmup, cfg.steps, /*min_lr=*/cfg.lr / 20);
     std::mt19937_64 batch_rng(cfg.seed);
-    const RunFlags flags = trajectory_flags(cfg);
+    const RunFlags flags = table.values(kResume);  // recorded in the checkpoint; --resume repeats them
     const int start = restore(cfg, model, opt, schedule, batch_rng, flags, d.fingerprint);
     check_same_start(start, batch_rng);
     distributed::DistributedDataParallel ddp(model);  // θ ← rank 0's θ, on every rank
@@ -276,34 +258,40 @@ static void check_flags(const Config& c) {
                                        c.batch_size, c.block_size, c.embed_dim, c.hidden));
 }
 
+// The flags, one row each (common/flags.hpp): kResume for those that shape the loss trajectory (a
+// checkpoint records them, and --resume must repeat them), kRanks for what every rank must agree on.
+static void add_flags(FlagTable& t, Config& cfg) {
+    const double inf = std::numeric_limits<double>::infinity();
+    t.integer("--steps", cfg.steps, 1, INT_MAX, "optimizer steps in the whole run", kResume);
+    t.integer("--batch-size", cfg.batch_size, 1, INT_MAX, "B, examples per step, over all ranks (under mpirun -np W, a multiple of W × --grad-accum)", kResume);
+    t.integer("--grad-accum", cfg.grad_accum, 1, INT_MAX, "N, micro-steps per step: each rank takes B/(W·N) examples N times and adds up the gradients (the same step, less memory)", kRanks);
+    t.real("--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW; cosine decay to lr/20 after the warmup", kResume);
+    t.real("--weight-decay", cfg.weight_decay, {0, inf}, "AdamW decoupled weight decay λ", kResume);
+    t.integer("--warmup", cfg.warmup, 0, INT_MAX, "steps of linear learning-rate warmup (default: 500, or steps/10 if that is smaller); at most --steps", kResume);
+    t.integer("--block-size", cfg.block_size, 1, 64, "characters of context the model reads", kResume);
+    t.integer("--embed-dim", cfg.embed_dim, 1, 4096, "width d of each character's embedding vector", kResume);
+    t.integer("--hidden", cfg.hidden, 1, 65536, "tanh units in the hidden layer", kResume);
+    t.seed("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples", kResume);
+    t.integer("--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
+    t.text("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)", kResume);
+    t.path("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
+    t.integer("--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
+    t.integer("--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
+    t.integer("--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)", kRanks);
+    t.checkpoint("--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but " +
+                 t.names_without(kResume) + " must match the saved run (at any number of ranks)");
+}
+
 int main(int argc, char** argv) {
     xgrad::distributed::InitGuard mpi(&argc, &argv);  // under mpirun: MPI; otherwise a world of 1
     examples::print_on_rank_0_only();
-    using examples::int_flag;
-    using examples::real_flag;
-    const double inf = std::numeric_limits<double>::infinity();
     Config cfg;
     CLI::App app{"Train a character-level MLP language model (Bengio et al. 2003) on a word list."};
-    int_flag(app, "--steps", cfg.steps, 1, INT_MAX, "optimizer steps in the whole run");
-    int_flag(app, "--batch-size", cfg.batch_size, 1, INT_MAX, "B, examples per step, over all ranks (under mpirun -np W, a multiple of W × --grad-accum)");
-    int_flag(app, "--grad-accum", cfg.grad_accum, 1, INT_MAX, "N, micro-steps per step: each rank takes B/(W·N) examples N times and adds up the gradients (the same step, less memory)");
-    real_flag(app, "--lr", cfg.lr, {0, inf, true}, "peak learning rate of AdamW; cosine decay to lr/20 after the warmup");
-    real_flag(app, "--weight-decay", cfg.weight_decay, {0, inf}, "AdamW decoupled weight decay λ");
-    auto* warmup = int_flag(app, "--warmup", cfg.warmup, 0, INT_MAX, "steps of linear learning-rate warmup (default: 500, or steps/10 if that is smaller); at most --steps");
-    int_flag(app, "--block-size", cfg.block_size, 1, 64, "characters of context the model reads");
-    int_flag(app, "--embed-dim", cfg.embed_dim, 1, 4096, "width d of each character's embedding vector");
-    int_flag(app, "--hidden", cfg.hidden, 1, 65536, "tanh units in the hidden layer");
-    examples::seed_flag(app, "--seed", cfg.seed, "seed of the data split, initialisation, batches and samples");
-    int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
-    app.add_option("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)")->capture_default_str();
-    examples::path_flag(app, "--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
-    examples::checkpoint_flag(app, "--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but --threads, --grad-accum, --out, --sample, --eval-every and --stop-after must match the saved run (at any number of ranks)");
-    int_flag(app, "--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
-    int_flag(app, "--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
-    int_flag(app, "--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)");
+    FlagTable table(app);
+    add_flags(table, cfg);
     return examples::parse_and_run(app, "char_mlp", argc, argv, [&] {
-        if (warmup->count() == 0) cfg.warmup = std::min(cfg.warmup, cfg.steps / 10);
+        if (!table.given("--warmup")) cfg.warmup = std::min(cfg.warmup, cfg.steps / 10);
         check_flags(cfg);
-        return run(cfg);
+        return run(cfg, table);
     });
 }

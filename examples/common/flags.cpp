@@ -9,8 +9,8 @@
 namespace examples {
 
 CLI::Option* FlagTable::add(CLI::Option* option, const std::string& name, unsigned role,
-                            std::function<std::string()> value) {
-    rows_.push_back({name, role, std::move(value), option, nullptr});
+                            std::function<std::string()> value, bool is_switch) {
+    rows_.push_back({name, role, std::move(value), option, nullptr, is_switch});
     return option;
 }
 
@@ -52,7 +52,7 @@ CLI::Option* FlagTable::checkpoint(const std::string& name, std::string& v, cons
 }
 
 CLI::Option* FlagTable::flag(const std::string& name, bool& v, const std::string& help, unsigned role) {
-    return add(app_.add_flag(name, v, help), name, role, [&v] { return v ? "true" : "false"; });
+    return add(app_.add_flag(name, v, help), name, role, [&v] { return v ? "true" : "false"; }, /*is_switch=*/true);
 }
 
 std::size_t FlagTable::index_of(const std::string& name) const {
@@ -72,6 +72,17 @@ RunFlags FlagTable::values(unsigned role) const {
     for (const Row& r : rows_)
         if ((r.role & role) == role && role != kFree && (!r.when || r.when())) out[r.name] = r.value();
     return out;
+}
+
+std::vector<std::string> FlagTable::args_of(const RunFlags& values) const {
+    std::vector<std::string> args;
+    for (const Row& r : rows_) {
+        const auto it = values.find(r.name);
+        if (it == values.end()) continue;
+        if (!r.is_switch) args.insert(args.end(), {r.name, it->second});
+        else if (it->second == "true") args.push_back(r.name);
+    }
+    return args;
 }
 
 std::string FlagTable::names_with(unsigned role) const {

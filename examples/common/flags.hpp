@@ -56,6 +56,11 @@ public:
     // Every flag whose role includes all of `role`'s bits, with its value now: e.g. values(kResume)
     // for the checkpoint, values(kModel) for --init-from's check.
     RunFlags values(unsigned role) const;
+    // The command line that sets each flag of `values` (as values() records them) as recorded: a
+    // switch's name when "true", else the name and the value; names not in the table are skipped.
+    // Parsed with CLI::App::parse, it rebuilds a saved run's settings (gpt_sample's model).
+    std::vector<std::string> args_of(const RunFlags& values) const;
+
     // The names of the flags whose role has (lacks) all of `role`'s bits, in table order,
     // comma-separated: for the help of --resume (what it may change) and --init-from (what must match).
     std::string names_with(unsigned role) const;
@@ -68,8 +73,10 @@ private:
         std::function<std::string()> value;
         CLI::Option* option;
         std::function<bool()> when;
+        bool is_switch;
     };
-    CLI::Option* add(CLI::Option* option, const std::string& name, unsigned role, std::function<std::string()> value);
+    CLI::Option* add(CLI::Option* option, const std::string& name, unsigned role, std::function<std::string()> value,
+                     bool is_switch = false);
     std::size_t index_of(const std::string& name) const;
 
     CLI::App& app_;

@@ -67,7 +67,7 @@ TEST_CASE("WindowSampler draws the offsets std::uniform_int_distribution draws o
     CHECK(first_column(sample_windows(data, 5, 10, a)) == sample_offsets(1000, 5, 10, b));
 }
 
-TEST_CASE("W = 2 ranks' parts, concatenated, are the W = 1 batch; A micro-steps take rows k·B/A + r·b",
+TEST_CASE("W = 2 ranks' parts, concatenated, are the W = 1 batch, and A micro-steps take rows k·B/A + r·b",
           "[data][sampler]") {
     const Ids data = iota_ids(500);
     const int B = 8, T = 4;

@@ -62,7 +62,7 @@ TEST_CASE("AtomicFile: the target changes only at commit, streamed in pieces", "
     CHECK(entries(dir.path) == 1);
 }
 
-TEST_CASE("AtomicFile: a replaced file keeps its mode; a symlink is written through and stays", "[io]") {
+TEST_CASE("AtomicFile: a replaced file keeps its mode, and a symlink is written through and stays", "[io]") {
     TempDir dir;
     const std::string real = dir.file("real.txt"), link = dir.file("link.txt");
     io::write_file_atomically(real, "a");

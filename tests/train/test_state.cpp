@@ -246,7 +246,7 @@ TEST_CASE("train: expected metadata must match, naming the key, both values and 
     require_unchanged(run.model, before);
 }
 
-TEST_CASE("train: a file without 'train.step' is not a training state; load_model_weights loads the weights alone",
+TEST_CASE("train: a file without 'train.step' is not a training state, and load_model_weights loads the weights alone",
           "[train][state]") {
     TempDir dir;
     const std::string path = dir.file("state.safetensors"), weights = dir.file("model.safetensors");
