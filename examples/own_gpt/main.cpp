@@ -9,12 +9,13 @@
 //
 // The model is own_project's (nanoGPT's GPT with one block), its positions up to T:
 //   ids (B, t) → x = wte[ids] + wpe[0..t)  →  x + attn(ln_1(x))  →  x + fc2(gelu(fc1(ln_2(x))))
-//   → logits (B, t, V) = ln_f(x) · wteᵀ                              t ≤ T; d width, H heads
+//   → logits (B, t, V) = ln_f(x) · wteᵀ                              t ≤ T
 // Legend: B batch, T block (tokens of context), V vocabulary, d width, H heads.
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,20 @@ constexpr int kWarmup = 10;             // steps of linear warmup, then cosine d
 constexpr double kLr = 6e-3, kMinLr = 6e-4;  // AdamW's learning rate at the peak, at the end
 constexpr int kPrintEvery = 20;         // steps between loss lines
 constexpr std::size_t kValWindows = 64; // windows of T tokens the val loss is the mean over
+
+// The tokenizer, and the text's ids as OUT/train.bin (the first 90%) and OUT/val.bin: made by the
+// first run, read back by the next ones. The tokenizer is written last, so its file means all are.
+text::Tokenizer tokenizer_and_shards(const std::string& out) {
+    const std::string path = out + "/tokenizer.bpe";
+    if (std::filesystem::exists(path)) return text::Tokenizer::load(path);
+    const std::string psalms = data::read_bible("psa1:1-psa150:6");  // 2461 verses, 245 KB
+    text::Tokenizer tokenizer = text::train_tokenizer(psalms, V);    // 256 merges, GPT-4's split
+    const data::SplitCounts n = data::write_train_val_shards(out + "/train.bin", out + "/val.bin",
+                                                             tokenizer.encode(psalms), V, T, "the Psalms");
+    fmt::print("the Psalms: {} bytes → {} train + {} val tokens of V = {}\n", psalms.size(), n.train, n.val, V);
+    tokenizer.save(path);
+    return tokenizer;
+}
 
 class GPT : public nn::CausalLM {
 public:
@@ -66,20 +81,6 @@ public:
     std::shared_ptr<nn::Linear> fc1, fc2, head;
 };
 
-// The tokenizer, and the text's ids as OUT/train.bin (the first 90%) and OUT/val.bin: made by the
-// first run, read back by the next ones. The tokenizer is written last, so its file means all are.
-text::Tokenizer tokenizer_and_shards(const std::string& out) {
-    const std::string path = out + "/tokenizer.bpe";
-    if (std::filesystem::exists(path)) return text::Tokenizer::load(path);
-    const std::string psalms = data::read_bible("psa1:1-psa150:6");  // 2461 verses, 245 KB
-    text::Tokenizer tokenizer = text::train_tokenizer(psalms, V);    // 256 merges, GPT-4's split
-    const data::SplitCounts n = data::write_train_val_shards(out + "/train.bin", out + "/val.bin",
-                                                             tokenizer.encode(psalms), V, T, "the Psalms");
-    fmt::print("the Psalms: {} bytes → {} train + {} val tokens of V = {}\n", psalms.size(), n.train, n.val, V);
-    tokenizer.save(path);
-    return tokenizer;
-}
-
 int main(int argc, char** argv) {
     const std::string out = argc > 1 ? argv[1] : "out/own_gpt";
     const bool resume = argc > 2 && std::string(argv[2]) == "--resume";
@@ -90,9 +91,9 @@ int main(int argc, char** argv) {
     const data::TokenShard train_ids(out + "/train.bin", V), val_ids(out + "/val.bin", V);  // mmap
 
     GPT model;
-    optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(kLr).weight_decay(0.1));
+    optim::AdamW opt(model.named_parameters(), optim::AdamWOptions(kLr).weight_decay(0.1));  // λ per step
     optim::CosineWithWarmup sched(opt, kWarmup, kSteps, kMinLr);
-    data::WindowSampler sampler(train_ids.view(), data::WindowSamplerOptions(B, T).seed(1337));
+    data::WindowSampler sampler(train_ids.view(), data::WindowSamplerOptions(B, T).seed(1337));  // B offsets a step
     std::mt19937_64 rng(0);          // nn::generate's draws
     train::TrainingState state(model, opt);
     state.scheduler(sched).generator(rng).add("sampler", sampler);
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
         loss.backward();
         opt.step();
         sched.step();                                      // the learning rate of the next step
-        if (++step % kPrintEvery == 0 || step == 1)
+        if (++step % kPrintEvery == 0 || step == 1)  // lr_at(step − 1): the rate this step used
             fmt::print("step {:>3}  loss {:.4f} nats  lr {:.2e}\n", step, loss.item(), sched.lr_at(step - 1));
         if (step == kSaveAt) train::save(checkpoint, state.step(step));
     }
@@ -118,8 +119,11 @@ int main(int argc, char** argv) {
     fmt::print("val loss {:.4f} nats (ln V = {:.4f}, a uniform guess)\n",
                F::cross_entropy(model.forward(val.x), val.y).item(), std::log(double(V)));
     const std::string prompt = "Psa23:1 The LORD is my shepherd;";
+    // At most 40 new tokens, each drawn from softmax(logits / 0.8) over the 40 likeliest ids, cut to
+    // the fewest that hold 95% of the probability; a '\n' (a verse's end) stops it.
     const auto options = nn::GenerationOptions().max_new_tokens(40).temperature(0.8).top_k(40).top_p(0.95)
-                             .stop_tokens({tokenizer.encode("\n").at(0)});  // a verse's end
-    const std::string sample = prompt + tokenizer.decode(nn::generate(model, tokenizer.encode(prompt), options, rng));
-    fmt::print("sample: {}\n", sample.substr(0, sample.find('\n')));  // up to the verse's end
+                             .stop_tokens({tokenizer.encode("\n").at(0)});
+    const std::vector<std::int64_t> ids = nn::generate(model, tokenizer.encode(prompt), options, rng);
+    const std::string sample = prompt + tokenizer.decode(ids);
+    fmt::print("sample: {}\n", sample.substr(0, sample.find('\n')));  // the verse, without its '\n'
 }
