@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
     data::WindowSampler sampler(train_ids.view(), data::WindowSamplerOptions(B, T).seed(1337));  // B offsets a step
     std::mt19937_64 rng(0);          // nn::generate's draws
     train::TrainingState state(model, opt);
-    state.scheduler(sched).generator(rng).add("sampler", sampler);
+    state.scheduler(sched).generator(rng).add("sampler", sampler);  // what a resume restores, with model, opt
     const std::string checkpoint = out + "/state.safetensors";
     int step = resume ? train::load(checkpoint, state) : 0;  // the steps already taken
     fmt::print("{} parameters, {} steps from step {}\n", model.num_parameters(), kSteps, step);
