@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/consumer.sh — builds examples/own_project/ as another project would, and runs it.
+# tests/consumer.sh — builds examples/own_project/ (and, installed, examples/own_gpt/) as another
+# project would, and runs it.
 #
 #   consumer.sh install  XGRAD_SOURCE XGRAD_BUILD WORK [COMPILER_LAUNCHER]
 #       the install of `make install` (Makefile: build xgrad and xgrad_f64, then cmake --install),
@@ -17,7 +18,9 @@
 #
 # install (both programs) and subdir (own_project): own_project (float) and own_project_f64
 # (double) must build (from an install: with -Wall -Wextra -Werror), exit 0, and print a last
-# training loss below the first. WORK is emptied first, so every run configures from scratch.
+# training loss below the first. install also builds own_gpt and runs it twice: the loss falls, and
+# a run resumed from its mid-run state prints the whole run's later lines. WORK is emptied first,
+# so every run configures from scratch.
 # ctest runs install (consumer_find_package: the libraries are the tree's own, already built) and
 # subdir-compile (consumer_add_subdirectory); subdir, which compiles xgrad a second time, is
 # `make consumer`, a phase of its own in CI (.ci/run), run once per CI run.
@@ -57,16 +60,33 @@ else
   cmake --build "$work/build" -j "$(nproc)"
 fi
 
-# Runs one program, shows its output, and checks it: exit 0, and the loss of its last
-# "step N  loss X nats" line below that of its first.
+# Runs one program with its arguments, shows its output (kept in $ran), and checks it: exit 0, and
+# the loss of its last "step N  loss X nats" line below that of its first.
 run() {
-  local out rc=0
-  out=$("$work/build/$1") || rc=$?
-  echo "$out"
-  if ((rc != 0)); then echo "consumer.sh: $1 exited with status $rc" >&2; exit 1; fi
+  local rc=0
+  ran=$("$@") || rc=$?
+  echo "$ran"
+  if ((rc != 0)); then echo "consumer.sh: $* exited with status $rc" >&2; exit 1; fi
   awk '$1 == "step" && $3 == "loss" { if (first == "") first = $4; last = $4 }
        END { if (first == "" || !(last < first)) { print "consumer.sh: loss did not fall (first " first ", last " last ")"; exit 1 }
-             print "consumer.sh: loss " first " -> " last " nats" }' <<<"$out"
+             print "consumer.sh: loss " first " -> " last " nats" }' <<<"$ran"
 }
-run own_project
-[[ $mode == subdir ]] || run own_project_f64
+run "$work/build/own_project"
+[[ $mode == subdir ]] || run "$work/build/own_project_f64"
+[[ $mode == install ]] || exit 0
+
+# examples/own_gpt (install only): trains on the Psalms, saving its state at a middle step; a
+# second process resumes from that state and must print the whole run's lines from there on
+# (its step lines, the val loss, the sample), and no line of the steps before it.
+cmake -S "$source/examples/own_gpt" -B "$work/own_gpt" "${args[@]}"
+cmake --build "$work/own_gpt" -j "$(nproc)"
+run "$work/own_gpt/own_gpt" "$work/own_gpt/out"
+whole=$ran
+run "$work/own_gpt/own_gpt" "$work/own_gpt/out" --resume
+results() { awk '($1 == "step" && $3 == "loss") || $1 == "val" || $1 == "sample:"'; }
+n=$(results <<<"$ran" | wc -l)
+if ! diff <(results <<<"$whole" | tail -n "$n") <(results <<<"$ran") ||
+   (($(grep -c '^step' <<<"$ran") >= $(grep -c '^step' <<<"$whole"))); then
+  echo "consumer.sh: own_gpt --resume did not continue the whole run's steps" >&2; exit 1
+fi
+echo "consumer.sh: own_gpt --resume printed the whole run's last $n lines"
