@@ -88,6 +88,13 @@ std::vector<Batch> WindowSampler::next() {
     return micro;
 }
 
+Batch WindowSampler::next_batch() {
+    check(options_.world_size() * options_.grad_accum() == 1, "WindowSampler::next_batch",
+          "world_size {} × grad_accum {} gives {} micro-batches a step: call next()", options_.world_size(),
+          options_.grad_accum(), options_.world_size() * options_.grad_accum());
+    return std::move(next().front());
+}
+
 std::map<std::string, std::string> WindowSampler::state_dict() const {
     std::ostringstream rng_text;
     rng_text << rng_;

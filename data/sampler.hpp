@@ -94,6 +94,9 @@ public:
 
     // The next optimizer step's windows for this rank: A micro-batches {x (b, T), y (b, T)} int64.
     std::vector<Batch> next();
+    // next() of a run with one rank and no accumulation (W·A = 1): the step's one batch
+    // {x (B, T), y (B, T)}. Throws ValueError naming "WindowSampler::next_batch" otherwise.
+    Batch next_batch();
     // The global batch's B offsets of the next step, drawn as next() draws them (the rng advances).
     std::vector<std::size_t> next_offsets();
 

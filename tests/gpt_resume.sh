@@ -15,18 +15,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -n 3000 /usr/share/dict/words > "$work/text.txt"
 common=(--data "$work/text.txt" --n-layer 1 --n-head 2 --d 16 --block-size 16 --batch-size 4 --steps 60
-        --warmup 5 --eval-every 20 --eval-batches 2 --sample 0)
+        --warmup 5 --eval-every 20 --eval-batches 2)
 
 "$bin" "${common[@]}" --out "$work/A" --sample 80 --prompt "and" > "$work/A.log"
-"$bin" "${common[@]}" --out "$work/B" --stop-after 30 > "$work/B1.log"
+"$bin" "${common[@]}" --sample 0 --out "$work/B" --stop-after 30 > "$work/B1.log"
 cp "$work/B/checkpoint.safetensors" "$work/B30.safetensors"
 # A run that logged steps 31-40 and died before its checkpoint replaced the one of step 30: played
 # by a resume that stops at step 40; B2 then resumes from the copy of step 30 and must not log
 # those steps twice.
-"$bin" "${common[@]}" --out "$work/B" --resume "$work/B/checkpoint.safetensors" --stop-after 10 > "$work/B1b.log"
+"$bin" "${common[@]}" --sample 0 --out "$work/B" --resume "$work/B/checkpoint.safetensors" --stop-after 10 > "$work/B1b.log"
 # The second half recomputes its blocks (--checkpoint-blocks): not a trajectory flag, so the resume
 # takes it and the steps stay identical.
-"$bin" "${common[@]}" --out "$work/B" --resume "$work/B30.safetensors" --checkpoint-blocks > "$work/B2.log"
+"$bin" "${common[@]}" --sample 0 --out "$work/B" --resume "$work/B30.safetensors" --checkpoint-blocks > "$work/B2.log"
 
 lines=$(wc -l < "$work/A/loss.csv")
 if [ "$lines" -lt 7 ]; then echo "FAIL: loss.csv has only $lines lines"; exit 1; fi
@@ -37,7 +37,7 @@ fi
 cmp "$work/A/model.safetensors" "$work/B/model.safetensors" || { echo "FAIL: the final weights differ"; exit 1; }
 grep -q "at step 30" "$work/B2.log" || { echo "FAIL: the second run did not resume at step 30"; exit 1; }
 # A resume with another trajectory flag is refused, naming the flag.
-if "$bin" "${common[@]}" --out "$work/B" --lr 0.002 --resume "$work/B/checkpoint.safetensors" > "$work/C.log" 2>&1; then
+if "$bin" "${common[@]}" --sample 0 --out "$work/B" --lr 0.002 --resume "$work/B/checkpoint.safetensors" > "$work/C.log" 2>&1; then
     echo "FAIL: a resume with another --lr was accepted"; exit 1
 fi
 grep -q -- "--lr" "$work/C.log" || { echo "FAIL: the refusal does not name --lr"; cat "$work/C.log"; exit 1; }
@@ -48,8 +48,8 @@ grep -q -- "--lr" "$work/C.log" || { echo "FAIL: the refusal does not name --lr"
 # tokenizer are identical.
 bpe=("${common[@]}" --tokenizer bpe --vocab-size 300 --no-tie --sparse-embedding)
 "$bin" "${bpe[@]}" --out "$work/P" --sample 30 --prompt "the" --top-k 20 > "$work/P.log"
-"$bin" "${bpe[@]}" --out "$work/Q" --stop-after 30 > "$work/Q1.log"
-"$bin" "${bpe[@]}" --out "$work/Q" --resume "$work/Q/checkpoint.safetensors" > "$work/Q2.log"
+"$bin" "${bpe[@]}" --sample 0 --out "$work/Q" --stop-after 30 > "$work/Q1.log"
+"$bin" "${bpe[@]}" --sample 0 --out "$work/Q" --resume "$work/Q/checkpoint.safetensors" > "$work/Q2.log"
 grep -q "read from $work/Q/tokenizer.bpe" "$work/Q2.log" ||
     { echo "FAIL: the byte-pair resume did not read the saved tokenizer"; head -n 3 "$work/Q2.log"; exit 1; }
 [ "$(head -n 1 "$work/P/loss.csv")" = "step,train_loss,val_loss,lr,val_nats_per_char" ] ||

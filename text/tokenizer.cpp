@@ -297,6 +297,10 @@ std::string Tokenizer::to_text() const {
     return text;
 }
 
+std::string Tokenizer::identity() const {
+    return fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", n_vocab(), n_merges(), xgrad::io::fnv1a64(to_text()));
+}
+
 void Tokenizer::save(const std::string& path) const {
     if (pattern().find_first_of("\r\n") != std::string::npos)
         throw std::runtime_error(fmt::format("Tokenizer::save: {}: the split pattern holds a line break, which the "

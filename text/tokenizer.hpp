@@ -109,6 +109,11 @@ public:
     // tokens. Equal for two tokenizers exactly when they are equal (operator==): an identity to
     // hash.
     std::string to_text() const;
+    // "bpe V 1024: 768 merges, FNV-1a <16 hex digits>", the 64-bit FNV-1a hash of to_text()
+    // (io/checksum.hpp): equal for two tokenizers that give every id the same bytes. A training
+    // state records it (train::TextFingerprint::tokenizer) so that a resume with another
+    // tokenizer is refused.
+    std::string identity() const;
     // Reads a file written by save(). Throws std::runtime_error naming the path and line for a
     // missing or unreadable file, a path that is not a regular file (a FIFO, which would block,
     // a directory, a device), a file over 64 MiB, a wrong header, a malformed line, a wrong

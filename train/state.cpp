@@ -2,6 +2,9 @@
 // listed in state.hpp).
 #include <xgrad/train/state.hpp>
 
+#include <filesystem>
+#include <system_error>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -241,6 +244,10 @@ int load(const std::string& path, TrainingState& state, const LoadOptions& optio
             throw std::logic_error(fmt::format("train::load {}: the component '{}' was given const", path, c.name));
 
     // Everything is read and checked first.
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw std::runtime_error(fmt::format("{}: no training state to resume: the file does not exist (a first "
+                                             "run writes it)", path));
     const nn::SafetensorsFile file = nn::load_safetensors(path);
     check_is_training_state(path, file.metadata);
     check_expected(path, file.metadata, options);

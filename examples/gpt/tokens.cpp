@@ -9,7 +9,6 @@
 
 #include <xgrad/text/train.hpp>
 
-#include <xgrad/io/checksum.hpp>
 
 namespace gpt {
 
@@ -68,8 +67,7 @@ std::string Tokens::fingerprint_vocab() const {
 
 std::string Tokens::identity() const {
     if (!bpe_) return "";
-    return fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", size(), bpe_->n_merges(),
-                       xgrad::io::fnv1a64(bpe_->to_text()));
+    return bpe_->identity();
 }
 
 TextSplit split_text(std::string_view s) {

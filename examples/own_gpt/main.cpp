@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     fmt::print("{} parameters, {} steps from step {}\n", model.num_parameters(), kSteps, step);
 
     while (step < kSteps) {
-        const data::Batch batch = sampler.next().front();  // x (B, T), y (B, T) int64, y one ahead
+        const data::Batch batch = sampler.next_batch();    // x (B, T), y (B, T) int64, y one ahead
         Tensor logits = model.forward(batch.x);            // (B, T, V)
         Tensor loss = F::cross_entropy(logits, batch.y);   // () nats, the mean over B·T positions
         opt.zero_grad();

@@ -94,6 +94,19 @@ TEST_CASE("W = 2 ranks' parts, concatenated, are the W = 1 batch, and A micro-st
     }
 }
 
+TEST_CASE("WindowSampler::next_batch is next()'s one batch for one rank without accumulation", "[data][sampler]") {
+    const Ids data = iota_ids(300);
+    WindowSampler a(data, WindowSamplerOptions(4, 5).seed(3)), b(data, WindowSamplerOptions(4, 5).seed(3));
+    const Batch one = a.next_batch();
+    const std::vector<Batch> all = b.next();
+    REQUIRE(all.size() == 1);
+    CHECK(one.x.shape() == xgrad::Shape{4, 5});
+    CHECK(first_column(one) == first_column(all[0]));
+    WindowSampler accum(data, WindowSamplerOptions(4, 5).grad_accum(2));
+    CHECK_THROWS_WITH(accum.next_batch(), Catch::Matchers::Contains(
+                                              "WindowSampler::next_batch: world_size 1 × grad_accum 2 gives 2 micro-batches a step: call next()"));
+}
+
 TEST_CASE("WindowSampler: state_dict then load_state_dict continues with the same batches", "[data][sampler]") {
     const Ids data = iota_ids(300);
     const WindowSamplerOptions opts = WindowSamplerOptions(6, 5).seed(11);

@@ -23,6 +23,9 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
+#include <xgrad/io/checksum.hpp>
 #include <xgrad/text/train.hpp>
 #include "test_helpers.hpp"
 #include "text/bpe_reference.hpp"
@@ -105,6 +108,18 @@ TEST_CASE("text/tokenizer file: minbpe's save/load, without and with special tok
         CHECK(loaded.decode(ids) == text);
         CHECK(loaded.encode(text, Special::all) == ids);
     }
+}
+
+TEST_CASE("text/tokenizer: identity() names V, the merges and the FNV-1a hash of the file's text", "[text]") {
+    const Tokenizer t = wikipedia_tokenizer();
+    CHECK(t.identity() == fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", t.n_vocab(), t.n_merges(),
+                                      xgrad::io::fnv1a64(t.to_text())));
+    TempDir dir;
+    t.save(dir.file("wiki.bpe"));
+    CHECK(Tokenizer::load(dir.file("wiki.bpe")).identity() == t.identity());  // a round trip keeps it
+    const Tokenizer other({{32, 116}}, std::string(kGpt2Pattern));
+    CHECK(other.identity().rfind("bpe V 257: 1 merges, FNV-1a ", 0) == 0);
+    CHECK(other.identity() != Tokenizer({{32, 116}}).identity());  // the split pattern is part of it
 }
 
 TEST_CASE("text/tokenizer file: a GPT-2 tokenizer keeps its pattern", "[text]") {

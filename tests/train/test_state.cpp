@@ -261,6 +261,8 @@ TEST_CASE("train: a file without 'train.step' is not a training state, and load_
     const std::string not_state = weights + ": not a training checkpoint (no 'train.step'): a file train::save wrote, "
                                             "not a model's weights alone";
     CHECK(message_of<std::runtime_error>([&] { train::load(weights, state); }) == not_state);
+    CHECK(message_of<std::runtime_error>([&] { train::load(dir.file("none.safetensors"), state); }) ==
+          dir.file("none.safetensors") + ": no training state to resume: the file does not exist (a first run writes it)");
     CHECK(message_of<std::runtime_error>([&] { train::load_model_weights(weights, fresh.model); }) == not_state);
 
     const Snapshot before = snapshot(fresh.model);
