@@ -86,10 +86,10 @@ struct RestoreMode {
     ~RestoreMode() { m.train(was_training); }
 };
 
-}  // namespace
-
-std::vector<std::int64_t> generate(CausalLM& model, const std::vector<std::int64_t>& prompt,
-                                   const GenerationOptions& o, std::mt19937_64& rng, GenerationStats* stats) {
+// The loop of both generate()s; `pick` turns a step's logits (V values) into the next id.
+std::vector<std::int64_t> generate_with(CausalLM& model, const std::vector<std::int64_t>& prompt,
+                                        const GenerationOptions& o, GenerationStats* stats,
+                                        const std::function<std::int64_t(const real*, std::size_t)>& pick) {
     check(!prompt.empty(), "generate", "the prompt must hold at least one id");
     check_options(o, "generate");
     NoGradGuard no_grad;
@@ -126,7 +126,7 @@ std::vector<std::int64_t> generate(CausalLM& model, const std::vector<std::int64
         run.positions_run += out.size(1);
         const real* last = out.data().data() + (std::size_t(out.size(1)) - 1) * V;  // the last position's row
         if (run.record_logits) run.logits.emplace_back(last, last + V);
-        ids.push_back(sample_next(last, V, o, rng));
+        ids.push_back(pick(last, V));
         const auto& stop = o.stop_tokens();
         if (std::find(stop.begin(), stop.end(), ids.back()) != stop.end()) {
             run.stopped = true;
@@ -138,10 +138,20 @@ std::vector<std::int64_t> generate(CausalLM& model, const std::vector<std::int64
     return std::vector<std::int64_t>(ids.begin() + std::ptrdiff_t(prompt.size()), ids.end());
 }
 
+}  // namespace
+
 std::vector<std::int64_t> generate(CausalLM& model, const std::vector<std::int64_t>& prompt,
-                                   const GenerationOptions& options, GenerationStats* stats) {
-    std::lock_guard<std::mutex> lock(generator_mutex());
-    return generate(model, prompt, options, generator(), stats);
+                                   const GenerationOptions& o, std::mt19937_64& rng, GenerationStats* stats) {
+    return generate_with(model, prompt, o, stats,
+                         [&](const real* z, std::size_t V) { return sample_next(z, V, o, rng); });
+}
+
+std::vector<std::int64_t> generate(CausalLM& model, const std::vector<std::int64_t>& prompt,
+                                   const GenerationOptions& o, GenerationStats* stats) {
+    return generate_with(model, prompt, o, stats, [&](const real* z, std::size_t V) {
+        std::lock_guard<std::mutex> lock(generator_mutex());  // per draw: a forward may draw too
+        return sample_next(z, V, o, generator());
+    });
 }
 
 }  // namespace xgrad::nn
