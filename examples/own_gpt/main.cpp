@@ -19,11 +19,8 @@
 
 #include <fmt/format.h>
 
-#include <xgrad/data/sampler.hpp>      // WindowSampler, fixed_windows
-#include <xgrad/data/shards.hpp>       // write_train_val_shards, TokenShard
-#include <xgrad/data/text_source.hpp>  // read_bible
-#include <xgrad/text/train.hpp>        // train_tokenizer (library xgrad::text)
-#include <xgrad/xgrad.hpp>             // tensors, nn (CausalLM, generate), optim, train (state)
+#include <xgrad/text/train.hpp>  // train_tokenizer (library xgrad::text)
+#include <xgrad/xgrad.hpp>       // tensors, nn (CausalLM, generate), optim, data (shards, sampler), train
 
 using namespace xgrad;
 namespace F = nn::functional;
