@@ -9,8 +9,9 @@
 //                           the input table moved in training, against how often it was seen
 //
 // Each function writes NAME.dat (the numbers), NAME.gp (the gnuplot script) and NAME.png into
-// `dir`, and returns the line(s) to print (without gnuplot, only the .dat); a file that cannot be
-// written throws std::runtime_error (run_gnuplot).
+// `dir`, and returns the line(s) to print (without gnuplot, only the .dat). The .dat and the .gp are
+// written with io::write_file_atomically, whole or not at all; a file that cannot be written
+// throws std::runtime_error naming its path and the reason.
 //
 // Legend: V vocabulary size, d vector width, n words in a picture.
 #pragma once
