@@ -150,7 +150,8 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
     }
     const std::vector<double> ema = ema_smooth(train, ema_weight);
     std::string ema_csv = "step,train_loss_ema\n";
-    for (std::size_t i = 0; i < ema.size(); ++i) fmt::format_to(std::back_inserter(ema_csv), "{},{:.6f}\n", steps[i], ema[i]);
+    for (std::size_t i = 0; i < ema.size(); ++i)
+        fmt::format_to(std::back_inserter(ema_csv), "{},{:.6f}\n", steps[i], ema[i]);
     xgrad::io::write_file_atomically(dir + "/loss_ema.csv", ema_csv, "plot_losses");
 
     // Every path and title as a gnuplot string literal (gnuplot_quote): any byte of --out but a
