@@ -14,8 +14,7 @@
 #include <fmt/format.h>
 
 #include <xgrad/core/parse.hpp>
-
-#include "common/outputs.hpp"  // close_checked
+#include <xgrad/io/atomic_file.hpp>
 
 extern char** environ;
 
@@ -60,9 +59,7 @@ std::string run_gnuplot(const std::string& script_path, const std::string& scrip
                         const std::string& what) {
     if (!gnuplot_available())
         return png_path + " skipped: gnuplot is not installed (apt-get install gnuplot-nox)";
-    std::ofstream out(script_path);
-    out << script;
-    close_checked(out, script_path);
+    xgrad::io::write_file_atomically(script_path, script, "run_gnuplot");
     if (run_quietly({"gnuplot", script_path}) != 0)
         throw std::runtime_error(fmt::format("gnuplot failed (see {})", script_path));
     // A whole PNG ends with its IEND chunk: length 0, "IEND", CRC AE 42 60 82. gnuplot exits 0

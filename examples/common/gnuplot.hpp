@@ -13,13 +13,15 @@ namespace examples {
 // True when a `gnuplot` program is on the PATH.
 bool gnuplot_available();
 
-// Writes `script` to `script_path` and runs gnuplot on it, as a child process given the path
-// as its argument (no shell), so any character of the path is safe. The script is expected to
-// set its own terminal and `set output` to gnuplot_quote(png_path). Returns the note to print:
+// Writes `script` to `script_path` (io::write_file_atomically) and runs gnuplot on it, as a
+// child process given the path as its argument (no shell), so any character of the path is safe.
+// The script is expected to set its own terminal and `set output` to gnuplot_quote(png_path).
+// Returns the note to print:
 //   "<what>: <png_path>"                                          drawn
 //   "<png_path> skipped: gnuplot is not installed (...)"          no gnuplot
-// Throws std::runtime_error if the script cannot be written, gnuplot exits non-zero, or the PNG
-// is missing or cut short afterwards (a full disk, a read-only file, a dangling link).
+// Throws std::runtime_error if the script cannot be written (naming its path and the reason),
+// gnuplot exits non-zero, or the PNG is missing or cut short afterwards (a full disk, a read-only
+// file, a dangling link).
 std::string run_gnuplot(const std::string& script_path, const std::string& script, const std::string& png_path,
                         const std::string& what);
 

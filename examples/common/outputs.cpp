@@ -18,11 +18,6 @@
 
 namespace examples {
 
-void close_checked(std::ofstream& out, const std::string& path) {
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write {} ({})", path, std::strerror(errno)));
-}
-
 void check_output_files(const std::string& dir, const std::vector<std::string>& names, const std::string& flag) {
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
         throw std::runtime_error(fmt::format("{} {}: cannot write into the directory ({})", flag, dir,

@@ -4,16 +4,11 @@
 // with io::write_file_atomically or io::AtomicFile (io/atomic_file.hpp).
 #pragma once
 
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace examples {
-
-// Closes `out`, the stream of the file `path`; throws std::runtime_error "cannot write <path>
-// (<why>)" if a write or the close failed (a full disk, a read-only file, a dangling link).
-void close_checked(std::ofstream& out, const std::string& path);
 
 // Throws std::runtime_error, naming `flag` and the path, if dir/name for one of `names` exists and
 // is not a regular file once symlinks are followed (a directory, a FIFO, a device), cannot be

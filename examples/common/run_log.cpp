@@ -3,15 +3,12 @@
 
 #include <xgrad/distributed/distributed.hpp>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,7 +24,6 @@
 #include <xgrad/io/atomic_file.hpp>
 
 #include "common/gnuplot.hpp"
-#include "common/outputs.hpp"  // close_checked
 
 namespace examples {
 
@@ -63,42 +59,57 @@ std::string rows_up_to(const std::string& text, int step, const std::string& hea
     return kept;
 }
 
-// Drops the rows of loss.csv after `step`, atomically (io::write_file_atomically: a crash never loses
-// a kept row; a symlink stays a link, its target rewritten).
-void keep_rows_up_to(const std::string& path, int step, const std::string& header) {
+// The bytes of loss.csv as they are on disk. Throws std::runtime_error naming `path` if it cannot be read.
+std::string read_loss_log(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in.eof() && in.fail()) throw std::runtime_error(fmt::format("{}: cannot read the loss log", path));
-    const std::string kept = rows_up_to(text, step, header);
-    if (kept == text) return;
-    try {
-        xgrad::io::write_file_atomically(path, kept);
-    } catch (const std::runtime_error& e) {
-        throw std::runtime_error(fmt::format("cannot drop the rows after step {}: {}", step, e.what()));
-    }
+    return text;
 }
 
 }  // namespace
 
-LossLog::LossLog(const std::string& path, int resumed_at, const std::string& extra_column)
-    : path_(path), extra_(!extra_column.empty()) {
+LossLog::LossLog(const std::string& path, int resumed_at, const std::string& extra_column,
+                 double seconds_between_writes)
+    : path_(path), extra_(!extra_column.empty()), seconds_between_writes_(seconds_between_writes) {
     const std::string header =
         extra_ ? kLossHeader.substr(0, kLossHeader.size() - 1) + "," + extra_column + "\n" : kLossHeader;
     std::error_code ec;
     const bool continuing = resumed_at > 0 && std::filesystem::exists(path, ec);  // else start a fresh file
-    if (continuing) keep_rows_up_to(path, resumed_at, header);
-    out_.open(path, continuing ? std::ios::app : std::ios::trunc);
-    if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
-    if (!continuing) out_ << header;
+    const std::string old = continuing ? read_loss_log(path) : "";
+    text_ = continuing ? rows_up_to(old, resumed_at, header) : header;
+    try {  // at once, even unchanged: a path that cannot be written stops the run before its first step
+        xgrad::io::write_file_atomically(path_, text_, "LossLog");
+    } catch (const std::runtime_error& e) {
+        if (!continuing || text_ == old) throw;
+        throw std::runtime_error(fmt::format("cannot drop the rows after step {}: {}", resumed_at, e.what()));
+    }
+    written_at_ = now_seconds();
+}
+
+LossLog::~LossLog() {
+    try {
+        if (first_waiting_ >= 0 && failure_.empty()) save();  // the rows still waiting
+    } catch (...) {  // stderr itself cannot be written: nothing is left to tell
+    }
 }
 
 void LossLog::write(int step, double train_loss, double val_loss, double lr, double extra) {
+    if (!failure_.empty()) return;  // the file keeps the rows before the first that failed
     auto field = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.6f}", v); };
-    out_ << fmt::format("{},{:.6f},{},{:.6g}{}\n", step, train_loss, field(val_loss), lr,
-                        extra_ ? "," + field(extra) : std::string());
-    out_.flush();
-    if (!out_ && failure_.empty()) {
-        failure_ = fmt::format("rows from step {} on not written ({})", step, std::strerror(errno));
+    fmt::format_to(std::back_inserter(text_), "{},{:.6f},{},{:.6g}{}\n", step, train_loss, field(val_loss), lr,
+                   extra_ ? "," + field(extra) : std::string());
+    if (first_waiting_ < 0) first_waiting_ = step;
+    if (!std::isnan(val_loss) || now_seconds() - written_at_ >= seconds_between_writes_) save();
+}
+
+void LossLog::save() {
+    try {
+        xgrad::io::write_file_atomically(path_, text_, "LossLog");  // the whole file: the old one or the new
+        first_waiting_ = -1;
+        written_at_ = now_seconds();
+    } catch (const std::runtime_error& e) {
+        failure_ = fmt::format("rows from step {} on not written ({})", first_waiting_, e.what());
         std::fflush(stdout);  // this line after what was printed so far
         fmt::print(stderr, "\n{}: {}; training goes on\n", path_, failure_);
     }
@@ -138,10 +149,10 @@ std::string plot_losses(const std::string& dir, const std::string& title, const 
         train.push_back(std::strtod(line.substr(a + 1, b - a - 1).c_str(), nullptr));
     }
     const std::vector<double> ema = ema_smooth(train, ema_weight);
-    std::ofstream out(dir + "/loss_ema.csv");
-    out << "step,train_loss_ema\n";
-    for (std::size_t i = 0; i < ema.size(); ++i) out << fmt::format("{},{:.6f}\n", steps[i], ema[i]);
-    close_checked(out, dir + "/loss_ema.csv");
+    std::string ema_csv = "step,train_loss_ema\n";
+    for (std::size_t i = 0; i < ema.size(); ++i)
+        fmt::format_to(std::back_inserter(ema_csv), "{},{:.6f}\n", steps[i], ema[i]);
+    xgrad::io::write_file_atomically(dir + "/loss_ema.csv", ema_csv, "plot_losses");
 
     // Every path and title as a gnuplot string literal (gnuplot_quote): any byte of --out but a
     // newline reaches gnuplot as it is.

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "common/gnuplot.hpp"
-#include "common/outputs.hpp"     // close_checked
 #include "common/similarity.hpp"  // unit_rows, nearest
+#include <xgrad/io/atomic_file.hpp>
 #include <xgrad/optim/optimizer.hpp>
 
 namespace gpt {
@@ -174,10 +174,11 @@ std::string plot_attention(LanguageModel& model, const Tokens& tokens, const std
     const Tensor w = model.attention_weights(IndexTensor(std::move(x)), layer);  // (1, H, T, T)
     const std::size_t T = ids.size();
     const real* a = w.data().data() + std::size_t(head) * T * T;                 // head `head`, (T, T)
-    std::ofstream csv(dir + "/attention.csv");
+    std::string csv;  // {:g}: 6 significant digits, as std::ostream prints a number
     for (std::size_t i = 0; i < T; ++i)
-        for (std::size_t j = 0; j < T; ++j) csv << a[i * T + j] << (j + 1 < T ? "," : "\n");
-    examples::close_checked(csv, dir + "/attention.csv");
+        for (std::size_t j = 0; j < T; ++j)
+            fmt::format_to(std::back_inserter(csv), "{:g}{}", a[i * T + j], j + 1 < T ? "," : "\n");
+    xgrad::io::write_file_atomically(dir + "/attention.csv", csv, "plot_attention");
     std::string tics;
     for (std::size_t i = 0; i < T; ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", tic_label(tokens.bytes(ids[i])), i);
     std::ostringstream gp;

@@ -61,9 +61,9 @@ std::string token_table_report(const LanguageModel& model, const Ids& train, int
 double peak_rss_mib();
 
 // Writes attention.csv (T × T weights of one head of one layer on the first ≤ block tokens of
-// `text`) and draws attention.png with gnuplot (rows: the query position, columns: the key
-// position it reads, labelled with the tokens' text). Returns the note to print; throws
-// std::runtime_error if a file cannot be written (run_gnuplot).
+// `text`, with io::write_file_atomically) and draws attention.png with gnuplot (rows: the query
+// position, columns: the key position it reads, labelled with the tokens' text). Returns the note
+// to print; throws std::runtime_error naming the file that cannot be written.
 std::string plot_attention(LanguageModel& model, const Tokens& tokens, const std::string& text, std::int64_t layer,
                            std::int64_t head, const std::string& out_dir);
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -12,8 +12,9 @@
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
+#include <xgrad/io/atomic_file.hpp>
+
 #include "common/gnuplot.hpp"
-#include "common/outputs.hpp"  // close_checked
 #include "similarity.hpp"
 
 namespace word2vec {
@@ -28,13 +29,13 @@ std::string plot_group_heatmap(const std::string& dir, const Vocab& vocab, const
     const std::size_t n = ids.size();
     // similarity_heatmap.dat: one line per cell, "column row cosine", rows of the matrix separated by a blank
     // line (gnuplot's grid format for `with image`); row 0 is drawn at the top.
-    std::ofstream dat(dir + "/similarity_heatmap.dat");
+    std::string dat;
     for (std::size_t r = 0; r < n; ++r) {
         for (std::size_t c = 0; c < n; ++c)
-            dat << fmt::format("{} {} {:.4f}\n", c, r, r == c ? 1.0 : cosine(unit, ids[r], ids[c]));
-        dat << '\n';
+            fmt::format_to(std::back_inserter(dat), "{} {} {:.4f}\n", c, r, r == c ? 1.0 : cosine(unit, ids[r], ids[c]));
+        dat += '\n';
     }
-    examples::close_checked(dat, dir + "/similarity_heatmap.dat");
+    xgrad::io::write_file_atomically(dir + "/similarity_heatmap.dat", dat, "plot_group_heatmap");
     std::string tics;
     for (std::size_t i = 0; i < n; ++i)
         tics += fmt::format("{}{} {}", i ? ", " : "", gnuplot_quote(vocab.words[std::size_t(ids[i])]), i);
@@ -86,10 +87,11 @@ std::string plot_pca(const std::string& dir, const Vocab& vocab, const Array& E,
     const double total = xt::sum(eigenvalues)();
     const double kept = (eigenvalues(d - 1) + eigenvalues(d - 2)) / total;
 
-    std::ofstream dat(dir + "/pca.dat");  // "x y colour word"
+    std::string dat;  // "x y colour word"
     for (std::size_t i = 0; i < n; ++i)
-        dat << fmt::format("{:.5f} {:.5f} {} {}\n", P(i, 0), P(i, 1), colour[i], vocab.words[std::size_t(words[i])]);
-    examples::close_checked(dat, dir + "/pca.dat");
+        fmt::format_to(std::back_inserter(dat), "{:.5f} {:.5f} {} {}\n", P(i, 0), P(i, 1), colour[i],
+                       vocab.words[std::size_t(words[i])]);
+    xgrad::io::write_file_atomically(dir + "/pca.dat", dat, "plot_pca");
     const char* colours[] = {"#c0392b", "#2c5d9f", "#7f8c8d"};
     std::ostringstream gp;
     gp << "set terminal pngcairo size 900,700 noenhanced\n"
@@ -115,7 +117,7 @@ std::string plot_pca(const std::string& dir, const Vocab& vocab, const Array& E,
 std::string plot_rare_tokens(const std::string& dir, const Vocab& vocab, const Array& E0, const Array& E) {
     const std::size_t V = E.shape()[0], d = E.shape()[1];
     std::vector<double> count(V), moved(V), relative(V);
-    std::ofstream dat(dir + "/rare_tokens.dat");  // "count moved relative word"
+    std::string dat;  // "count moved relative word"
     for (std::size_t w = 0; w < V; ++w) {
         double sq = 0, sq0 = 0;  // ‖E[w] − E0[w]‖², ‖E0[w]‖²
         for (std::size_t j = 0; j < d; ++j) {
@@ -123,9 +125,10 @@ std::string plot_rare_tokens(const std::string& dir, const Vocab& vocab, const A
             sq += delta * delta, sq0 += double(E0(w, j)) * double(E0(w, j));
         }
         count[w] = double(vocab.counts[w]), moved[w] = std::sqrt(sq), relative[w] = std::sqrt(sq / sq0);
-        dat << fmt::format("{} {:.5f} {:.3f} {}\n", vocab.counts[w], moved[w], relative[w], vocab.words[w]);
+        fmt::format_to(std::back_inserter(dat), "{} {:.5f} {:.3f} {}\n", vocab.counts[w], moved[w], relative[w],
+                       vocab.words[w]);
     }
-    examples::close_checked(dat, dir + "/rare_tokens.dat");
+    xgrad::io::write_file_atomically(dir + "/rare_tokens.dat", dat, "plot_rare_tokens");
 
     // The median movement in bands of counts: the same trend as ρ, in units one can read.
     std::string bands;

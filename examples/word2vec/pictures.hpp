@@ -8,9 +8,9 @@
 //   rare_tokens.png         ‖v_w − v_w(initial)‖ against count(w), log x: how far each row of
 //                           the input table moved in training, against how often it was seen
 //
-// Each function writes NAME.dat (the numbers), NAME.gp (the gnuplot script) and NAME.png into
-// `dir`, and returns the line(s) to print (without gnuplot, only the .dat); a file that cannot be
-// written throws std::runtime_error (run_gnuplot).
+// Each function writes NAME.dat and NAME.gp (io::write_file_atomically) and NAME.png into `dir`
+// and returns the line(s) to print (without gnuplot, only the .dat); a file that cannot be written
+// throws std::runtime_error naming its path and the reason.
 //
 // Legend: V vocabulary size, d vector width, n words in a picture.
 #pragma once

@@ -1,5 +1,6 @@
 // tests/examples/test_common.cpp — examples/common: LossLog (the loss CSV: header, row format, an
-// extra column, append on resume, rows after the checkpoint's step dropped), ema_smooth and the
+// extra column, the whole file rewritten after a row or held back for a second, append on resume,
+// rows after the checkpoint's step dropped, a failed rewrite remembered), ema_smooth and the
 // smoothed column plot_losses writes, the checkpoint's flags ("flag.<name>": refused when missing
 // or other, --steps bounding the step; a char_mlp model and its AdamW), load_model_weights (gpt's
 // --init-from), the strict numeric flags and the memory check of cli, the output paths checked
@@ -13,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -71,9 +73,55 @@ TEST_CASE("LossLog writes the header, one row per step, and appends on resume", 
     }
     REQUIRE(read_bytes(path) ==
             "step,train_loss,val_loss,lr\n10,3.295837,,0.003\n20,2.500000,2.750000,0.0001\n30,2.250000,,5e-05\n");
-    examples::LossLog fresh(path, /*resumed_at=*/0);  // a new run starts over
-    fresh.write(1, 1.0, none, 1.0);
+    {
+        examples::LossLog fresh(path, /*resumed_at=*/0);  // a new run starts over
+        CHECK(read_bytes(path) == "step,train_loss,val_loss,lr\n");
+        fresh.write(1, 1.0, none, 1.0);
+    }
     REQUIRE(read_bytes(path) == "step,train_loss,val_loss,lr\n1,1.000000,,1\n");
+}
+
+TEST_CASE("LossLog rewrites the whole file after each row: the header and every row so far, no temporary left",
+          "[examples_common][run_log]") {
+    TempDir dir;
+    const std::string path = dir.file("loss.csv");
+    const std::string header = "step,train_loss,val_loss,lr\n";
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    examples::LossLog log(path, /*resumed_at=*/0, "", /*seconds_between_writes=*/0);
+    CHECK(read_bytes(path) == header);  // at once, before any step
+    log.write(10, 3.2958368, none, 0.003);
+    CHECK(read_bytes(path) == header + "10,3.295837,,0.003\n");
+    log.write(20, 2.5, 2.75, 1e-4);
+    CHECK(read_bytes(path) == header + "10,3.295837,,0.003\n20,2.500000,2.750000,0.0001\n");
+    log.write(30, 2.25, none, 5e-5);
+    CHECK(read_bytes(path) == header + "10,3.295837,,0.003\n20,2.500000,2.750000,0.0001\n30,2.250000,,5e-05\n");
+    CHECK(dir.listing() == std::vector<std::string>{"loss.csv"});
+    CHECK(log.failure().empty());
+}
+
+TEST_CASE("LossLog holds rows back until a validation loss or the interval, and its destructor writes the rest",
+          "[examples_common][run_log]") {
+    TempDir dir;
+    const std::string path = dir.file("loss.csv");
+    const std::string header = "step,train_loss,val_loss,lr\n";
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    const std::string rows_10_30 = "10,3.000000,,0.001\n20,2.900000,,0.001\n30,2.800000,2.850000,0.001\n";
+    {
+        examples::LossLog log(path, /*resumed_at=*/0, "", /*seconds_between_writes=*/3600);
+        log.write(10, 3.0, none, 1e-3);
+        log.write(20, 2.9, none, 1e-3);
+        CHECK(read_bytes(path) == header);               // rows 10 and 20 wait in memory
+        log.write(30, 2.8, 2.85, 1e-3);                  // a validation loss: written at once, with those before it
+        CHECK(read_bytes(path) == header + rows_10_30);
+        log.write(40, 2.7, none, 1e-3);
+        CHECK(read_bytes(path) == header + rows_10_30);  // waits
+    }
+    CHECK(read_bytes(path) == header + rows_10_30 + "40,2.700000,,0.001\n");  // the destructor wrote it
+    examples::LossLog log(path, /*resumed_at=*/0, "", /*seconds_between_writes=*/0.05);
+    log.write(10, 3.0, none, 1e-3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the interval: the next row writes both
+    log.write(20, 2.9, none, 1e-3);
+    CHECK(read_bytes(path) == header + "10,3.000000,,0.001\n20,2.900000,,0.001\n");
 }
 
 TEST_CASE("LossLog on resume drops the rows logged after the checkpoint's step, so none is doubled",
@@ -89,6 +137,7 @@ TEST_CASE("LossLog on resume drops the rows logged after the checkpoint's step, 
         examples::LossLog log(path, /*resumed_at=*/20);
         CHECK(read_bytes(path) == header + rows_10_20);  // at once, before any step is taken
         log.write(30, 2.25, 2.5, 5e-4);
+        CHECK(read_bytes(path) == header + rows_10_20 + "30,2.250000,2.500000,0.0005\n");
     }
     CHECK(read_bytes(path) == header + rows_10_20 + "30,2.250000,2.500000,0.0005\n");
     CHECK(dir.listing() == std::vector<std::string>{"loss.csv"});  // no temporary file left
@@ -132,19 +181,55 @@ TEST_CASE("LossLog on resume rewrites the target of a symlinked loss.csv and kee
     CHECK(dir.listing() == std::vector<std::string>{"logs", "loss.csv"});
 }
 
-TEST_CASE("LossLog reports the first row it could not write and goes on", "[examples_common][run_log][regression]") {
-    // /dev/full takes the open and fails every write with ENOSPC, as a full disk does.
-    examples::LossLog log("/dev/full", 0);
+TEST_CASE("LossLog remembers the first rewrite that failed, names the path, and goes on",
+          "[examples_common][run_log][regression]") {
+    // The run's directory vanishes mid-run: the rewrite cannot create its temporary there.
+    TempDir dir;
+    const std::string run = dir.file("run"), path = run + "/loss.csv";
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    fs::create_directories(run);
+    examples::LossLog log(path, /*resumed_at=*/0, "", /*seconds_between_writes=*/0);
+    log.write(10, 3.0, none, 1e-3);
+    CHECK(read_bytes(path) == "step,train_loss,val_loss,lr\n10,3.000000,,0.001\n");
+    fs::remove_all(run);
     CHECK(log.failure().empty());
-    CHECK_NOTHROW(log.write(10, 3.0, std::nan(""), 1e-3));
-    CHECK_NOTHROW(log.write(20, 2.5, std::nan(""), 1e-3));
-    CHECK_THAT(log.failure(), Contains("rows from step 10 on not written") && Contains("No space left on device"));
+    CHECK_NOTHROW(log.write(20, 2.5, none, 1e-3));
+    CHECK_NOTHROW(log.write(30, 2.4, 2.45, 1e-3));
+    CHECK(log.failure() == "rows from step 20 on not written (LossLog: cannot write '" + path + "': its directory '" +
+                               run + "' does not exist)");
+    fs::create_directories(run);  // back again: no later row is written, the failure stays
+    log.write(40, 2.3, none, 1e-3);
+    CHECK_FALSE(fs::exists(path));
+    CHECK_THAT(log.failure(), Contains("rows from step 20 on"));
+
+    // Rows held back: the failure names the first row the file lacks.
+    examples::LossLog held(path, /*resumed_at=*/0, "", /*seconds_between_writes=*/3600);
+    held.write(10, 3.0, none, 1e-3);
+    held.write(20, 2.5, none, 1e-3);
+    fs::remove_all(run);
+    held.write(30, 2.4, 2.45, 1e-3);
+    CHECK_THAT(held.failure(), Contains("rows from step 10 on not written (LossLog: cannot write '" + path + "'"));
 }
 
-TEST_CASE("LossLog throws when the file cannot be opened", "[examples_common][run_log]") {
+TEST_CASE("LossLog throws, naming the path, when the file cannot be written at the start",
+          "[examples_common][run_log]") {
     TempDir dir;
-    REQUIRE_THROWS_WITH(examples::LossLog(dir.file("no/such/dir/loss.csv"), 0),
-                        Catch::Contains("cannot open for writing"));
+    const std::string missing = dir.file("no/such/dir/loss.csv");
+    CHECK(message_of<std::runtime_error>([&] { examples::LossLog(missing, 0); }) ==
+          "LossLog: cannot write '" + missing + "': its directory '" + dir.file("no/such/dir") + "' does not exist");
+    // A device is not replaced: the log is a regular file.
+    CHECK_THAT(message_of<std::runtime_error>([&] { examples::LossLog("/dev/full", 0); }),
+               Contains("LossLog: cannot write '/dev/full'") && Contains("a character device"));
+    // On resume too, where rows after the step are to be dropped from a file in a read-only place.
+    if (::geteuid() != 0) {  // root writes anywhere
+        fs::create_directories(dir.file("ro"));
+        write_bytes(dir.file("ro/loss.csv"), "step,train_loss,val_loss,lr\n10,3.000000,,0.001\n20,2.5");
+        fs::permissions(dir.file("ro"), fs::perms::owner_read | fs::perms::owner_exec);
+        CHECK_THAT(message_of<std::runtime_error>([&] { examples::LossLog(dir.file("ro/loss.csv"), 10); }),
+                   Contains("cannot drop the rows after step 10: LossLog: cannot write '" + dir.file("ro/loss.csv") + "'") &&
+                       Contains("no permission"));
+        fs::permissions(dir.file("ro"), fs::perms::owner_all);
+    }
 }
 
 TEST_CASE("ema_smooth is TensorBoard's debiased EMA, worked by hand", "[examples_common][run_log]") {
@@ -180,6 +265,10 @@ TEST_CASE("plot_losses writes the EMA of the train losses as loss_ema.csv", "[ex
     REQUIRE(read_bytes(dir.file("loss_ema.csv")) == "step,train_loss_ema\n10,1.000000\n20,1.666667\n30,2.428571\n");
     REQUIRE_THROWS_WITH(examples::plot_losses(dir.file("missing")),
                         Catch::Contains("loss.csv: cannot open for reading"));
+    fs::remove(dir.file("loss_ema.csv"));
+    fs::create_directories(dir.file("loss_ema.csv"));  // in the way: refused, naming it
+    CHECK_THAT(message_of<std::runtime_error>([&] { examples::plot_losses(dir.path.string()); }),
+               Contains("plot_losses: cannot write '" + dir.file("loss_ema.csv") + "'") && Contains("a directory"));
 }
 
 // ==== cli: strict numeric flags ==============================================================================
@@ -407,6 +496,22 @@ TEST_CASE("FinalSaves tries every save past a failure and then names what was an
 }
 
 // ==== gnuplot: no shell, every path quoted ======================================================================
+
+TEST_CASE("run_gnuplot writes its script whole, and names a script path it cannot write",
+          "[examples_common][gnuplot]") {
+    if (!examples::gnuplot_available()) {
+        WARN("skipped: gnuplot is not installed, so run_gnuplot writes no script");
+        return;
+    }
+    TempDir dir;
+    const std::string png = dir.file("p.png");
+    const std::string script = "set terminal pngcairo size 80,60\nset output " + examples::gnuplot_quote(png) + "\nplot x\n";
+    CHECK(examples::run_gnuplot(dir.file("p.gp"), script, png, "p") == "p: " + png);
+    CHECK(read_bytes(dir.file("p.gp")) == script);
+    CHECK(message_of<std::runtime_error>([&] { examples::run_gnuplot(dir.file("gone/p.gp"), script, png, "p"); }) ==
+          "run_gnuplot: cannot write '" + dir.file("gone/p.gp") + "': its directory '" + dir.file("gone") +
+              "' does not exist");
+}
 
 TEST_CASE("gnuplot bug: an --out holding ' \" $ ` and spaces still gets its picture",
           "[examples_common][gnuplot][regression]") {
