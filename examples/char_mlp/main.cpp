@@ -220,6 +220,7 @@ static int run(const Config& cfg, const FlagTable& table) {
     saves.attempt(cfg.out + "/checkpoint.safetensors",
                   [&] { save_checkpoint(cfg.out + "/checkpoint.safetensors", model, opt, end, batch_rng, flags, d.fingerprint); });
     saves.attempt(cfg.out + "/loss.csv", [&] {  // a row that could not be written, reported again here
+        log->flush();
         if (!log->failure().empty()) throw std::runtime_error(log->failure());
     });
     if (end < cfg.steps) {

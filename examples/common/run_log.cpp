@@ -89,9 +89,13 @@ LossLog::LossLog(const std::string& path, int resumed_at, const std::string& ext
 
 LossLog::~LossLog() {
     try {
-        if (first_waiting_ >= 0 && failure_.empty()) save();  // the rows still waiting
+        flush();
     } catch (...) {  // stderr itself cannot be written: nothing is left to tell
     }
+}
+
+void LossLog::flush() {
+    if (first_waiting_ >= 0 && failure_.empty()) save();  // the rows still waiting
 }
 
 void LossLog::write(int step, double train_loss, double val_loss, double lr, double extra) {

@@ -43,6 +43,9 @@ public:
     // `extra` fills the extra column (NaN: empty; a log without one ignores it).
     void write(int step, double train_loss, double val_loss /* NaN = none */, double lr,
                double extra = std::numeric_limits<double>::quiet_NaN());
+    // Writes the rows still waiting now (a run calls it before it reads failure() or plots the
+    // file); a failure is kept in failure() as write()'s is.
+    void flush();
     // "" while every rewrite succeeded; else "rows from step <s> on not written (<why>)", <s> the
     // first row the failed rewrite held that the file lacks, <why> naming the path and the reason.
     const std::string& failure() const { return failure_; }

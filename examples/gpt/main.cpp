@@ -101,6 +101,7 @@ static int run(const Config& cfg, const examples::FlagTable& flags) {
     examples::FinalSaves saves;  // a failed save is reported, the other files are still written
     save(cfg, flags, model, optimizer_state, end, sampler, d, saves);
     saves.attempt(cfg.out + "/loss.csv", [&] {  // a row that could not be written, reported again here
+        log->flush();
         if (!log->failure().empty()) throw std::runtime_error(log->failure());
     });
     if (end < cfg.steps) {

@@ -115,8 +115,11 @@ TEST_CASE("LossLog holds rows back until a validation loss or the interval, and 
         CHECK(read_bytes(path) == header + rows_10_30);
         log.write(40, 2.7, none, 1e-3);
         CHECK(read_bytes(path) == header + rows_10_30);  // waits
+        log.flush();
+        CHECK(read_bytes(path) == header + rows_10_30 + "40,2.700000,,0.001\n");  // flush() wrote it
+        log.write(50, 2.6, none, 1e-3);
     }
-    CHECK(read_bytes(path) == header + rows_10_30 + "40,2.700000,,0.001\n");  // the destructor wrote it
+    CHECK(read_bytes(path) == header + rows_10_30 + "40,2.700000,,0.001\n50,2.600000,,0.001\n");  // the destructor
     examples::LossLog log(path, /*resumed_at=*/0, "", /*seconds_between_writes=*/0.05);
     log.write(10, 3.0, none, 1e-3);
     std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the interval: the next row writes both
