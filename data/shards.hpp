@@ -111,9 +111,9 @@ private:
 struct Split {
     std::vector<std::int64_t> train, val;  // the first ⌊9N/10⌋ ids, and the rest (nanoGPT's split)
 };
-// Throws std::runtime_error (naming `source`, the lengths and the minimum) when either part is
-// shorter than one window of block + 1 tokens, i.e. when the text has fewer than about
-// 10·(block + 1) tokens.
+// Throws ValueError naming `source` for a block below 1; std::runtime_error (naming `source`, the
+// lengths and the minimum) when either part is shorter than one window of block + 1 tokens, i.e.
+// when the text has fewer than about 10·(block + 1) tokens.
 Split split_ids(const std::vector<std::int64_t>& ids, int block, const std::string& source);
 
 // The ids of a text as two shards: train_path gets the first ⌊9N/10⌋ ids, val_path the rest,
