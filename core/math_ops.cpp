@@ -107,6 +107,8 @@ Tensor abs(const Tensor& x) {
 // ref: PyTorch docs, torch.clamp; clamp_backward (FunctionsManual.cpp)
 Tensor clamp(const Tensor& x, std::optional<real> min, std::optional<real> max) {
     check(min.has_value() || max.has_value(), "clamp", "at least one of min and max must be given");
+    check(!(min && std::isnan(*min)), "clamp", "min is nan; a bound must not be NaN");
+    check(!(max && std::isnan(*max)), "clamp", "max is nan; a bound must not be NaN");
     const real lo = min.value_or(-std::numeric_limits<real>::infinity());
     const real hi = max.value_or(std::numeric_limits<real>::infinity());
     Array y(x.data().shape());

@@ -22,7 +22,8 @@ Tensor var(const Tensor& x, int dim, bool keepdim = false, bool unbiased = true)
 Tensor abs(const Tensor& x);
 // clamp: min(max(x, min), max), any shape, either bound optional (clamp_min, clamp_max: one bound).
 //   NaN stays NaN. min > max gives max everywhere (as torch.clamp). dL/dx = g where min <= x <= max,
-//   else 0 (so 0 everywhere when min > max). Throws ValueError when neither bound is given.
+//   else 0 (so 0 everywhere when min > max). Throws ValueError when neither bound is given or a
+//   bound is NaN (torch.clamp then returns NaN everywhere; a NaN bound is a bug upstream).
 //   ref: PyTorch docs, torch.clamp; clamp_backward in PyTorch's FunctionsManual.cpp.
 Tensor clamp(const Tensor& x, std::optional<real> min, std::optional<real> max);
 Tensor clamp_min(const Tensor& x, real min);

@@ -2,6 +2,7 @@
 //
 // Legend: probs (C,) or (N, C) non-negative weights, N rows of C categories; S = num_samples.
 // Each row is a categorical distribution P(c) = w_c / Σ_c' w_c'.
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <vector>
@@ -60,6 +61,8 @@ IndexTensor multinomial(const Tensor& probs, std::int64_t num_samples, bool repl
     check(num_samples > 0, "multinomial", "cannot sample n_sample <= 0 samples; got {}", num_samples);
     check(replacement || num_samples <= static_cast<std::int64_t>(C), "multinomial",
           "cannot sample n_sample > prob_dist.size(-1) samples without replacement: {} > {}", num_samples, C);
+    check(static_cast<std::uint64_t>(num_samples) <= kMaxNumel / std::max<std::size_t>(N, 1), "multinomial",
+          "{} rows × num_samples {} exceeds the 2^60 elements a tensor holds", N, num_samples);
     for (std::size_t r = 0; r < N; ++r)  // every row checked before the first draw
         check_multinomial_row(probs.data().data() + r * C, C, r, num_samples, replacement);
 

@@ -17,9 +17,9 @@ namespace xgrad {
 //   are renormalised (sequential sampling, the distribution torch.multinomial samples). No gradient.
 //   Draws from the process-wide generator() (holding generator_mutex()), or from `gen`.
 //   Throws ValueError for probs not 1-d or 2-d, C = 0, a negative, NaN or inf weight, a row
-//   summing to 0, num_samples <= 0, and without replacement num_samples > C, or num_samples >
-//   the number of non-zero weights in a row (torch 1.13's CPU kernel then returns zero-weight
-//   categories; its CUDA kernel refuses).  ref: PyTorch docs, torch.multinomial.
+//   summing to 0, num_samples <= 0, rows × num_samples above 2^60 (kMaxNumel), and without
+//   replacement num_samples > C, or num_samples > the number of non-zero weights in a row
+//   (torch 1.13's CPU kernel then returns zero-weight categories; its CUDA kernel refuses).  ref: PyTorch docs, torch.multinomial.
 IndexTensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement = false);
 IndexTensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement, std::mt19937_64& gen);
 

@@ -11,11 +11,12 @@
 namespace xgrad::data {
 
 Batch windows(TokenView tokens, const std::vector<std::size_t>& offsets, int block) {
+    check(block >= 1, "windows", "block {} must be at least 1", block);
     const std::size_t B = offsets.size(), T = std::size_t(block), N = tokens.size();
     IndexArray x(ArrayShape{B, T}), y(ArrayShape{B, T});
     for (std::size_t i = 0; i < B; ++i) {
         const std::size_t o = offsets[i];
-        if (o + T + 1 > N)
+        if (N < T + 1 || o > N - T - 1)  // o + T + 1 > N, without wrapping for a huge o
             throw IndexError(fmt::format("windows: offset {} + block {} + 1 exceeds the {} tokens (offsets lie in "
                                          "[0, N − T − 1])", o, T, N));
         tokens.copy_to(o, T, x.data() + i * T);      // x = tokens[o : o+T]
@@ -27,7 +28,7 @@ Batch windows(TokenView tokens, const std::vector<std::size_t>& offsets, int blo
 std::vector<std::size_t> sample_offsets(std::size_t n_tokens, int batch, int block, std::mt19937_64& rng) {
     check(batch >= 1 && block >= 1, "sample_offsets", "batch {} and block {} must be at least 1", batch, block);
     check(n_tokens >= std::size_t(block) + 1, "sample_offsets",
-          "{} tokens hold no window of block + 1 = {} tokens", n_tokens, block + 1);
+          "{} tokens hold no window of block + 1 = {} tokens", n_tokens, std::int64_t(block) + 1);
     std::uniform_int_distribution<std::size_t> pick(0, n_tokens - std::size_t(block) - 1);
     std::vector<std::size_t> offsets(static_cast<std::size_t>(batch));
     for (auto& o : offsets) o = pick(rng);
@@ -39,8 +40,9 @@ Batch sample_windows(TokenView tokens, int batch, int block, std::mt19937_64& rn
 }
 
 std::vector<std::size_t> fixed_offsets(std::size_t n_tokens, int block, std::size_t n) {
+    check(block >= 1, "fixed_offsets", "block {} must be at least 1", block);
     check(n_tokens >= std::size_t(block) + 1, "fixed_offsets", "{} tokens hold no window of block + 1 = {} tokens",
-          n_tokens, block + 1);
+          n_tokens, std::int64_t(block) + 1);
     const std::size_t span = n_tokens - std::size_t(block) - 1;  // the last valid offset: o + T + 1 ≤ N
     std::vector<std::size_t> offsets(n);
     for (std::size_t j = 0; j < n; ++j) offsets[j] = j * span / n;
@@ -58,11 +60,12 @@ WindowSampler::WindowSampler(TokenView tokens, WindowSamplerOptions options)
     check(B >= 1 && T >= 1, "WindowSampler", "batch {} and block {} must be at least 1", B, T);
     check(W >= 1 && A >= 1, "WindowSampler", "world_size {} and grad_accum {} must be at least 1", W, A);
     check(options.rank() >= 0 && options.rank() < W, "WindowSampler", "rank {} outside [0, {})", options.rank(), W);
-    check(B % (W * A) == 0, "WindowSampler",
+    const std::int64_t WA = std::int64_t(W) * A;  // up to 2^62: no int overflow
+    check(B % WA == 0, "WindowSampler",
           "batch {} is not a multiple of world_size {} × grad_accum {} = {}: every rank's micro-batch needs the same "
-          "number of windows", B, W, A, W * A);
+          "number of windows", B, W, A, WA);
     check(tokens.size() >= std::size_t(T) + 1, "WindowSampler", "{} tokens hold no window of block + 1 = {} tokens",
-          tokens.size(), T + 1);
+          tokens.size(), std::int64_t(T) + 1);
 }
 
 std::vector<std::size_t> WindowSampler::next_offsets() {
@@ -71,6 +74,12 @@ std::vector<std::size_t> WindowSampler::next_offsets() {
 }
 
 std::pair<std::int64_t, std::int64_t> micro_batch_rows(int batch, int world_size, int grad_accum, int rank, int k) {
+    check(world_size >= 1 && grad_accum >= 1 && rank >= 0 && rank < world_size && k >= 0 && k < grad_accum &&
+              batch % (std::int64_t(world_size) * grad_accum) == 0,
+          "micro_batch_rows",
+          "batch {}, world_size {}, grad_accum {}, rank {}, micro-step {}: need W, A >= 1, rank in [0, W), micro-step "
+          "in [0, A), W·A dividing the batch",
+          batch, world_size, grad_accum, rank, k);
     const std::int64_t b = batch / (std::int64_t(world_size) * grad_accum);
     const std::int64_t begin = std::int64_t(k) * (batch / grad_accum) + std::int64_t(rank) * b;  // k·B/A + r·b
     return {begin, begin + b};

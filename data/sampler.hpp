@@ -32,7 +32,8 @@ struct Batch {
 
 // ---- windows at given offsets ----------------------------------------------------------------------
 // The windows starting at `offsets` (each in [0, N − T − 1]): x (B, T), y (B, T) with B = |offsets|.
-// Throws IndexError naming "windows", the offset, T and N for an offset past N − T − 1.
+// Throws ValueError naming "windows" for T < 1; IndexError naming "windows", the offset, T and N
+// for an offset past N − T − 1.
 Batch windows(TokenView tokens, const std::vector<std::size_t>& offsets, int block);
 
 // B offsets drawn uniformly from [0, N − T − 1], in order: one
@@ -43,12 +44,14 @@ std::vector<std::size_t> sample_offsets(std::size_t n_tokens, int batch, int blo
 Batch sample_windows(TokenView tokens, int batch, int block, std::mt19937_64& rng);
 
 // A fixed evaluation set: n evenly spaced windows, o_j = ⌊j · (N − T − 1) / n⌋ for j = 0..n−1.
-// The same every evaluation, and reproducible outside xgrad from N, T and n alone.
+// The same every evaluation, and reproducible outside xgrad from N, T and n alone. Throws
+// ValueError naming "fixed_offsets" for T < 1 or N < T + 1.
 std::vector<std::size_t> fixed_offsets(std::size_t n_tokens, int block, std::size_t n);
 Batch fixed_windows(TokenView tokens, std::size_t n, int block);  // windows at fixed_offsets(N, T, n)
 
 // The rows [begin, end) of a global batch of B that rank r of W takes in micro-step k of A:
-// [k·B/A + r·b, k·B/A + (r+1)·b), b = B/(W·A). The caller checks that W·A divides B.
+// [k·B/A + r·b, k·B/A + (r+1)·b), b = B/(W·A). Throws ValueError naming "micro_batch_rows" and
+// the five values unless W, A ≥ 1, r in [0, W), k in [0, A) and W·A divides B.
 std::pair<std::int64_t, std::int64_t> micro_batch_rows(int batch, int world_size, int grad_accum, int rank, int k);
 
 // ---- the sampler of a training run -----------------------------------------------------------------
@@ -68,7 +71,10 @@ public:
     int rank() const { return rank_; }                  // r in [0, W) (0)
     int world_size() const { return world_size_; }      // W (1)
     int grad_accum() const { return grad_accum_; }      // A, micro-steps per optimizer step (1)
-    int per_rank() const { return batch_ / (world_size_ * grad_accum_); }  // b = B/(W·A)
+    int per_rank() const {  // b = B/(W·A); 0 for a W or A below 1 (the sampler refuses them)
+        const std::int64_t wa = std::int64_t(world_size_) * grad_accum_;
+        return wa < 1 ? 0 : int(batch_ / wa);
+    }
 
 private:
     int batch_, block_;

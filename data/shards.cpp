@@ -218,6 +218,7 @@ std::int64_t TokenShard::at(std::size_t i) const {
 // ---- the train / validation split ------------------------------------------------------------------
 // n_train = ⌊9N/10⌋; each part must hold one window of T + 1 tokens.
 static std::size_t checked_train_count(std::size_t n, int block, const std::string& source) {
+    if (block < 1) throw ValueError(fmt::format("{}: block {} must be at least 1", source, block));
     const std::size_t n_train = n * 9 / 10, window = std::size_t(block) + 1;
     if (n_train < window || n - n_train < window)
         throw std::runtime_error(fmt::format(

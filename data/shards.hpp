@@ -11,7 +11,9 @@
 //   header[3]  V as a uint32, 0: not recorded (llm.c writes 0 and ignores it: the files are llm.c's)
 //   header[4..255]  0;  every number little-endian; uint16 while V ≤ 65,536, else uint32
 // Opened read-only with mmap(2): no read, no copy until a window touches the tokens, and the
-// ranks of one machine share the pages.
+// ranks of one machine share the pages. The file must not shrink while a TokenShard has it open:
+// a token past the new end then raises SIGBUS on access, which no check can turn into an
+// exception (write_shard replaces a file by rename, which keeps an open map's old file whole).
 // ref: llm.c, dev/data/data_common.py (write_datafile, HEADERS_INFO) and llmc/dataloader.h.
 #pragma once
 
@@ -111,9 +113,9 @@ private:
 struct Split {
     std::vector<std::int64_t> train, val;  // the first ⌊9N/10⌋ ids, and the rest (nanoGPT's split)
 };
-// Throws std::runtime_error (naming `source`, the lengths and the minimum) when either part is
-// shorter than one window of block + 1 tokens, i.e. when the text has fewer than about
-// 10·(block + 1) tokens.
+// Throws ValueError naming `source` for a block below 1; std::runtime_error (naming `source`, the
+// lengths and the minimum) when either part is shorter than one window of block + 1 tokens, i.e.
+// when the text has fewer than about 10·(block + 1) tokens.
 Split split_ids(const std::vector<std::int64_t>& ids, int block, const std::string& source);
 
 // The ids of a text as two shards: train_path gets the first ⌊9N/10⌋ ids, val_path the rest,

@@ -45,6 +45,9 @@ std::string read_text_file(const std::string& path) {
 static void check_bible_range(const std::string& range) {
     if (range.find_first_not_of(' ') == std::string::npos)
         throw std::invalid_argument("read_bible: the range is empty; give one such as \"psa1:1-psa150:6\"");
+    if (range[range.find_first_not_of(' ')] == '-')
+        throw std::invalid_argument(fmt::format("read_bible: range {:?} starts with '-', which bible would take for an "
+                                                "option; a range starts with a book, such as \"psa1:1\"", range));
     for (std::size_t i = 0; i < range.size(); ++i) {
         const unsigned char c = static_cast<unsigned char>(range[i]);
         const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ':' ||

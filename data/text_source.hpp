@@ -23,9 +23,10 @@ inline const char* const kWholeBible = "gen1:1-rev22:21";
 // The verses of `range` as `bible -f "<range>"` prints them (Debian's bible-kjv, run through
 // popen(3)), e.g. "psa1:1-psa150:6" for the Psalms, "gen1:1,gen1:3" for two verses.
 // The command goes through a shell, so `range` is checked before anything runs: it must be
-// non-empty and hold only letters, digits, ':', '-', ',' and spaces.
+// non-empty, hold only letters, digits, ':', '-', ',' and spaces, and not start with '-' (an option
+// of bible's).
 // Throws std::invalid_argument naming "read_bible", the range and the first refused character
-// (a quote, ';', '$', '`', ...); std::runtime_error when the program cannot run or prints no verse
+// (a quote, ';', '$', '`', ...) or a leading '-'; std::runtime_error when the program cannot run or prints no verse
 // for the range (an unknown book, or bible-kjv not installed: the message says which package).
 std::string read_bible(const std::string& range = kWholeBible);
 

@@ -9,11 +9,16 @@
 
 namespace xgrad::data {
 
+std::array<std::int16_t, 256> CharVocab::no_ids() {
+    std::array<std::int16_t, 256> none;
+    none.fill(-1);
+    return none;
+}
+
 CharVocab CharVocab::from_text(const std::string& text) {
     std::array<bool, 256> seen{};
     for (unsigned char c : text) seen[c] = true;
     CharVocab v;
-    v.id.fill(-1);
     for (int c = 0; c < 256; ++c)
         if (seen[std::size_t(c)]) {
             v.id[std::size_t(c)] = std::int16_t(v.chars.size());

@@ -18,8 +18,11 @@
 namespace xgrad::data {
 
 struct CharVocab {
-    std::string chars;                 // (V,) id → byte, ascending
-    std::array<std::int16_t, 256> id;  // byte → id, -1 if absent
+    std::string chars;                            // (V,) id → byte, ascending
+    std::array<std::int16_t, 256> id = no_ids();  // byte → id, -1 if absent (every byte by default)
+
+    // A byte → id table with every byte absent: a default CharVocab is empty, V = 0.
+    static std::array<std::int16_t, 256> no_ids();
 
     // The vocabulary of `text`: the sorted set of its bytes.
     static CharVocab from_text(const std::string& text);

@@ -117,6 +117,7 @@ std::string non_regular_kind(const std::string& path) {
 }
 
 AtomicFile::AtomicFile(const std::string& path, std::string op) : path_(path), op_(std::move(op)) {
+    if (path.empty()) throw std::runtime_error(fmt::format("{}: cannot write '': an empty path", op_));
     try {
         target_ = resolve_target(path);
     } catch (const std::runtime_error& e) {

@@ -32,8 +32,8 @@ class AtomicFile {
 public:
     // Resolves `path` and creates the temporary. `op` prefixes every error message (the caller's
     // function, e.g. "save_safetensors"). Throws std::runtime_error naming `path` and the reason:
-    // its directory is missing or is not a directory, no permission, a read-only file system, the
-    // target is not a regular file, a symlink loop (over 40 links).
+    // an empty path, its directory is missing or is not a directory, no permission, a read-only
+    // file system, the target is not a regular file, a symlink loop (over 40 links).
     explicit AtomicFile(const std::string& path, std::string op = "io::AtomicFile");
     ~AtomicFile();  // not committed: the temporary is removed, the target untouched
     AtomicFile(const AtomicFile&) = delete;

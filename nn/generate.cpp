@@ -50,7 +50,10 @@ std::int64_t sample_next(const real* z_row, std::size_t V, const GenerationOptio
     std::vector<double> z(z_row, z_row + V);
     for (std::size_t i = 0; i < V; ++i)
         check(!std::isnan(z[i]), "sample_next", "logit {} of {} is NaN: the model's output cannot be sampled", i, V);
-    if (!o.do_sample()) return std::int64_t(std::max_element(z.begin(), z.end()) - z.begin());  // greedy
+    const auto largest = std::max_element(z.begin(), z.end());
+    check(std::isfinite(*largest), "sample_next", "the largest logit is {}: the model's output cannot be sampled",
+          *largest);
+    if (!o.do_sample()) return std::int64_t(largest - z.begin());  // greedy
     // top-k: every logit below the k-th largest → −inf (ties with it stay).
     if (o.top_k() > 0 && std::size_t(o.top_k()) < V) {
         std::vector<double> sorted = z;
@@ -62,8 +65,7 @@ std::int64_t sample_next(const real* z_row, std::size_t V, const GenerationOptio
     // softmax((z − max z) / temperature), unnormalised (the distribution divides): subtracting first
     // keeps every exponent ≤ 0, so a tiny temperature gives e^0 = 1 for the largest and 0 for the
     // rest (greedy) instead of inf / inf.
-    const double zmax = *std::max_element(z.begin(), z.end());
-    check(std::isfinite(zmax), "sample_next", "the largest logit is {}: the model's output cannot be sampled", zmax);
+    const double zmax = *std::max_element(z.begin(), z.end());  // finite: top-k keeps the largest
     for (double& v : z) v = std::exp((v - zmax) / o.temperature());
     if (o.top_p() < 1) keep_nucleus(z, o.top_p());
     std::discrete_distribution<std::int64_t> next(z.begin(), z.end());

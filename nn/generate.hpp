@@ -93,7 +93,8 @@ std::vector<std::int64_t> generate(CausalLM& model, const std::vector<std::int64
                                    const GenerationOptions& options, GenerationStats* stats = nullptr);
 
 // One step's choice on its own, for a loop of one's own: logits z (V values) → the next id, by the
-// rules above. Throws ValueError for the options' errors above and for V = 0.
+// rules above. Throws ValueError for the options' errors above, V = 0, a NaN logit, and a largest
+// logit that is not finite (all −inf, or an overflow to +inf), sampling or greedy.
 std::int64_t sample_next(const real* logits, std::size_t V, const GenerationOptions& options, std::mt19937_64& rng);
 
 }  // namespace xgrad::nn

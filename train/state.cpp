@@ -260,6 +260,10 @@ int load(const std::string& path, TrainingState& state, const LoadOptions& optio
     std::optional<int> scheduler_step;
     if (state.scheduler_)
         scheduler_step = step_count(path, kSchedulerStep, required(path, file.metadata, kSchedulerStep));
+    for (const auto& c : state.components_)
+        if (metadata_under(file.metadata, c.name + ".").empty() && !c.save().empty())
+            throw std::runtime_error(fmt::format("{}: records no component '{}' (no '{}.*' metadata): it was saved "
+                                                 "without one", path, c.name, c.name));
 
     // Then loaded: the model, the components, the optimizer last, since a sharded optimizer's load
     // cannot be undone; each load validates before it changes anything. A failure puts back what
@@ -270,7 +274,12 @@ int load(const std::string& path, TrainingState& state, const LoadOptions& optio
     try {
         for (const auto& c : state.components_) {
             components_before.push_back(c.save());
-            c.load(metadata_under(file.metadata, c.name + "."));
+            try {
+                c.load(metadata_under(file.metadata, c.name + "."));
+            } catch (const std::exception& e) {  // the component's message knows neither the file nor its name
+                throw std::runtime_error(
+                    fmt::format("{}: component '{}' (its '{}.*' metadata): {}", path, c.name, c.name, e.what()));
+            }
         }
         if (state.optimizer_) state.optimizer_->load_state_dict(optim_state);
         else state.load_optimizer_(optim_state);

@@ -158,8 +158,10 @@ void save(const std::string& path, const TrainingState& state, const nn::Metadat
 //                                           operator<< writes for the state it reads
 //   "model.<name>"                          holds a NaN or an infinity
 //   "optim.<param>.step"                    above "train.step" (a count of steps taken)
+//   "<name>.*"                              none for a component whose state_dict() is not empty
 //   nn::Module::load_state_dict's and the optimizer's own errors (a non-finite buffer, a negative
-//   exp_avg_sq: optim/optimizer.hpp), and a component's
+//   exp_avg_sq: optim/optimizer.hpp), and a component's, as a std::runtime_error
+//   "<path>: component '<name>' (its '<name>.*' metadata): <its message>"
 // If the optimizer's load throws, the model and the components are put back and the exception
 // passes on. The scheduler is set to the saved step, the generator to the saved state.
 int load(const std::string& path, TrainingState& state, const LoadOptions& options);

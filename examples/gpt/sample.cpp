@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <xgrad/core/parse.hpp>  // quoted_text
 #include <xgrad/distributed/distributed.hpp>
 #include <xgrad/nn/serialize.hpp>
 #include <xgrad/train/fingerprint.hpp>
@@ -41,8 +43,13 @@ struct SampleConfig {
 };
 
 // The training run's Config: its table of flags, set from the "flag.--x" values the checkpoint
-// records (the model's shape, the tokenizer).
-static Config saved_config(const nn::Metadata& saved) {
+// records (the model's shape, the tokenizer). A file without the model's shape (another program's
+// checkpoint, such as char_mlp's) is refused by name, not left to fail in load_state_dict.
+static Config saved_config(const std::string& path, const nn::Metadata& saved) {
+    for (const char* flag : {"--arch", "--n-layer", "--n-head", "--d", "--block-size", "--tokenizer"})
+        if (!saved.count(std::string("flag.") + flag))
+            throw std::runtime_error(fmt::format("--checkpoint {}: records no gpt flag {}: not a checkpoint of "
+                                                 "examples/gpt (another program's, such as char_mlp's?)", path, flag));
     Config cfg;
     CLI::App app;
     examples::FlagTable table(app);
@@ -59,10 +66,15 @@ static Config saved_config(const nn::Metadata& saved) {
 
 static int sample(const SampleConfig& s) {
     const nn::SafetensorsFile file = nn::load_safetensors(s.checkpoint);
-    const Config cfg = saved_config(file.metadata);
+    const Config cfg = saved_config(s.checkpoint, file.metadata);
     Tokens tokens = cfg.tokenizer == "bpe"
                         ? Tokens::byte_pairs(load_bpe_beside(s.checkpoint, cfg.vocab_size, "--checkpoint"))
                         : Tokens::characters(Vocab::from_text(train::saved_vocabulary(s.checkpoint, file.metadata)));
+    try {  // before the model is built: a prompt the vocabulary cannot encode is the flag's error
+        tokens.encode(s.prompt);
+    } catch (const std::exception& e) {
+        throw std::invalid_argument(fmt::format("--prompt {}: {}", quoted_text(s.prompt), e.what()));
+    }
     GPTConfig model_cfg = cfg.model;
     model_cfg.vocab = tokens.size();
     const std::unique_ptr<LanguageModel> model = make_model(model_cfg);

@@ -106,6 +106,10 @@ text::Tokenizer load_bpe_beside(const std::string& checkpoint, std::int64_t voca
             throw std::runtime_error(fmt::format("{} {}: {}", flag, checkpoint, e.what()));
         }
     }();
+    if (tokenizer.n_vocab() != vocab_size && flag == "--checkpoint")  // gpt_sample: the size is the checkpoint's own
+        throw std::runtime_error(fmt::format("{} {}: its tokenizer {} has {} tokens, but the checkpoint records "
+                                             "--vocab-size {}: the tokenizer.bpe beside it is another run's",
+                                             flag, checkpoint, path, tokenizer.n_vocab(), vocab_size));
     if (tokenizer.n_vocab() != vocab_size)
         throw std::runtime_error(fmt::format("{} {}: its tokenizer {} has {} tokens, but this run has --vocab-size "
                                              "{}: pass --vocab-size {}",

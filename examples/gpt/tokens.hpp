@@ -75,8 +75,9 @@ xgrad::text::Tokenizer train_bpe(std::string_view train, std::int64_t vocab_size
 // Where a run keeps the tokenizer of `checkpoint`: tokenizer.bpe in the same directory.
 std::string tokenizer_beside(const std::string& checkpoint);
 // The tokenizer saved beside `checkpoint` (text::Tokenizer::load), which must hold vocab_size
-// tokens. Throws std::runtime_error naming `flag` (--resume, --init-from) and the file when the
-// checkpoint is missing, or the tokenizer is (a checkpoint of a --tokenizer char run has none), is
+// tokens. Throws std::runtime_error naming `flag` (--resume, --init-from; --checkpoint for
+// gpt_sample, whose vocab_size is the checkpoint's recorded one) and the file when the checkpoint
+// is missing, or the tokenizer is (a checkpoint of a --tokenizer char run has none), is
 // unreadable or of another size.
 xgrad::text::Tokenizer load_bpe_beside(const std::string& checkpoint, std::int64_t vocab_size, const std::string& flag);
 

@@ -100,6 +100,9 @@ TEST_CASE("abs and clamp - by hand and against PyTorch", "[math][torch]") {
     require_values(clamp_max(c, 0.0), {-2, -1, 0, 0, 0, 0});
     REQUIRE(std::isnan(clamp(Tensor({kNaN}), 0.0, 1.0).item()));
     REQUIRE_THROWS_WITH(clamp(c, std::nullopt, std::nullopt), Contains("clamp: at least one of min and max must be given"));
+    // A NaN bound was ignored (every x passed through); PyTorch turns the whole result into NaN.
+    REQUIRE_THROWS_WITH(clamp(c, kNaN, 1.0), Contains("clamp: min is nan; a bound must not be NaN"));
+    REQUIRE_THROWS_WITH(clamp_max(c, kNaN), Contains("clamp: max is nan; a bound must not be NaN"));
 
     Tensor xr = torch_ref("piecewise.x", true);
     for (const std::string name : {"abs", "clamp", "clamp_min", "clamp_max"}) {

@@ -97,3 +97,11 @@ TEST_CASE("multinomial - errors as PyTorch's, naming the op", "[random]") {
     REQUIRE_THROWS_WITH(multinomial(Tensor(1.0), 1), Contains("prob_dist must be 1 or 2 dim"));
     REQUIRE_THROWS_WITH(multinomial(zeros({2, 0}), 1, true), Contains("multinomial: needs at least one category; got shape (2, 0)"));
 }
+
+TEST_CASE("multinomial - a result too large to hold is refused, not allocated or wrapped", "[random]") {
+    // 4 rows × 2^62 samples = 2^64 wraps to 0 in size_t: an empty buffer then written past its end.
+    const std::int64_t huge = std::int64_t(1) << 62;
+    REQUIRE_THROWS_WITH(multinomial(ones({4, 2}), huge, true),
+                        Contains("multinomial: 4 rows × num_samples 4611686018427387904 exceeds") && Contains("2^60"));
+    REQUIRE_THROWS_WITH(multinomial(ones({2}), INT64_MAX, true), Contains("num_samples 9223372036854775807 exceeds"));
+}

@@ -3,11 +3,14 @@
 // process, a resume through state_dict, the refusals, and a sampler over a memory-mapped shard.
 #include <catch2/catch.hpp>
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <xgrad/core/error.hpp>
 #include <xgrad/data/sampler.hpp>
@@ -160,6 +163,34 @@ TEST_CASE("WindowSampler refuses options that break the batch rule", "[data][sam
           "WindowSampler: rank 2 outside [0, 2)");
     CHECK(message_of<xgrad::ValueError>([&] { WindowSampler(data, WindowSamplerOptions(12, 50)); }) ==
           "WindowSampler: 50 tokens hold no window of block + 1 = 51 tokens");
+}
+
+TEST_CASE("hostile sizes: a wrapping offset, a block below 1, W·A overflowing int, W or A of 0", "[data][sampler]") {
+    const Ids data = iota_ids(50);
+    // SIZE_MAX + 4 + 1 wraps to 4 < N: the check passed and the copy read far outside the tokens.
+    CHECK(message_of<xgrad::IndexError>([&] { windows(data, {SIZE_MAX}, 4); }) ==
+          "windows: offset 18446744073709551615 + block 4 + 1 exceeds the 50 tokens (offsets lie in [0, N − T − 1])");
+    for (int block : {0, -1}) {
+        CHECK(message_of<xgrad::ValueError>([&] { windows(data, {0}, block); }) ==
+              fmt::format("windows: block {} must be at least 1", block));
+        CHECK(message_of<xgrad::ValueError>([&] { fixed_windows(data, 2, block); }) ==
+              fmt::format("fixed_offsets: block {} must be at least 1", block));
+    }
+    CHECK(message_of<xgrad::ValueError>([&] { WindowSampler(data, WindowSamplerOptions(1, INT_MAX)); }) ==
+          "WindowSampler: 50 tokens hold no window of block + 1 = 2147483648 tokens");
+    // 65536 × 65536 is 2^32: 0 as an int, and batch % 0 was a SIGFPE.
+    CHECK(message_of<xgrad::ValueError>([&] {
+              WindowSampler(data, WindowSamplerOptions(12, 4).world_size(65536).grad_accum(65536));
+          }) == "WindowSampler: batch 12 is not a multiple of world_size 65536 × grad_accum 65536 = 4294967296: every "
+                "rank's micro-batch needs the same number of windows");
+    CHECK(WindowSamplerOptions(12, 4).world_size(0).per_rank() == 0);  // not a division by zero
+    CHECK(WindowSamplerOptions(12, 4).world_size(65536).grad_accum(65536).per_rank() == 0);
+    CHECK(message_of<xgrad::ValueError>([&] { micro_batch_rows(12, 0, 1, 0, 0); }) ==
+          "micro_batch_rows: batch 12, world_size 0, grad_accum 1, rank 0, micro-step 0: need W, A >= 1, rank in "
+          "[0, W), micro-step in [0, A), W·A dividing the batch");
+    CHECK_THROWS_AS(micro_batch_rows(12, 2, 2, 0, 2), xgrad::ValueError);  // micro-step k = A
+    CHECK_THROWS_AS(micro_batch_rows(12, 5, 1, 0, 0), xgrad::ValueError);  // 5 does not divide 12
+    CHECK(micro_batch_rows(12, 2, 2, 1, 1) == std::pair<std::int64_t, std::int64_t>{9, 12});
 }
 
 TEST_CASE("WindowSampler over a memory-mapped shard gives the windows of the same ids in memory",

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <xgrad/core/error.hpp>
 #include <xgrad/data/shards.hpp>
 #include "test_helpers.hpp"
@@ -168,6 +170,13 @@ TEST_CASE("split_ids: 90/10, and the error for a text shorter than one block", "
     CHECK(message_of<std::runtime_error>([&] { split_ids(ids, 10, "t.txt"); }) ==
           "t.txt: the text has 100 characters: train 90 and validation 10 (the last 10%), but each needs at least one "
           "window of block + 1 = 11 characters; give a text of at least 110 characters or a smaller --block-size");
+}
+
+TEST_CASE("split_ids: a block below 1 is refused, not wrapped to a huge window", "[data][shards]") {
+    const std::vector<std::int64_t> ids(100, 1);
+    for (int block : {0, -1, -2})
+        CHECK(message_of<xgrad::ValueError>([&] { split_ids(ids, block, "t.txt"); }) ==
+              fmt::format("t.txt: block {} must be at least 1", block));
 }
 
 TEST_CASE("write_train_val_shards: the first ⌊9N/10⌋ ids and the rest", "[data][shards]") {

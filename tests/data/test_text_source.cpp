@@ -116,6 +116,12 @@ TEST_CASE("read_bible refuses a hostile range before any shell runs", "[data][te
           "read_bible: range \"psa1:1\\\";\": character \"\\\"\" (byte 34) at position 6 is refused; a range holds "
           "only letters, digits, ':', '-', ',' and spaces (it is passed to a shell)");
     CHECK_THAT(message_of<std::invalid_argument>([] { read_bible("  "); }), Catch::Contains("the range is empty"));
+    // A leading '-' reached bible as an option: "-h" printed its usage, "-d<file>" read another data file.
+    for (const std::string range : {"-h", " -d/etc/passwd", "-p/tmp gen1:1"}) {
+        INFO(range);
+        CHECK_THAT(message_of<std::invalid_argument>([&] { read_bible(range); }),
+                   Catch::Contains("starts with '-', which bible would take for an option"));
+    }
 }
 
 }  // namespace test_data_text_source

@@ -8,9 +8,9 @@
 # A refusal must exit non-zero, print "<program>: error:" and the expected words, take no
 # training step (no "step" line, no loss.csv) and return within 1 s (each run reads at most a
 # 3,000-line text: the check comes before the work, not after it).
-# Usage: cli.sh path/to/gpt path/to/char_mlp path/to/word2vec
+# Usage: cli.sh path/to/gpt path/to/char_mlp path/to/word2vec [path/to/gpt_sample]
 set -euo pipefail
-gpt=$1 char_mlp=$2 word2vec=$3
+gpt=$1 char_mlp=$2 word2vec=$3 gpt_sample=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -n 3000 /usr/share/dict/words > "$work/text.txt"
@@ -300,6 +300,41 @@ if command -v gnuplot > /dev/null 2>&1; then
     done
 else
     echo "SKIP: gnuplot is not installed, the pictures under an odd --out are not checked"
+fi
+
+echo "---- gpt_sample: hostile prompts, a foreign tokenizer.bpe, a checkpoint of char_mlp"
+# sample_refused "WHAT" "EXPECTED WORDS" -- flags...: exits non-zero with "gpt_sample: error:" and the
+# words, before the model is built (no "model" line).
+sample_refused() {
+    local what=$1 expect=$2 rc=0
+    shift 3
+    timeout 20 "$gpt_sample" "$@" > "$work/log" 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then fail "$what: exit status $rc"; tail -n 3 "$work/log"; return; fi
+    local word
+    IFS='|' read -ra words <<< "gpt_sample: error:|$expect"
+    for word in "${words[@]}"; do
+        grep -qF -- "$word" "$work/log" || { fail "$what: the message lacks '$word'"; tail -n 3 "$work/log"; return; }
+    done
+    if grep -q "^model " "$work/log"; then fail "$what: the model was built first"; return; fi
+    echo "ok   $what: $(grep ': error:' "$work/log" | head -1)"
+}
+if [ -n "$gpt_sample" ]; then
+    bpe_flags=(--tokenizer bpe --steps 3 --sample 0)
+    "$gpt" "${tiny_gpt[@]}" --steps 3 --sample 0 --out "$work/s-char" > /dev/null
+    "$gpt" "${tiny_gpt[@]}" "${bpe_flags[@]}" --vocab-size 300 --out "$work/s-bpe" > /dev/null
+    "$gpt" "${tiny_gpt[@]}" "${bpe_flags[@]}" --vocab-size 280 --out "$work/s-bpe280" > /dev/null
+    "$char_mlp" "${tiny_mlp[@]}" --steps 3 --out "$work/s-mlp" > /dev/null
+    sample_refused "gpt_sample --prompt outside the vocabulary" "--prompt|byte 255|not in the vocabulary" -- \
+        --checkpoint "$work/s-char/checkpoint.safetensors" --prompt $'ab\xff'
+    cp "$work/s-bpe280/tokenizer.bpe" "$work/s-bpe/tokenizer.bpe"
+    sample_refused "gpt_sample with another run's tokenizer.bpe" "tokenizer.bpe has 280 tokens|records --vocab-size 300|another run's" -- \
+        --checkpoint "$work/s-bpe/checkpoint.safetensors"
+    sample_refused "gpt_sample with a char_mlp checkpoint" "checkpoint.safetensors|records no gpt flag|char_mlp" -- \
+        --checkpoint "$work/s-mlp/checkpoint.safetensors"
+    rc=0
+    "$gpt_sample" --checkpoint "$work/s-char/checkpoint.safetensors" --prompt "ab" --max-new-tokens 0 > "$work/log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] && grep -qx "ab" "$work/log" && echo "ok   gpt_sample --max-new-tokens 0 prints the prompt alone" ||
+        { fail "gpt_sample --max-new-tokens 0: exit $rc"; tail -n 3 "$work/log"; }
 fi
 
 if [ "$failures" -gt 0 ]; then echo "FAIL: $failures check(s)"; exit 1; fi

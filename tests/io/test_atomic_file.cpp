@@ -91,6 +91,18 @@ TEST_CASE("AtomicFile: errors name the path and what is wrong with it", "[io]") 
     CHECK(io::non_regular_kind(dir.file("absent")).empty());
 }
 
+TEST_CASE("AtomicFile: an empty path is refused before a temporary is made", "[io]") {
+    // It created "./.tmp-<pid>-<n>" in the working directory (and swept "./.tmp-*" of dead
+    // processes as its stale temporaries), then failed in rename(2).
+    TempDir dir;
+    const auto before = std::filesystem::current_path();
+    std::filesystem::current_path(dir.path);
+    CHECK(message_of<std::runtime_error>([] { io::write_file_atomically("", "x", "save_thing"); }) ==
+          "save_thing: cannot write '': an empty path");
+    CHECK(std::filesystem::is_empty(dir.path));
+    std::filesystem::current_path(before);
+}
+
 TEST_CASE("AtomicFile: a temporary left by a dead process is removed by the next save", "[io]") {
     TempDir dir;
     const std::string path = dir.file("model.safetensors");

@@ -127,6 +127,14 @@ TEST_CASE("generate: refusals name the option and its range", "[generate]") {
     const std::vector<real> nan_logits{0, NAN};
     REQUIRE_THROWS_WITH(nn::sample_next(nan_logits.data(), 2, nn::GenerationOptions(), rng),
                         Contains("logit 1 of 2 is NaN"));
+    // Greedy too: every logit −inf has no likeliest id (it returned id 0), +inf is an overflow.
+    const std::vector<real> all_minus_inf{-INFINITY, -INFINITY}, plus_inf{0, INFINITY};
+    for (bool sample : {true, false}) {
+        REQUIRE_THROWS_WITH(nn::sample_next(all_minus_inf.data(), 2, nn::GenerationOptions().do_sample(sample), rng),
+                            Contains("sample_next: the largest logit is -inf"));
+        REQUIRE_THROWS_WITH(nn::sample_next(plus_inf.data(), 2, nn::GenerationOptions().do_sample(sample), rng),
+                            Contains("sample_next: the largest logit is inf"));
+    }
     std::vector<nn::KVCache> none;
     REQUIRE_THROWS_WITH(model.forward_cached(IndexTensor({{0}}), none), Contains("has no KV cache"));
 }

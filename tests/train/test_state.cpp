@@ -217,8 +217,21 @@ TEST_CASE("train: load refuses a state no run saves, naming the path and the key
                Contains("'" + weight + ".exp_avg_sq' holds -0.001 at element 0") && Contains(">= 0"));
     CHECK_THAT(refusal(tampered(dir, path, "", "", "optim." + weight + ".exp_avg", kInf)),
                Contains("'" + weight + ".exp_avg' holds inf"));
-    // A component's load that throws: the model is put back.
-    CHECK_THAT(refusal(tampered(dir, path, "sampler.epoch", "x")), Contains("stoll"));
+    // A component's load that throws: the model is put back, and the message names the path and the
+    // component (the sampler's own message knows neither).
+    CHECK_THAT(refusal(tampered(dir, path, "sampler.epoch", "x")),
+               Contains(dir.file("tampered.safetensors") + ": component 'sampler' (its 'sampler.*' metadata): ") &&
+                   Contains("stoll"));
+    // A file saved without the component: refused by name before anything is loaded.
+    {
+        nn::SafetensorsFile f = nn::load_safetensors(path);
+        f.metadata.erase("sampler.position");
+        f.metadata.erase("sampler.epoch");
+        const std::string without = dir.file("without-sampler.safetensors");
+        nn::save_safetensors(without, f.tensors, f.metadata);
+        CHECK(refusal(without) == without + ": records no component 'sampler' (no 'sampler.*' metadata): it was "
+                                            "saved without one");
+    }
     // The untouched file loads.
     train::TrainingState state = run.state();
     CHECK(train::load(path, state) == 5);
