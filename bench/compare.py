@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6, T1–T6 and T4gen, and xgrad
-alone on W7 (bench/w7.py: the gemm libraries per product shape), T7, T8 and T9, and print one table.
+alone on W7 (bench/w7.py: the gemm libraries per product shape), T7, T8, T9 and T10 (bench/data_shards:
+token shards), and print one table.
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
@@ -8,6 +9,7 @@ alone on W7 (bench/w7.py: the gemm libraries per product shape), T7, T8 and T9, 
     /usr/bin/python3 bench/compare.py --build build-bench --repeats 3 --only W1,W5
     /usr/bin/python3 bench/compare.py --only T7,T8 --markdown bench/README.md --merge   # new rows into the page
     /usr/bin/python3 bench/compare.py --only T9 --markdown bench/README.md --merge      # ZeRO vs DDP (bench/t9.py)
+    /usr/bin/python3 bench/compare.py --only T10 --markdown bench/README.md --merge     # token shards
 
 Each repeat runs, workload by workload, xgrad's Google Benchmark binary (bench/xgrad_bench.cpp)
 and then bench/torch_peer.py on the same workload, so the two figures of a ratio are measured
@@ -391,22 +393,27 @@ def t6_rows(runs):
 T8_MERGES, T8_LESSON_MERGES = 4096 - 256, (16, 32)
 
 
-def xgrad_benchmarks(args, regex):
-    """xgrad_bench's benchmarks matching regex, by name: each its JSON record (counters included)
-    plus "seconds", the real time of one iteration. Exits naming a benchmark skipped with an error
-    (T7 and T8 when the KJV cannot be read)."""
-    cmd = [os.path.join(args.build, "bench", "xgrad_bench"), "--threads", str(args.threads),
-           f"--benchmark_filter={regex}", f"--benchmark_min_time={args.min_time}", "--benchmark_format=json"]
+def xgrad_benchmarks(args, regex, binary="xgrad_bench"):
+    """The benchmarks of bench/`binary` matching regex, by name: each its JSON record (counters
+    included) plus "seconds", the real time of one iteration. Exits naming a benchmark skipped with
+    an error (T7 and T8 when the KJV cannot be read). Only xgrad_bench takes --threads: data_shards
+    runs on one thread."""
+    path = os.path.join(args.build, "bench", binary)
+    if not os.access(path, os.X_OK):
+        sys.exit(f"compare.py: no {path}: build it (cmake --build {args.build} --target {binary})")
+    threads = ["--threads", str(args.threads)] if binary == "xgrad_bench" else []
+    cmd = [path] + threads + [f"--benchmark_filter={regex}", f"--benchmark_min_time={args.min_time}",
+                              "--benchmark_format=json"]
     out, _ = run(cmd, {"OPENBLAS_NUM_THREADS": "1"})
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     res = {}
     for b in json.loads(out)["benchmarks"]:
         name = re.sub(r"/iterations:\d+", "", b["name"].removesuffix("/real_time"))
         if b.get("error_occurred"):
-            sys.exit(f"compare.py: xgrad_bench {name} was skipped: {b.get('error_message', '(no message)')}")
+            sys.exit(f"compare.py: {binary} {name} was skipped: {b.get('error_message', '(no message)')}")
         res[name] = dict(b, seconds=b["real_time"] * scale[b["time_unit"]])
     if not res:
-        sys.exit(f"compare.py: xgrad_bench has no benchmark matching {regex} (built without examples/?)")
+        sys.exit(f"compare.py: {binary} has no benchmark matching {regex} (xgrad_bench built without examples/?)")
     return res
 
 
@@ -452,6 +459,44 @@ def t8_rows(runs):
             ("T8   decode those tokens", "MB/s", fmt_range(dec, mbs), "", "", "", "")]
 
 
+# T10: token data (data/) on the whole KJV, xgrad alone (bench/data_shards.cpp). The text to llm.c
+# shards: text::train_tokenizer at V 4,096 (3 iterations), its encode of the whole KJV (3), and
+# data::write_train_val_shards writing train.bin and val.bin (uint16 ids after a 1,024-byte header,
+# nanoGPT's 90/10 split, through io::AtomicFile with its fsyncs, in the temporary directory; 5); the
+# goal, train + encode + write <= 1 s, is on the sum of the three means. Then
+# data::WindowSampler::next() on the memory-mapped train.bin, which the process wrote just before
+# (so it is in the page cache), at B 12 T 64 (examples/gpt's default) and B 64 T 1,024: its bytes
+# are the int64 ids of x and y it delivers, 2·B·T·8 per call, over the call's real time (the
+# binary's own bytes_per_second is over CPU time), against the goal of 1 GB/s on one core.
+T10_SAMPLER_SHAPES = ((12, 64), (64, 1024))
+T10_HEADER_BYTES = 256 * 4  # llm.c's shard header: 256 int32
+
+
+def t10_rows(runs):
+    """The T10 rows: tokenize + write against 1 s, then the sampler's GB/s per shape against 1 GB/s."""
+    r0 = runs[0]
+    mb, tokens = r0["Tokenize_train"]["bytes_of_text"] / 1e6, int(r0["Tokenize_encode"]["tokens"])
+    train_tokens = 9 * tokens // 10
+    secs = lambda name: [r[name]["seconds"] for r in runs]
+    train, encode, write = secs("Tokenize_train"), secs("Tokenize_encode"), secs("Shards_write")
+    total = [a + b + c for a, b, c in zip(train, encode, write)]
+    sec = lambda v: f"{v:.3f}"
+    rows = [(f"T10 token shards: the KJV ({mb:.2f} MB) to llm.c shards, V 4,096: train the tokenizer + encode + "
+             "write train.bin and val.bin", "s", fmt_range(total, sec), "", "", "<= 1 s",
+             "yes" if max(total) <= 1 else "no" if min(total) > 1 else "mixed"),
+            ("T10   of which: train the tokenizer (GPT-4's split)", "s", fmt_range(train, sec), "", "", "", ""),
+            (f"T10   encode the KJV ({tokens:,} tokens)", "s", fmt_range(encode, sec), "", "", "", ""),
+            ("T10   write the shards (uint16 ids, 90/10 split, fsyncs included)", "s", fmt_range(write, sec), "", "", "",
+             "")]
+    for i, (B, T) in enumerate(T10_SAMPLER_SHAPES):
+        gbs = [2 * B * T * 8 / r[f"Sampler/{B}/{T}"]["seconds"] / 1e9 for r in runs]
+        label = (f"T10 WindowSampler::next, B {B} T {T:,}, from the memory-mapped train.bin "
+                 f"({(T10_HEADER_BYTES + 2 * train_tokens) / 1e6:.2f} MB, in the page cache): int64 ids of x and y "
+                 "delivered, 1 thread" if i == 0 else f"T10   B {B} T {T:,}, the same")
+        rows.append((label, "GB/s", fmt_range(gbs, lambda v: f"{v:,.1f}"), "", "", ">= 1 GB/s", met_at_least(gbs, 1)))
+    return rows
+
+
 def met_at_least(values, target):
     """yes when every repeat reaches target, no when none does, mixed otherwise."""
     return "yes" if min(values) >= target else "no" if max(values) < target else "mixed"
@@ -469,7 +514,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,T1,T2,T3,T4,T4gen,T5,T6,T7,T8,T9",
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,T1,T2,T3,T4,T4gen,T5,T6,T7,T8,T9,T10",
                     help="comma-separated workloads (default all)")
     ap.add_argument("--t4-steps", type=int, default=200, help="T4, T9: steps of each examples/gpt run (default 200)")
     ap.add_argument("--w6-steps", type=int, default=0,
@@ -496,7 +541,7 @@ def main():
     xg = [dict() for _ in range(args.repeats)]  # per repeat: benchmark name → seconds per step
     pt = [dict() for _ in range(args.repeats)]
     mem, gpt_runs, dp_runs, gen_runs = [], [], [], []
-    attention_runs, t6_runs, t7_runs, t8_runs, t9_runs, w7_runs = [], [], [], [], [], []  # T5-T9, W7
+    attention_runs, t6_runs, t7_runs, t8_runs, t9_runs, t10_runs, w7_runs = [], [], [], [], [], [], []  # T5-T10, W7
     tools = dict(run=run, steady_rate=steady_rate, fmt_range=fmt_range, met_at_least=met_at_least, MPIRUN=MPIRUN, MPI_ENV=MPI_ENV)
     for rep in range(args.repeats):
         for w in only:
@@ -524,6 +569,9 @@ def main():
                 continue
             if w == "T9":
                 t9_runs.append(t9.measure(args, rep, tools))
+                continue
+            if w == "T10":
+                t10_runs.append(xgrad_benchmarks(args, ".", binary="data_shards"))
                 continue
             if w == "W7":
                 w7_runs.append(w7.measure(args, tools))
@@ -648,7 +696,9 @@ def main():
         rows += t8_rows(t8_runs)
     if t9_runs:
         rows += t9.rows(t9_runs, tools)
-    sides = "xgrad alone" if set(only) <= {"W7", "T7", "T8", "T9"} else f"xgrad vs PyTorch {pt_version()}"
+    if t10_runs:
+        rows += t10_rows(t10_runs)
+    sides = "xgrad alone" if set(only) <= {"W7", "T7", "T8", "T9", "T10"} else f"xgrad vs PyTorch {pt_version()}"
     print_table(args, f"{sides}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
@@ -657,7 +707,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs, "t4": dp_runs,
                        "t4gen": gen_runs, "t5": attention_runs, "t6": t6_runs, "t7": t7_runs, "t8": t8_runs,
-                       "t9": t9_runs, "w7": w7_runs, "load": [load_start, load_end]}, f, indent=1)
+                       "t9": t9_runs, "t10": t10_runs, "w7": w7_runs, "load": [load_start, load_end]}, f, indent=1)
 
 
 # The targets for xgrad's own speed-up at 2 threads: T1 and W2 at least 1.5x their

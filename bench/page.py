@@ -84,7 +84,7 @@ T1_PROFILE = [
 
 
 # The page's workloads in table order; a row's workload is the first word of its first cell.
-WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9")
+WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9", "T10")
 
 
 def workload_of(row):
@@ -195,7 +195,9 @@ def print_table(args, title, load, header, rows, date):
         "the byte-pair tokenizer of `text/` on the whole KJV, xgrad alone, `t7_rows()` and `t8_rows()` in",
         "`bench/compare.py`; T9: ZeRO stages 1 and 2 against DDP at 2 ranks under mpirun, xgrad alone:",
         "examples/gpt's step, the bytes each rank sends, the memory per rank, and the all-reduce alone",
-        "(`bench/allreduce_order.cpp`), `bench/t9.py`).",
+        "(`bench/allreduce_order.cpp`), `bench/t9.py`; T10: the KJV tokenized and written as llm.c token",
+        "shards, and training windows read from the memory-mapped shard, xgrad alone, `bench/data_shards.cpp`",
+        "and `t10_rows()` in `bench/compare.py`).",
         "",
         *run_lines,
         "",
@@ -211,7 +213,9 @@ def print_table(args, title, load, header, rows, date):
         "memory (GNU time's %M, W6 and T6); T5's KiB are 2^10 bytes saved for backward by one forward",
         "(malloc's bytes in use after it, minus before, minus the output); MB/s are 10^6 bytes of text per",
         "second (T8: the KJV's bytes over the time of one whole encoding or decoding); s are seconds of",
-        "wall time (T8: one whole training, split included); ms are T9's milliseconds per step, us/call",
+        "wall time (T8: one whole training, split included; T10: one whole training, encoding and write,",
+        "summed); T10's GB/s are the int64 ids of x and y a sampler call delivers (2·B·T·8 bytes) over",
+        "its wall time; ms are T9's milliseconds per step, us/call",
         "microseconds per collective call, B bytes. A ratio is xgrad's figure over PyTorch's, or",
         "over the figure the row names (for time ratios, the lower the better). A cell gives the median",
         "over the repeats and [min – max].",
