@@ -10,10 +10,7 @@
 //   header[2]  N, the number of tokens after the header (llm.c writes at most 2^31 − 1)
 //   header[3]  V as a uint32, 0: not recorded (llm.c writes 0 and ignores it: the files are llm.c's)
 //   header[4..255]  0;  every number little-endian; uint16 while V ≤ 65,536, else uint32
-// Opened read-only with mmap(2): no read, no copy until a window touches the tokens, and the
-// ranks of one machine share the pages. The file must not shrink while a TokenShard has it open:
-// a token past the new end then raises SIGBUS on access, which no check can turn into an
-// exception (write_shard replaces a file by rename, which keeps an open map's old file whole).
+// Opened read-only with mmap(2): no copy until a window touches the tokens; ranks share the pages.
 // ref: llm.c, dev/data/data_common.py (write_datafile, HEADERS_INFO) and llmc/dataloader.h.
 #pragma once
 
@@ -73,6 +70,9 @@ void write_shard(const std::string& path, const std::vector<std::int64_t>& ids, 
 
 // ---- reading ---------------------------------------------------------------------------------------
 // A shard opened read-only and memory-mapped; movable, not copyable (the map is unmapped once).
+// The file must not shrink while it is open: a token past the new end raises SIGBUS on access,
+// which no check can turn into an exception (write_shard replaces a file by rename, which keeps
+// an open map's old file whole).
 class TokenShard {
 public:
     // Opens `path` for ids in [0, V) with V = `vocab_size` (the V the model was built for).

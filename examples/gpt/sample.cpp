@@ -7,7 +7,9 @@
 // With the training run's --seed, --temperature, --top-k and --kv-cache, the first sample is the
 // one the run printed at its end (tests/gpt_resume.sh checks it).
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -48,8 +50,9 @@ struct SampleConfig {
 static Config saved_config(const std::string& path, const nn::Metadata& saved) {
     for (const char* flag : {"--arch", "--n-layer", "--n-head", "--d", "--block-size", "--tokenizer"})
         if (!saved.count(std::string("flag.") + flag))
-            throw std::runtime_error(fmt::format("--checkpoint {}: records no gpt flag {}: not a checkpoint of "
-                                                 "examples/gpt (another program's, such as char_mlp's?)", path, flag));
+            throw std::runtime_error(fmt::format("--checkpoint {}: records no gpt flag {}: not the checkpoint.safetensors "
+                                                 "examples/gpt writes (its model.safetensors holds the weights alone; "
+                                                 "another program's, such as char_mlp's?)", path, flag));
     Config cfg;
     CLI::App app;
     examples::FlagTable table(app);
@@ -98,10 +101,10 @@ int main(int argc, char** argv) {
     examples::FlagTable t(app);
     t.checkpoint("--checkpoint", s.checkpoint, "checkpoint.safetensors of a gpt run (--tokenizer bpe: tokenizer.bpe beside it)");
     t.text("--prompt", s.prompt, "text the samples continue (--tokenizer char: its characters must be in the vocabulary)");
-    t.integer("--max-new-tokens", s.max_new_tokens, 0, 1 << 30, "tokens per sample (characters for a character run)");
+    t.integer("--max-new-tokens", s.max_new_tokens, 0, INT_MAX, "tokens per sample (characters for a character run)");
     t.integer("--num-samples", s.num_samples, 1, 1000, "samples, each from where the generator's draws left off");
-    t.real("--temperature", s.temperature, {0, 1e300, true}, "sampling temperature: logits are divided by it");
-    t.integer("--top-k", s.top_k, 0, 1 << 30, "sample only among the k likeliest tokens (0: all)");
+    t.real("--temperature", s.temperature, {0, std::numeric_limits<double>::infinity(), true}, "sampling temperature: logits are divided by it");
+    t.integer("--top-k", s.top_k, 0, INT_MAX, "sample only among the k likeliest tokens (0: all)");
     t.real("--top-p", s.top_p, {0, 1, true}, "sample only among the likeliest tokens whose probabilities add up to p (1: all)");
     t.seed("--seed", s.seed, "seed of the samples' generator");
     t.choice("--kv-cache", s.kv_cache, {"on", "off"}, "sample through a KV cache (on) or recompute (off); the same tokens");

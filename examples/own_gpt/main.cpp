@@ -4,7 +4,7 @@
 //
 //   own_gpt [OUT]            OUT (default out/own_gpt) gets tokenizer.bpe, train.bin, val.bin (made
 //                            once, reused after) and state.safetensors, the state at step kSaveAt
-//   own_gpt OUT --resume     continues from OUT/state.safetensors: prints the same lines as the
+//   own_gpt [OUT] --resume   continues from OUT/state.safetensors: prints the same lines as the
 //                            first run from step kSaveAt + 1 on (tests/consumer.sh compares them)
 //
 // The model is own_project's (nanoGPT's GPT with one block), its positions up to T:
@@ -25,6 +25,7 @@
 using namespace xgrad;
 namespace F = nn::functional;
 
+const char* const kBooks = "psa1:1-psa150:6";  // the Psalms, as Debian's `bible -f` names a range
 constexpr std::int64_t V = 512;         // tokens: the 256 bytes + 256 learned merges
 constexpr int B = 16, T = 64;           // windows per step; tokens of context per window
 constexpr std::int64_t d = 96, H = 4;   // channels per token; attention heads (d / H = 24 each)
@@ -40,11 +41,11 @@ constexpr std::size_t kValWindows = 64; // windows of T tokens the val loss is t
 text::Tokenizer tokenizer_and_shards(const std::string& out) {
     const std::string path = out + "/tokenizer.bpe";
     if (std::filesystem::exists(path)) return text::Tokenizer::load(path);
-    const std::string psalms = data::read_bible("psa1:1-psa150:6");  // 2461 verses, 245 KB
-    text::Tokenizer tokenizer = text::train_tokenizer(psalms, V);    // 256 merges, GPT-4's split
+    const std::string corpus = data::read_bible(kBooks);             // one verse a line: 245 KB for the Psalms
+    text::Tokenizer tokenizer = text::train_tokenizer(corpus, V);    // 256 merges, GPT-4's split
     const data::SplitCounts n = data::write_train_val_shards(out + "/train.bin", out + "/val.bin",
-                                                             tokenizer.encode(psalms), V, T, "the Psalms");
-    fmt::print("the Psalms: {} bytes → {} train + {} val tokens of V = {}\n", psalms.size(), n.train, n.val, V);
+                                                             tokenizer.encode(corpus), V, T, kBooks);
+    fmt::print("{}: {} bytes → {} train + {} val tokens of V = {}\n", kBooks, corpus.size(), n.train, n.val, V);
     tokenizer.save(path);
     return tokenizer;
 }
@@ -78,9 +79,16 @@ public:
     std::shared_ptr<nn::Linear> fc1, fc2, head;
 };
 
-int main(int argc, char** argv) {
-    const std::string out = argc > 1 ? argv[1] : "out/own_gpt";
-    const bool resume = argc > 2 && std::string(argv[2]) == "--resume";
+// The ids whose bytes end a line: a verse's end. With byte pairs "\n" is seldom a token of its own
+// (".\n" and ";\n" are merged), so stopping at id 10 alone would never stop.
+std::vector<std::int64_t> line_ends(const text::Tokenizer& tokenizer) {
+    std::vector<std::int64_t> ids;
+    for (std::int64_t id = 0; id < V; ++id)
+        if (const std::string bytes = tokenizer.decode({id}); !bytes.empty() && bytes.back() == '\n') ids.push_back(id);
+    return ids;
+}
+
+int run(const std::string& out, bool resume) {
     set_num_threads(1);
     manual_seed(0);                   // the weights' initialisation
     std::filesystem::create_directories(out);
@@ -119,8 +127,24 @@ int main(int argc, char** argv) {
     // At most 40 new tokens, each drawn from softmax(logits / 0.8) over the 40 likeliest ids, cut to
     // the fewest that hold 95% of the probability; a '\n' (a verse's end) stops it.
     const auto options = nn::GenerationOptions().max_new_tokens(40).temperature(0.8).top_k(40).top_p(0.95)
-                             .stop_tokens({tokenizer.encode("\n").at(0)});
+                             .stop_tokens(line_ends(tokenizer));
     const std::vector<std::int64_t> ids = nn::generate(model, tokenizer.encode(prompt), options, rng);
     const std::string sample = prompt + tokenizer.decode(ids);
     fmt::print("sample: {}\n", sample.substr(0, sample.find('\n')));  // the verse, without its '\n'
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    std::string out = "out/own_gpt";
+    bool resume = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) == "--resume") resume = true;
+        else out = argv[i];
+    }
+    try {
+        return run(out, resume);
+    } catch (const std::exception& e) {  // a missing state to resume, an unwritable OUT, ...
+        fmt::print(stderr, "own_gpt: error: {}\n", e.what());
+        return 1;
+    }
 }
