@@ -10,6 +10,7 @@
 #include <limits>
 #include <mutex>
 #include <ostream>
+#include <sstream>
 
 #include <xtensor/xio.hpp>
 
@@ -41,6 +42,19 @@ std::mt19937_64& generator() {
 std::mutex& generator_mutex() {
     static std::mutex m;
     return m;
+}
+
+std::string generator_text(const std::mt19937_64& g) {
+    std::ostringstream text;
+    text << g;
+    return text.str();
+}
+
+std::optional<std::mt19937_64> generator_from_text(const std::string& text) {
+    std::mt19937_64 g;
+    std::istringstream in(text);
+    if (!(in >> g) || generator_text(g) != text) return std::nullopt;
+    return g;
 }
 
 namespace {

@@ -76,6 +76,11 @@ void manual_seed(std::uint64_t seed);
 // this lock (pthread_atfork), so a forked child never inherits it held.
 std::mt19937_64& generator();
 std::mutex& generator_mutex();
+// A generator's state as text, as operator<< writes it (312 numbers and an index), for a file that
+// saves it; and back. operator>> would skip spaces, take a '+' and ignore what follows, so a text
+// reads back only when it is exactly what operator<< writes for the state it holds (else nullopt).
+std::string generator_text(const std::mt19937_64& g);
+std::optional<std::mt19937_64> generator_from_text(const std::string& text);
 
 // ---- NestedList: brace-initialised values -------------------------------------------------
 // A scalar or a brace list of NestedLists: Tensor({{1, 2}, {3, 4}}) is (2, 2), as torch::tensor.

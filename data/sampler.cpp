@@ -1,7 +1,6 @@
 // data/sampler.cpp — windows, their offsets (random and fixed), and the WindowSampler.
 #include <xgrad/data/sampler.hpp>
 
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -105,9 +104,7 @@ Batch WindowSampler::next_batch() {
 }
 
 std::map<std::string, std::string> WindowSampler::state_dict() const {
-    std::ostringstream rng_text;
-    rng_text << rng_;
-    return {{"rng", rng_text.str()}, {"batches", std::to_string(batches_)}};
+    return {{"rng", generator_text(rng_)}, {"batches", std::to_string(batches_)}};
 }
 
 void WindowSampler::load_state_dict(const std::map<std::string, std::string>& state) {
@@ -115,17 +112,12 @@ void WindowSampler::load_state_dict(const std::map<std::string, std::string>& st
     for (const auto& [key, value] : state)
         check(key == "rng" || key == "batches", op, "unknown key {} (the keys are 'rng' and 'batches')", quoted_text(key));
     for (const char* key : {"rng", "batches"}) check(state.count(key) == 1, op, "missing key '{}'", key);
-    // The rng state is 312 numbers; operator>> would skip spaces, take a '+' and ignore what
-    // follows, so the text must read back to exactly itself.
     const std::string& saved = state.at("rng");
-    std::mt19937_64 restored;
-    std::istringstream in(saved);
-    std::ostringstream again;
-    if (in >> restored) again << restored;
-    check(in && again.str() == saved, op, "'rng' = {} is not a std::mt19937_64 state as operator<< writes it",
+    const std::optional<std::mt19937_64> restored = generator_from_text(saved);  // exactly operator<<'s text
+    check(restored.has_value(), op, "'rng' = {} is not a std::mt19937_64 state as operator<< writes it",
           quoted_text(saved));
     const std::int64_t batches = parse_int64(state.at("batches"), op, "batches", 0);
-    rng_ = restored;
+    rng_ = *restored;
     batches_ = batches;
 }
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -63,17 +62,13 @@ int step_count(const std::string& path, const std::string& key, const std::strin
     return static_cast<int>(*step);
 }
 
-// The generator saved as text. operator>> would skip spaces, take a '+' and ignore what follows the
-// 312 numbers, so the text must be exactly what operator<< writes for the state it reads.
+// The generator saved as text (generator_text, core/tensor.hpp).
 std::mt19937_64 generator_of(const std::string& path, const std::string& saved) {
-    std::mt19937_64 restored;
-    std::istringstream text(saved);
-    std::ostringstream again;
-    if (text >> restored) again << restored;
-    if (!text || again.str() != saved)
+    const std::optional<std::mt19937_64> restored = generator_from_text(saved);
+    if (!restored)
         throw std::runtime_error(fmt::format("{}: '{}' = {} is not a std::mt19937_64 state as operator<< writes it",
                                              path, kRng, quoted_text(saved)));
-    return restored;
+    return *restored;
 }
 
 // Refuses a file whose expected keys (LoadOptions::expect) hold other values than this run's.
@@ -207,11 +202,7 @@ void save(const std::string& path, const TrainingState& state, const nn::Metadat
     nn::Metadata meta;
     for (const auto& [key, value] : os.metadata) meta[kOptim + key] = value;
     meta[kStep] = std::to_string(state.step_);
-    if (state.rng_) {
-        std::ostringstream text;
-        text << *state.rng_;
-        meta[kRng] = text.str();
-    }
+    if (state.rng_) meta[kRng] = generator_text(*state.rng_);
     if (state.scheduler_) meta[kSchedulerStep] = std::to_string(state.scheduler_->current_step());
     std::vector<std::string> names;
     for (const auto& c : state.components_) {

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -80,9 +79,7 @@ void check_same_run(const RunFlags& flags, const xgrad::train::TextFingerprint& 
 }
 
 void check_same_start(int step, const std::mt19937_64& batch_rng) {
-    std::ostringstream state;
-    state << "step " << step << "\nbatch_rng " << batch_rng;
-    dist::check_same_on_all_ranks("the step and batch sampler to start from (--resume)", state.str());
+    check_same_start(step, {{"batch_rng", xgrad::generator_text(batch_rng)}});
 }
 
 void check_same_start(int step, const std::map<std::string, std::string>& sampler_state) {

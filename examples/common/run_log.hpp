@@ -15,7 +15,7 @@ namespace examples {
 // "step,train_loss,val_loss,lr,val_nats_per_char" (gpt's byte-pair runs). The log keeps the header
 // and every row in memory (a run logs a few thousand rows at most) and rewrites the whole file with
 // io::write_file_atomically, so the file on disk is always whole: the old one or the new, never half
-// a row. A rewrite waits for two fsyncs (milliseconds), longer than char_mlp takes for 10 steps, so
+// a row. A rewrite waits for two fsyncs, which can outlast several training steps, so
 // the file is rewritten when a row carries a validation loss (an evaluation, and the last step of
 // char_mlp's and gpt's runs, before they plot the file) or `seconds_between_writes` after the last
 // rewrite; the rows in between wait in memory, and the destructor writes those still waiting. A

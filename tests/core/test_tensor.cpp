@@ -13,6 +13,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -474,4 +476,20 @@ TEST_CASE("bug 7: manual_seed sequences are unchanged", "[reliability][bug7][reg
     for (std::size_t i = 0; i < 4; ++i) REQUIRE(a.data()(i) == expect_a[i]);
     for (std::size_t i = 0; i < 2; ++i) REQUIRE(u.data()(i) == expect_u[i]);
     for (std::size_t i = 0; i < 3; ++i) REQUIRE(k.data()(i) == expect_k[i]);
+}
+
+TEST_CASE("generator_text reads back to the same generator, and only its exact text does", "[tensor][random]") {
+    std::mt19937_64 g(7);
+    g.discard(5);
+    const std::string text = generator_text(g);
+    const std::optional<std::mt19937_64> back = generator_from_text(text);
+    REQUIRE(back.has_value());
+    CHECK(*back == g);
+    std::mt19937_64 copy = *back;
+    CHECK(copy() == g());  // the next draws agree
+    CHECK_FALSE(generator_from_text("").has_value());
+    CHECK_FALSE(generator_from_text(text + " 5").has_value());   // trailing text
+    CHECK_FALSE(generator_from_text("+" + text).has_value());    // a '+' operator>> would take
+    CHECK_FALSE(generator_from_text(" " + text).has_value());    // a space it would skip
+    CHECK_FALSE(generator_from_text(text.substr(0, 100)).has_value());
 }
