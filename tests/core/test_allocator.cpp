@@ -36,7 +36,7 @@ TEST_CASE("array storage starts on a 32-byte boundary for every size", "[tensor]
 TEST_CASE("the malloc policy is in force unless the environment sets its own", "[tensor][allocator]") {
     const bool env_sets_its_own = std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
                                   std::getenv("GLIBC_TUNABLES");
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(XGRAD_TEST_ASAN) || defined(XGRAD_TEST_TSAN)
     constexpr bool glibc_malloc = false;  // the sanitizer's allocator replaces glibc's: mallopt does nothing
 #else
     constexpr bool glibc_malloc = true;

@@ -201,7 +201,7 @@ int chunks_run() {
 // its constructor left its started workers waiting on a condition variable it destroyed:
 // the child hung.) Not under the sanitizers: their shadow memory counts against RLIMIT_AS too.
 TEST_CASE("a resize the system refuses throws and keeps the old pool", "[threads][parallel][regression]") {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(XGRAD_TEST_ASAN) || defined(XGRAD_TEST_TSAN)
     SUCCEED("skipped: a sanitizer's shadow memory would hit the address-space limit first");
 #else
     manual_seed(4);

@@ -368,7 +368,11 @@ TEST_CASE("cli: check_memory refuses needs beyond RAM and swap, listing each wit
 
 TEST_CASE("ckpt: a checkpoint written before a flag existed names the flag", "[examples_common][ckpt]") {
     SmallRun run;
-    auto& [dir, path, seed, model, opt, rng, flags] = run;
+    auto& path = run.path;
+    auto& model = run.model;
+    auto& opt = run.opt;
+    auto& rng = run.rng;
+    auto& flags = run.flags;
     examples::save_checkpoint(path, model, opt, 5, rng, flags);
     examples::RunFlags newer = flags;
     newer["--arch"] = "gpt2";
@@ -380,7 +384,11 @@ TEST_CASE("ckpt: a checkpoint written before a flag existed names the flag", "[e
 TEST_CASE("ckpt: load_model_weights loads the weights alone and refuses another shape or vocabulary",
           "[examples_common][ckpt]") {
     SmallRun run;
-    auto& [dir, path, seed, model, opt, rng, flags] = run;
+    auto& dir = run.dir;
+    auto& path = run.path;
+    auto& model = run.model;
+    auto& opt = run.opt;
+    auto& rng = run.rng;
     const std::string vocab = "abc";
     const examples::RunFlags shape{{"--embed-dim", "4"}, {"--hidden", "8"}};
     examples::RunFlags saved_flags = shape;
@@ -425,7 +433,12 @@ TEST_CASE("ckpt: load_model_weights loads the weights alone and refuses another 
 TEST_CASE("ckpt: the examples' --steps bounds 'train.step', and the file keeps the flags as flag.<name>",
           "[examples_common][ckpt][regression]") {
     SmallRun run;
-    auto& [dir, path, seed, model, opt, rng, flags] = run;
+    auto& dir = run.dir;
+    auto& path = run.path;
+    auto& model = run.model;
+    auto& opt = run.opt;
+    auto& rng = run.rng;
+    auto& flags = run.flags;
     examples::save_checkpoint(path, model, opt, 5, rng, flags);  // --steps 10
     nn::SafetensorsFile f = nn::load_safetensors(path);
     CHECK(f.metadata.at("flag.--steps") == "10");

@@ -126,8 +126,9 @@ TEST_CASE("fused_causal_attention_packed: bad shapes and n_head throw ValueError
     // An n_head whose 3 · n_head passes 2^64 in size_t: 3 · 6148914691236517206 = 2^64 + 2 wraps to
     // 2, 3 · 6148914691236517208 to 8 and 3 · (2^63 - 1) to 2^63 - 3. None may pass as a divisor of
     // the last dim (hd would be 0, with B · n_head weight matrices), nor show wrapped in the message.
-    for (const auto& [last, n_head] : {std::pair<std::int64_t, std::int64_t>{2, 6148914691236517206},
-                                       {8, 6148914691236517208}, {6, 9223372036854775807}}) {
+    for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{2, 6148914691236517206},
+                              {8, 6148914691236517208}, {6, 9223372036854775807}}) {
+        const std::int64_t last = shape.first, n_head = shape.second;  // named, not bound: lambdas capture them
         INFO("last dim " << last << ", n_head " << n_head);
         const Tensor qkv = zeros({1, 2, last});
         const std::string msg = message_of<ValueError>([&] { F::fused_causal_attention_packed(qkv, n_head, 1.0); });
