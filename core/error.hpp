@@ -7,6 +7,7 @@
 //   ValueError  (a std::invalid_argument)  wrong shapes, bad dims, bad options, misuse of autograd
 //   IndexError  (a std::out_of_range)      an index or ID outside its valid range
 //   OutOfMemoryError (a std::bad_alloc)    an array the system cannot allocate, naming the bytes
+// The classes are defined in io/error.hpp, beneath every folder, so that text/ throws them too.
 #pragma once
 
 #include <fmt/format.h>
@@ -14,29 +15,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <xgrad/io/error.hpp>
+
 namespace xgrad {
-
-struct ValueError : std::invalid_argument {
-    using std::invalid_argument::invalid_argument;
-};
-
-struct IndexError : std::out_of_range {
-    using std::out_of_range::out_of_range;
-};
-
-class OutOfMemoryError : public std::bad_alloc {
-public:
-    explicit OutOfMemoryError(std::string what) : what_(std::move(what)) {}
-    const char* what() const noexcept override { return what_.c_str(); }
-
-private:
-    std::string what_;
-};
 
 // "(2, 3, 4)"; "()" for a scalar.
 template <class Seq>

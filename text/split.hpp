@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <xgrad/io/error.hpp>  // ValueError, IndexError, OutOfMemoryError: xgrad's, also core's
+
 namespace xgrad::text {
 
 // GPT-2's split (OpenAI's gpt-2 encoder.py; tiktoken's "gpt2"): contractions, optional space +
@@ -38,9 +40,11 @@ public:
     // Compiles `pattern` (UTF-8, Unicode properties on: \s, \w, \d and \p{…} follow Unicode, as in
     // Python's `regex`, but for U+180E MONGOLIAN VOWEL SEPARATOR, which PCRE2's \s counts as
     // space, and for characters newer than the Unicode version of the PCRE2 library). Throws
-    // std::invalid_argument with PCRE2's message and the byte offset of the error, e.g. for "(?"
-    // or an unknown property.
+    // ValueError (xgrad's, io/error.hpp) with PCRE2's message and the byte offset of the error,
+    // e.g. for "(?" or an unknown property.
     explicit Splitter(std::string pattern = std::string(kGpt4Pattern));
+    // A moved-from Splitter (the source of a move) throws ValueError from split() and pattern(),
+    // saying so; assigning it a Splitter makes it usable again. A copy of one is moved-from too.
     ~Splitter();
     Splitter(Splitter&&) noexcept;
     Splitter& operator=(Splitter&&) noexcept;
@@ -56,19 +60,28 @@ public:
     //     whitespace or another symbol); it does for invalid UTF-8, which Python's str cannot
     //     hold and PCRE2 never matches (PCRE2_MATCH_INVALID_UTF), and for patterns that do not
     //     cover every character (Python's findall drops those characters).
-    // Throws std::runtime_error with PCRE2's message if matching fails: a pattern that backtracks
-    // worse than linearly from one start, past PCRE2's match limit (here 10 million + 16 steps per
-    // byte of text). The limit holds for each start position, so a pattern that scans to the end
-    // of the text from every start before failing there, as "(a|b)*?c|(a|b)*d" on a run of a's,
-    // is not stopped: its time grows with the square of the text (as in Python's `re`).
+    // A pattern that is linear in the text matches a text of any length: PCRE2's JIT stack grows
+    // with the longest match ((a|b)+ takes about 30 bytes of it per byte matched), within the
+    // memory the system gives (else OutOfMemoryError naming the pattern and the text's length).
+    // Throws ValueError naming the pattern, the text's length and the way out (possessive or
+    // atomic repetitions, a shorter text) for a pattern that backtracks worse than linearly from
+    // one start, past PCRE2's match limit (here 10 million + 16 steps per byte of text), as
+    // "(x+x+)+y" does on "xx…xzy". The limit holds for each start position, so a pattern that
+    // scans to the end of the text from every start before failing there, as "(a|b)*?c|(a|b)*d"
+    // on a run of a's, is not stopped: its time grows with the square of the text (as in
+    // Python's `re`).
     std::vector<std::string_view> split(std::string_view text) const;
 
-    const std::string& pattern() const { return pattern_; }
+    const std::string& pattern() const;
+    // True for the source of a move: split() and pattern() then throw ValueError.
+    bool moved_from() const noexcept { return compiled_ == nullptr; }
 
 private:
     struct Compiled;  // PCRE2's code, kept out of this header
+    static std::unique_ptr<Compiled> compile(const std::string& pattern);  // throws ValueError
+    void check_not_moved_from(const char* op) const;
     std::string pattern_;
-    std::unique_ptr<Compiled> compiled_;
+    std::unique_ptr<Compiled> compiled_;  // null only in a moved-from Splitter
 };
 
 }  // namespace xgrad::text

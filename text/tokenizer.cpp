@@ -17,6 +17,7 @@
 
 #include <xgrad/io/atomic_file.hpp>
 #include <xgrad/io/checksum.hpp>
+#include <xgrad/io/error.hpp>
 
 namespace xgrad::text {
 
@@ -53,23 +54,33 @@ void Tokenizer::add_merge(Pair merge) {
     const std::size_t i = merges_.size();
     const TokenId id = kBytes + TokenId(i);
     if (left < 0 || right < 0 || left >= id || right >= id)
-        throw std::invalid_argument(fmt::format("Tokenizer: merge {} ({}, {}) → {} uses a token that does not "
+        throw ValueError(fmt::format("Tokenizer: merge {} ({}, {}) → {} uses a token that does not "
                                                 "exist before it; valid IDs are [0, {})",
                                                 i, left, right, id, id));
     const std::size_t bytes = vocab_[std::size_t(left)].size() + vocab_[std::size_t(right)].size();
     if (bytes > kMaxVocabBytes - vocab_bytes_)
-        throw std::invalid_argument(fmt::format("Tokenizer: merge {} ({}, {}) → {} spells a token of {} bytes, which "
+        throw ValueError(fmt::format("Tokenizer: merge {} ({}, {}) → {} spells a token of {} bytes, which "
                                                 "takes the tokens past {} MiB in all (they hold {} bytes before it)",
                                                 i, left, right, id, bytes, kMaxVocabBytes >> 20, vocab_bytes_));
     if (!rank_.emplace(key(left, right), id).second)
-        throw std::invalid_argument(fmt::format("Tokenizer: merge {} repeats the pair ({}, {}) of merge {}", i, left,
+        throw ValueError(fmt::format("Tokenizer: merge {} repeats the pair ({}, {}) of merge {}", i, left,
                                                 right, rank_.at(key(left, right)) - kBytes));
     merges_.push_back(merge);
     vocab_.push_back(vocab_[std::size_t(left)] + vocab_[std::size_t(right)]);
     vocab_bytes_ += bytes;
 }
 
+// As Python's ValueError for an operation on a closed file.
+void Tokenizer::check_not_moved_from(const char* op) const {
+    if (splitter_.moved_from())
+        throw ValueError(fmt::format("Tokenizer::{}: this Tokenizer was moved from (std::move gave its merges "
+                                     "and split pattern to another); assign it a Tokenizer (Tokenizer::load(path), "
+                                     "train_tokenizer(...)) before using it again",
+                                     op));
+}
+
 void Tokenizer::register_special_tokens(const std::vector<SpecialToken>& specials) {
+    check_not_moved_from("register_special_tokens");
     std::vector<SpecialToken> all = specials_;
     const TokenId first_free = kBytes + n_merges();
     for (const SpecialToken& s : specials) {
@@ -78,17 +89,17 @@ void Tokenizer::register_special_tokens(const std::vector<SpecialToken>& special
             return b <= 0x20 || b == 0x7F;  // control bytes and the space
         });
         if (s.text.empty() || s.text.size() > kMaxSpecialBytes || bad != s.text.end())
-            throw std::invalid_argument(fmt::format(
+            throw ValueError(fmt::format(
                 "register_special_tokens: the special token {:?} (ID {}) must have 1 to {} bytes and no whitespace or "
                 "control bytes",
                 s.text, s.id, kMaxSpecialBytes));
         if (s.id < first_free || s.id > std::numeric_limits<std::int32_t>::max())
-            throw std::invalid_argument(fmt::format("register_special_tokens: the ID {} of {:?} must be in [{}, 2^31): "
+            throw ValueError(fmt::format("register_special_tokens: the ID {} of {:?} must be in [{}, 2^31): "
                                                     "below it are the {} bytes and {} merged tokens",
                                                     s.id, s.text, first_free, kBytes, n_merges()));
         for (const SpecialToken& o : all)
             if (o.id == s.id || o.text == s.text)
-                throw std::invalid_argument(fmt::format("register_special_tokens: {:?} (ID {}) repeats the {} of {:?} "
+                throw ValueError(fmt::format("register_special_tokens: {:?} (ID {}) repeats the {} of {:?} "
                                                         "(ID {})",
                                                         s.text, s.id, o.id == s.id ? "ID" : "text", o.text, o.id));
         all.push_back(s);
@@ -96,19 +107,49 @@ void Tokenizer::register_special_tokens(const std::vector<SpecialToken>& special
     specials_ = std::move(all);
 }
 
-std::int64_t Tokenizer::vocab_size() const { return std::int64_t(vocab_.size() + specials_.size()); }
+std::int64_t Tokenizer::vocab_size() const {
+    check_not_moved_from("vocab_size");
+    return std::int64_t(vocab_.size() + specials_.size());
+}
 
 std::int64_t Tokenizer::n_vocab() const {
+    check_not_moved_from("n_vocab");
     TokenId top = TokenId(vocab_.size()) - 1;
     for (const SpecialToken& s : specials_) top = std::max(top, s.id);
     return top + 1;
 }
 
+std::int64_t Tokenizer::n_merges() const {
+    check_not_moved_from("n_merges");
+    return std::int64_t(merges_.size());
+}
+
+const std::vector<Pair>& Tokenizer::merges() const {
+    check_not_moved_from("merges");
+    return merges_;
+}
+
+const std::vector<SpecialToken>& Tokenizer::special_tokens() const {
+    check_not_moved_from("special_tokens");
+    return specials_;
+}
+
+const std::string& Tokenizer::pattern() const {
+    check_not_moved_from("pattern");
+    return splitter_.pattern();
+}
+
+const Splitter& Tokenizer::splitter() const {
+    check_not_moved_from("splitter");
+    return splitter_;
+}
+
 const std::string& Tokenizer::bytes(TokenId id) const {
+    check_not_moved_from("bytes");
     if (id >= 0 && id < TokenId(vocab_.size())) return vocab_[std::size_t(id)];
     for (const SpecialToken& s : specials_)
         if (s.id == id) return s.text;
-    throw std::out_of_range(fmt::format("Tokenizer: {} is no token ID: valid are [0, {}){}", id, vocab_.size(),
+    throw IndexError(fmt::format("Tokenizer: {} is no token ID: valid are [0, {}){}", id, vocab_.size(),
                                         specials_.empty() ? "" : " and the special tokens' IDs"));
 }
 
@@ -117,6 +158,7 @@ const std::string& Tokenizer::bytes(TokenId id) const {
 // replace every occurrence of the pair with the lowest rank (the earliest merge), left to right.
 // A chunk of n bytes takes up to n − 1 rounds of O(n) each.
 TokenIds Tokenizer::encode_chunk_lesson(std::string_view chunk) const {
+    check_not_moved_from("encode_chunk_lesson");
     TokenIds ids(chunk.begin(), chunk.end());
     for (TokenId& id : ids) id = static_cast<unsigned char>(id);  // bytes 0..255, not signed chars
     while (ids.size() >= 2) {
@@ -148,6 +190,7 @@ TokenIds Tokenizer::encode_chunk_lesson(std::string_view chunk) const {
 // so every occurrence of a rank is merged before any higher rank. An entry whose pair has
 // changed since it was pushed (a neighbour was merged away) is skipped when it comes up.
 TokenIds Tokenizer::encode_chunk_heap(std::string_view chunk) const {
+    check_not_moved_from("encode_chunk_heap");
     const std::size_t n = chunk.size(), end = n;  // `end`: no next token
     TokenIds ids(n);
     std::vector<std::size_t> prev(n), next(n);
@@ -187,6 +230,7 @@ TokenIds Tokenizer::encode_chunk_heap(std::string_view chunk) const {
 // n log n rather than as n times the merges it applies. Both give the same IDs
 // (tests/text/test_tokenizer.cpp holds them equal).
 TokenIds Tokenizer::encode_chunk(std::string_view chunk) const {
+    check_not_moved_from("encode_chunk");
     constexpr std::size_t kHeapFrom = 32;  // bytes
     return chunk.size() < kHeapFrom ? encode_chunk_lesson(chunk) : encode_chunk_heap(chunk);
 }
@@ -215,14 +259,18 @@ TokenIds Tokenizer::encode_text(std::string_view text) const {
     return ids;
 }
 
-TokenIds Tokenizer::encode_ordinary(std::string_view text) const { return encode_text(text); }
+TokenIds Tokenizer::encode_ordinary(std::string_view text) const {
+    check_not_moved_from("encode_ordinary");
+    return encode_text(text);
+}
 
 TokenIds Tokenizer::encode(std::string_view text, Special allowed) const {
+    check_not_moved_from("encode");
     if (specials_.empty() || allowed == Special::none) return encode_text(text);
     if (allowed == Special::none_raise) {
         for (const SpecialToken& s : specials_)
             if (const std::size_t at = text.find(s.text); at != std::string_view::npos)
-                throw std::invalid_argument(fmt::format(
+                throw ValueError(fmt::format(
                     "encode: the text contains the special token {:?} at byte {}; pass Special::all to encode it as "
                     "ID {}, or Special::none to encode it as ordinary text",
                     s.text, at, s.id));
@@ -254,6 +302,7 @@ TokenIds Tokenizer::encode(std::string_view text, Special allowed) const {
 }
 
 std::string Tokenizer::decode(const TokenIds& ids) const {
+    check_not_moved_from("decode");
     std::string out;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const TokenId id = ids[i];
@@ -263,7 +312,7 @@ std::string Tokenizer::decode(const TokenIds& ids) const {
         }
         const auto s = std::find_if(specials_.begin(), specials_.end(), [id](const SpecialToken& t) { return t.id == id; });
         if (s == specials_.end())
-            throw std::out_of_range(fmt::format("decode: ids[{}] = {} is no token ID: valid are [0, {}){}", i, id,
+            throw IndexError(fmt::format("decode: ids[{}] = {} is no token ID: valid are [0, {}){}", i, id,
                                                 vocab_.size(), specials_.empty() ? "" : " and the special tokens' IDs"));
         out += s->text;
     }
@@ -271,6 +320,8 @@ std::string Tokenizer::decode(const TokenIds& ids) const {
 }
 
 bool Tokenizer::operator==(const Tokenizer& o) const {
+    check_not_moved_from("operator==");
+    o.check_not_moved_from("operator==");
     const auto same_special = [](const SpecialToken& a, const SpecialToken& b) { return a.id == b.id && a.text == b.text; };
     return merges_ == o.merges_ && pattern() == o.pattern() && specials_.size() == o.specials_.size() &&
            std::equal(specials_.begin(), specials_.end(), o.specials_.begin(), same_special);
@@ -284,12 +335,13 @@ std::string crc_line(std::string_view body) {
 }
 
 [[noreturn]] void fail(const std::string& path, std::size_t line, const std::string& what) {
-    throw std::runtime_error(fmt::format("Tokenizer::load: {} line {}: {}", path, line, what));
+    throw ValueError(fmt::format("Tokenizer::load: {} line {}: {}", path, line, what));
 }
 
 }  // namespace
 
 std::string Tokenizer::to_text() const {
+    check_not_moved_from("to_text");
     std::string text = fmt::format("{}\npattern {}\nmerges {}\n", kHeader, pattern(), merges_.size());
     for (const Pair& m : merges_) text += fmt::format("{} {}\n", m.left, m.right);
     text += fmt::format("specials {}\n", specials_.size());
@@ -298,12 +350,14 @@ std::string Tokenizer::to_text() const {
 }
 
 std::string Tokenizer::identity() const {
+    check_not_moved_from("identity");
     return fmt::format("bpe V {}: {} merges, FNV-1a {:016x}", n_vocab(), n_merges(), xgrad::io::fnv1a64(to_text()));
 }
 
 void Tokenizer::save(const std::string& path) const {
+    check_not_moved_from("save");
     if (pattern().find_first_of("\r\n") != std::string::npos)
-        throw std::runtime_error(fmt::format("Tokenizer::save: {}: the split pattern holds a line break, which the "
+        throw ValueError(fmt::format("Tokenizer::save: {}: the split pattern holds a line break, which the "
                                              "one-line field cannot store",
                                              path));
     std::string body = to_text();
@@ -327,8 +381,8 @@ Tokenizer Tokenizer::load(const std::string& path) {
     while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
         bytes.append(buffer, std::size_t(in.gcount()));
         if (bytes.size() > kMaxFileBytes)
-            throw std::runtime_error(fmt::format("Tokenizer::load: {} is larger than {} MiB: not a tokenizer file", path,
-                                                 kMaxFileBytes >> 20));
+            throw ValueError(fmt::format("Tokenizer::load: {} is larger than {} MiB: not a tokenizer file", path,
+                                         kMaxFileBytes >> 20));
     }
     if (in.bad()) throw std::runtime_error(fmt::format("Tokenizer::load: cannot read {}", path));
 
@@ -364,7 +418,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
     const auto on_this_line = [&](const auto& step) {
         try {
             step();
-        } catch (const std::invalid_argument& e) {
+        } catch (const ValueError& e) {
             fail(path, n, e.what());
         }
     };

@@ -38,17 +38,20 @@ struct SpecialToken {
 
 // How encode() treats special tokens' text found in its input (tiktoken's allowed_special).
 enum class Special {
-    none_raise,  // throw std::invalid_argument if the text contains one (the default: the safe one)
+    none_raise,  // throw ValueError if the text contains one (the default: the safe one)
     none,        // encode it as ordinary text, byte by byte and merges
     all,         // encode it as its special ID
 };
 
+// Errors are xgrad's (io/error.hpp, the classes core/error.hpp uses): ValueError for bad merges,
+// special tokens, files and for a moved-from Tokenizer (the source of a move), whose every member
+// but assignment throws, saying so; IndexError for an ID that is no token.
 class Tokenizer {
 public:
     // The 256 byte tokens, no merges, no special tokens, GPT-4's split.
     Tokenizer();
     // The byte tokens and `merges` (merge i makes token 256 + i), split by `pattern`.
-    // Throws std::invalid_argument if a merge uses a token that does not exist before it
+    // Throws ValueError if a merge uses a token that does not exist before it
     // (left or right ≥ 256 + i, or < 0), repeats an earlier pair, or spells a token that takes the
     // bytes of all tokens past 256 MiB (merges that pair a token with itself double it), naming
     // the merge; and for a pattern that does not compile (Splitter).
@@ -56,26 +59,27 @@ public:
 
     // Adds special tokens. Each text is non-empty, at most 256 bytes, valid in a one-line file
     // (no whitespace or control bytes), distinct from the others; each ID is ≥ 256 + M (above
-    // the merged tokens), < 2^31 and distinct. Throws std::invalid_argument naming the token
-    // otherwise; then nothing is added.
+    // the merged tokens), < 2^31 and distinct. Throws ValueError naming the token otherwise; then
+    // nothing is added.
     void register_special_tokens(const std::vector<SpecialToken>& specials);
 
     // 256 + M + the number of special tokens.
     std::int64_t vocab_size() const;
     // The size of an embedding table that can look up every ID: 1 + the largest ID.
     std::int64_t n_vocab() const;
-    std::int64_t n_merges() const { return std::int64_t(merges_.size()); }
-    const std::vector<Pair>& merges() const { return merges_; }
-    const std::vector<SpecialToken>& special_tokens() const { return specials_; }
-    const std::string& pattern() const { return splitter_.pattern(); }
-    const Splitter& splitter() const { return splitter_; }
+    std::int64_t n_merges() const;
+    const std::vector<Pair>& merges() const;
+    const std::vector<SpecialToken>& special_tokens() const;
+    const std::string& pattern() const;
+    const Splitter& splitter() const;
 
-    // The bytes of token `id` (for a special token, its text). Throws std::out_of_range naming
-    // the ID and the valid ranges.
+    // The bytes of token `id` (for a special token, its text). Throws IndexError naming the ID
+    // and the valid ranges.
     const std::string& bytes(TokenId id) const;
 
     // The IDs of `text` (any bytes; UTF-8 for the split to see characters), special tokens'
-    // text treated as `allowed` says. (N,) int64, each in [0, n_vocab()).
+    // text treated as `allowed` says (under Special::none_raise, ValueError naming the special
+    // token and its byte). (N,) int64, each in [0, n_vocab()).
     TokenIds encode(std::string_view text, Special allowed = Special::none_raise) const;
     // The IDs of `text` with every special token's text encoded as ordinary text.
     TokenIds encode_ordinary(std::string_view text) const;
@@ -87,15 +91,16 @@ public:
     TokenIds encode_chunk_lesson(std::string_view chunk) const;
     TokenIds encode_chunk_heap(std::string_view chunk) const;
 
-    // The bytes of `ids`, concatenated. Throws std::out_of_range naming the position and value
-    // of the first ID that is no token. The result may end inside a UTF-8 character (when `ids`
+    // The bytes of `ids`, concatenated. Throws IndexError naming the position and value of the
+    // first ID that is no token. The result may end inside a UTF-8 character (when `ids`
     // is a prefix of an encoding).
     std::string decode(const TokenIds& ids) const;
 
     // Writes the tokenizer to `path` as text (the format below), atomically with
     // io::write_file_atomically (io/atomic_file.hpp: a symbolic link is written through, the link
     // stays). Throws std::runtime_error naming the path and the reason (a missing directory, no
-    // permission, a full disk, a target that is not a regular file).
+    // permission, a full disk, a target that is not a regular file); ValueError for a split
+    // pattern with a line break, which the one-line field cannot hold.
     //
     //   xgrad-bpe 1
     //   pattern <the split pattern, one line>
@@ -114,11 +119,11 @@ public:
     // state records it (train::TextFingerprint::tokenizer) so that a resume with another
     // tokenizer is refused.
     std::string identity() const;
-    // Reads a file written by save(). Throws std::runtime_error naming the path and line for a
-    // missing or unreadable file, a path that is not a regular file (a FIFO, which would block,
-    // a directory, a device), a file over 64 MiB, a wrong header, a malformed line, a wrong
-    // checksum, or merges and special tokens that the constructor and register_special_tokens
-    // refuse.
+    // Reads a file written by save(). Throws std::runtime_error naming the path for a missing or
+    // unreadable file or a path that is not a regular file (a FIFO, which would block, a
+    // directory, a device), as nn::load_safetensors does; ValueError naming the path and line
+    // for a file over 64 MiB, a wrong header, a malformed line, a wrong checksum, or merges and
+    // special tokens that the constructor and register_special_tokens refuse.
     static Tokenizer load(const std::string& path);
 
     // The same merges, special tokens and pattern.
@@ -134,15 +139,17 @@ private:
     using ChunkCache = std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>>;
     TokenIds encode_text(std::string_view text) const;
     void encode_text(std::string_view text, TokenIds& ids, ChunkCache& seen) const;
-    // Appends merge M (token 256 + M); throws std::invalid_argument as the constructor says.
+    // Appends merge M (token 256 + M); throws ValueError as the constructor says.
     void add_merge(Pair merge);
+    // Throws ValueError naming "Tokenizer::<op>" if this Tokenizer was moved from.
+    void check_not_moved_from(const char* op) const;
 
     std::vector<Pair> merges_;
     std::unordered_map<std::uint64_t, TokenId> rank_;  // (left, right) → the merged token's ID
     std::vector<std::string> vocab_;                   // (256 + M,) ID → bytes
     std::size_t vocab_bytes_ = 256;                    // Σ |vocab_[id]|, in bytes
     std::vector<SpecialToken> specials_;
-    Splitter splitter_;
+    Splitter splitter_;  // moved from exactly when the Tokenizer was
 };
 
 }  // namespace xgrad::text

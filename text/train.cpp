@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <xgrad/io/error.hpp>
+
 namespace xgrad::text {
 
 namespace {
@@ -22,14 +24,14 @@ constexpr Pair pair_of(Key k) { return {TokenId(k >> 32), TokenId(k & 0xFFFFFFFF
 
 std::int64_t merges_to_learn(std::int64_t vocab_size) {
     if (vocab_size < 256 || vocab_size > std::numeric_limits<Id>::max())
-        throw std::invalid_argument(fmt::format("train: vocab_size {} must be in [256, 2^31 − 1]: the 256 byte tokens "
+        throw ValueError(fmt::format("train: vocab_size {} must be in [256, 2^31 − 1]: the 256 byte tokens "
                                                 "come first, then one token per merge",
                                                 vocab_size));
     return vocab_size - 256;
 }
 
 [[noreturn]] void out_of_pairs(std::int64_t learned, std::int64_t wanted) {
-    throw std::invalid_argument(fmt::format("train: the text allows only {} merges (every chunk is one token by then), "
+    throw ValueError(fmt::format("train: the text allows only {} merges (every chunk is one token by then), "
                                             "so vocab_size is at most {} on it, but vocab_size {} needs {}; give a "
                                             "longer text or a smaller vocab_size",
                                             learned, 256 + learned, 256 + wanted, wanted));

@@ -30,7 +30,7 @@ struct LearnedMerge {
 using MergeCallback = std::function<void(std::int64_t i, const LearnedMerge&)>;
 
 // The merges of a tokenizer with `vocab_size` tokens learned on `text`, the fast way.
-// Throws std::invalid_argument if vocab_size < 256 or > 2^31 − 1, or if the text runs out of
+// Throws ValueError if vocab_size < 256 or > 2^31 − 1, or if the text runs out of
 // pairs first (every chunk became one token), naming how many merges it allowed.
 std::vector<LearnedMerge> train(std::string_view text, std::int64_t vocab_size, const Splitter& split = Splitter(),
                                 const MergeCallback& on_merge = nullptr);

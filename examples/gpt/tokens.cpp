@@ -80,8 +80,8 @@ TextSplit split_text(std::string_view s) {
 text::Tokenizer train_bpe(std::string_view train, std::int64_t vocab_size) {
     try {
         return text::make_tokenizer(text::train(train, vocab_size));
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(fmt::format("--vocab-size {}: {}", vocab_size, e.what()));
+    } catch (const xgrad::ValueError& e) {
+        throw xgrad::ValueError(fmt::format("--vocab-size {}: {}", vocab_size, e.what()));
     }
 }
 

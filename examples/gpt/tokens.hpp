@@ -69,7 +69,7 @@ struct TextSplit {
 TextSplit split_text(std::string_view text);
 
 // A byte-pair tokenizer of `vocab_size` tokens learnt on `train` (text::train, GPT-4's split).
-// Throws std::invalid_argument naming --vocab-size when the text allows fewer merges.
+// Throws ValueError naming --vocab-size when the text allows fewer merges.
 xgrad::text::Tokenizer train_bpe(std::string_view train, std::int64_t vocab_size);
 
 // Where a run keeps the tokenizer of `checkpoint`: tokenizer.bpe in the same directory.

@@ -7,10 +7,13 @@
 //   * hand-made chunks: the header's example, the two patterns on one string;
 //   * nothing lost: the chunks concatenate to the text, also for invalid UTF-8 (what no match
 //     covers is a chunk of its own) and for patterns that leave characters out;
-//   * several threads splitting with one Splitter; copies;
+//   * long matches: a linear pattern on a run of 1 MB; a pattern that backtracks exponentially,
+//     refused with its name, the text's length and the way out;
+//   * several threads splitting with one Splitter; copies; a moved-from Splitter, which throws;
 //   * a pattern that does not compile.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -19,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <xgrad/core/error.hpp>
 #include <xgrad/text/split.hpp>
 #include "test_helpers.hpp"
 #include "text/bpe_reference.hpp"
@@ -121,6 +125,33 @@ TEST_CASE("text/split: a whitespace run of 12 MiB splits as a short one does", "
     CHECK(Splitter().split(std::string(n, '\t')).size() == 1);
 }
 
+TEST_CASE("text/split: a linear pattern matches a run of 300 KB and of 1 MB as one chunk", "[text][regression]") {
+    // Each repetition of a group with alternatives leaves a backtracking point on the JIT's stack,
+    // tens of bytes per byte matched: more than a fixed stack of 8 MiB holds for either run.
+    const std::string a300k(300'000, 'a'), a1m(1'000'000, 'a');
+    const std::vector<std::string_view> one = Splitter("(a|b)+").split(a300k);
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].size() == a300k.size());
+    const std::vector<std::string_view> letters = Splitter(R"((?:\p{L}|')+)").split(a1m);
+    REQUIRE(letters.size() == 1);
+    CHECK(letters[0].size() == a1m.size());
+    // Two runs and what lies between them: the stack grown for the first serves the second.
+    const std::string two = a1m + "--" + a1m;
+    std::vector<std::size_t> sizes;
+    for (std::string_view chunk : Splitter("(a|b)+").split(two)) sizes.push_back(chunk.size());
+    CHECK(sizes == std::vector<std::size_t>{1'000'000, 2, 1'000'000});
+}
+
+TEST_CASE("text/split: a pattern that backtracks exponentially is refused naming it, the text's length and the way out",
+          "[text][regression]") {
+    // (x+x+)+y on x…xzy: before it fails at the z, (x+x+)+ tries every way to cut the run of
+    // x's in parts, 2^39 for 40 x's; PCRE2 stops it at its match limit.
+    const std::string text = std::string(40, 'x') + "zy";
+    const std::string message = testing::message_of<ValueError>([&] { Splitter("(x+x+)+y").split(text); });
+    CHECK_THAT(message, Contains("Splitter::split") && Contains("\"(x+x+)+y\"") && Contains("42 bytes") &&
+                            Contains("from byte 0") && Contains("match limit") && Contains("possessive"));
+}
+
 TEST_CASE("text/split: several threads share one Splitter", "[text]") {
     const Splitter gpt4;
     const std::string& text = testing::bpe::excerpt();
@@ -148,12 +179,32 @@ TEST_CASE("text/split: a copy compiles the same pattern, a moved-to Splitter spl
     CHECK(chunks_of(assigned, "I'LL pay 12345") == chunks_of(gpt2, "I'LL pay 12345"));
 }
 
-TEST_CASE("text/split: a pattern that does not compile throws std::invalid_argument naming it", "[text]") {
-    const std::string unbalanced = testing::message_of<std::invalid_argument>([] { Splitter("(?"); });
+TEST_CASE("text/split: a moved-from Splitter throws ValueError saying so, and splits once assigned again",
+          "[text][regression]") {
+    Splitter gpt2(std::string{kGpt2Pattern});
+    const Splitter taker = std::move(gpt2);
+    // NOLINTBEGIN(bugprone-use-after-move): the use after the move is what is tested
+    CHECK(gpt2.moved_from());
+    CHECK_FALSE(taker.moved_from());
+    for (const auto& use : std::vector<std::function<void()>>{[&] { gpt2.split("I'LL pay"); },
+                                                              [&] { (void)gpt2.pattern(); }}) {
+        const std::string message = testing::message_of<ValueError>(use);
+        CHECK_THAT(message, Contains("Splitter") && Contains("moved from"));
+    }
+    const Splitter copy = gpt2;  // a copy of a moved-from Splitter is one too
+    CHECK(copy.moved_from());
+    CHECK_THROWS_AS(copy.split("x"), ValueError);
+    gpt2 = Splitter("a+");
+    CHECK(chunks_of(gpt2, "baab") == std::vector<std::string>{"b", "aa", "b"});
+    // NOLINTEND(bugprone-use-after-move)
+    CHECK(chunks_of(taker, "I'LL pay") == std::vector<std::string>{"I", "'", "LL", " pay"});
+}
+
+TEST_CASE("text/split: a pattern that does not compile throws ValueError naming it", "[text]") {
+    const std::string unbalanced = testing::message_of<ValueError>([] { Splitter("(?"); });
     CHECK_THAT(unbalanced, Contains("does not compile") && Contains("\"(?\""));
-    CHECK_THAT(testing::message_of<std::invalid_argument>([] { Splitter(R"(\p{NoSuchProperty}+)"); }),
-               Contains("NoSuchProperty"));
-    CHECK_THAT(testing::message_of<std::invalid_argument>([] { Splitter("a{2,1}"); }), Contains("at byte"));
+    CHECK_THAT(testing::message_of<ValueError>([] { Splitter(R"(\p{NoSuchProperty}+)"); }), Contains("NoSuchProperty"));
+    CHECK_THAT(testing::message_of<ValueError>([] { Splitter("a{2,1}"); }), Contains("at byte"));
 }
 
 }  // namespace xgrad::text::split_tests

@@ -10,12 +10,14 @@
 //   * a fuzz test: decode(encode(x)) == x for random byte strings, valid UTF-8 or not, and for the
 //     whole KJV when the `bible` program is installed (.ci/install-deps);
 //   * bad input: unknown IDs, special tokens refused by register_special_tokens, merges refused by
-//     the constructor, a special token's text under Special::none_raise.
+//     the constructor, a special token's text under Special::none_raise; a moved-from Tokenizer.
 //
 // Legend: V vocabulary size (256 + M merges + S special tokens).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -23,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <xgrad/core/error.hpp>
 #include <xgrad/text/tokenizer.hpp>
 #include <xgrad/data/text_source.hpp>
 #include "test_helpers.hpp"
@@ -236,11 +239,11 @@ TEST_CASE("text/tokenizer: special tokens under none_raise, none and all", "[tex
     CHECK(t.n_vocab() == 301);
     CHECK(t.bytes(256) == "<|eot|>");
     CHECK(t.bytes(300) == "<|pad|>");
-    CHECK_THROWS_AS(t.bytes(257), std::out_of_range);
+    CHECK_THROWS_AS(t.bytes(257), IndexError);
 
-    const std::string raised = message_of<std::invalid_argument>([&] { t.encode(plain); });
+    const std::string raised = message_of<ValueError>([&] { t.encode(plain); });
     CHECK_THAT(raised, Contains("<|eot|>") && Contains("at byte 1") && Contains("Special::all"));
-    CHECK_THAT(message_of<std::invalid_argument>([&] { t.encode("xx<|pad|>", Special::none_raise); }),
+    CHECK_THAT(message_of<ValueError>([&] { t.encode("xx<|pad|>", Special::none_raise); }),
                Contains("<|pad|>") && Contains("at byte 2"));
     CHECK(t.encode("a<|eot", Special::none_raise) == byte_ids("a<|eot"));  // no whole special token
 
@@ -265,11 +268,11 @@ TEST_CASE("text/tokenizer: where two special tokens match at one byte, the first
     CHECK(long_first.encode("x<|a|>", Special::all) == TokenIds{120, 256});
 }
 
-TEST_CASE("text/tokenizer: register_special_tokens refuses bad tokens with std::invalid_argument", "[text]") {
+TEST_CASE("text/tokenizer: register_special_tokens refuses bad tokens with ValueError", "[text]") {
     Tokenizer t({{97, 97}});  // one merge: token 256 is "aa", the first free ID is 257
     t.register_special_tokens({{"<|eot|>", 257}});
     const auto refused = [&](const std::vector<SpecialToken>& specials) {
-        return message_of<std::invalid_argument>([&] { t.register_special_tokens(specials); });
+        return message_of<ValueError>([&] { t.register_special_tokens(specials); });
     };
     CHECK_THAT(refused({{"", 300}}), Contains("1 to 256 bytes") && Contains("ID 300"));
     CHECK_THAT(refused({{" x", 300}}), Contains("no whitespace"));
@@ -293,17 +296,17 @@ TEST_CASE("text/tokenizer: register_special_tokens refuses bad tokens with std::
     REQUIRE(t.special_tokens().size() == 1);
     CHECK(t.special_tokens()[0].text == "<|eot|>");
     CHECK(t.vocab_size() == 258);
-    CHECK_THROWS_AS(t.decode({400}), std::out_of_range);
+    CHECK_THROWS_AS(t.decode({400}), IndexError);
 }
 
 TEST_CASE("text/tokenizer: merges that use a later token or repeat a pair are refused", "[text]") {
-    CHECK_THAT(message_of<std::invalid_argument>([] { Tokenizer({{97, 97}, {258, 97}}); }),
+    CHECK_THAT(message_of<ValueError>([] { Tokenizer({{97, 97}, {258, 97}}); }),
                Contains("merge 1 (258, 97)") && Contains("[0, 257)"));
-    CHECK_THAT(message_of<std::invalid_argument>([] { Tokenizer({{256, 97}}); }), Contains("merge 0"));
-    CHECK_THAT(message_of<std::invalid_argument>([] { Tokenizer({{97, -1}}); }), Contains("merge 0 (97, -1)"));
-    CHECK_THAT(message_of<std::invalid_argument>([] { Tokenizer({{97, 97}, {98, 98}, {97, 97}}); }),
+    CHECK_THAT(message_of<ValueError>([] { Tokenizer({{256, 97}}); }), Contains("merge 0"));
+    CHECK_THAT(message_of<ValueError>([] { Tokenizer({{97, -1}}); }), Contains("merge 0 (97, -1)"));
+    CHECK_THAT(message_of<ValueError>([] { Tokenizer({{97, 97}, {98, 98}, {97, 97}}); }),
                Contains("merge 2 repeats the pair (97, 97) of merge 0"));
-    CHECK_THROWS_AS(Tokenizer({}, "(?"), std::invalid_argument);
+    CHECK_THROWS_AS(Tokenizer({}, "(?"), ValueError);
     CHECK_NOTHROW(Tokenizer({{97, 97}, {256, 256}, {257, 257}}));  // each uses only earlier tokens
 }
 
@@ -313,21 +316,52 @@ TEST_CASE("text/tokenizer: merges whose tokens would hold more than 256 MiB are 
     // (a token of 2^27 bytes). A 40-line file would otherwise ask for 2^41 bytes.
     std::vector<Pair> doubling{{97, 97}};
     for (TokenId i = 1; i < 40; ++i) doubling.push_back({255 + i, 255 + i});
-    CHECK_THAT(message_of<std::invalid_argument>([&] { Tokenizer{doubling}; }),
+    CHECK_THAT(message_of<ValueError>([&] { Tokenizer{doubling}; }),
                Contains("merge 26 (281, 281)") && Contains("134217728 bytes") && Contains("256 MiB"));
 }
 
-TEST_CASE("text/tokenizer: decode and bytes of an unknown ID throw std::out_of_range naming it", "[text]") {
+TEST_CASE("text/tokenizer: decode and bytes of an unknown ID throw IndexError naming it", "[text]") {
     const Tokenizer& t = bpe::excerpt_tokenizer();
-    CHECK_THAT(message_of<std::out_of_range>([&] { t.decode({97, 512}); }),
+    CHECK_THAT(message_of<IndexError>([&] { t.decode({97, 512}); }),
                Contains("ids[1] = 512") && Contains("[0, 512)"));
-    CHECK_THAT(message_of<std::out_of_range>([&] { t.decode({-1}); }), Contains("ids[0] = -1"));
-    CHECK_THAT(message_of<std::out_of_range>([&] { t.bytes(600); }), Contains("600"));
+    CHECK_THAT(message_of<IndexError>([&] { t.decode({-1}); }), Contains("ids[0] = -1"));
+    CHECK_THAT(message_of<IndexError>([&] { t.bytes(600); }), Contains("600"));
     Tokenizer with_special = t;
     with_special.register_special_tokens({{"<|endoftext|>", 100257}});
     CHECK(with_special.decode({100257}) == "<|endoftext|>");
-    CHECK_THAT(message_of<std::out_of_range>([&] { with_special.decode({100256}); }),
+    CHECK_THAT(message_of<IndexError>([&] { with_special.decode({100256}); }),
                Contains("ids[0] = 100256") && Contains("special tokens"));
+}
+
+TEST_CASE("text/tokenizer: a moved-from Tokenizer throws ValueError saying so, and encodes once assigned again",
+          "[text][regression]") {
+    Tokenizer t({{97, 97}});
+    const Tokenizer taker = std::move(t);
+    testing::TempDir dir;
+    // NOLINTBEGIN(bugprone-use-after-move): the use after the move is what is tested
+    const std::vector<std::pair<const char*, std::function<void()>>> uses{
+        {"encode", [&] { t.encode("aab"); }},
+        {"encode_ordinary", [&] { t.encode_ordinary("aab"); }},
+        {"encode_chunk", [&] { t.encode_chunk("aab"); }},
+        {"decode", [&] { t.decode({97, 98}); }},
+        {"bytes", [&] { t.bytes(97); }},
+        {"pattern", [&] { (void)t.pattern(); }},
+        {"splitter", [&] { (void)t.splitter().split("aab"); }},
+        {"vocab_size", [&] { (void)t.vocab_size(); }},
+        {"n_merges", [&] { (void)t.n_merges(); }},
+        {"save", [&] { t.save(dir.file("tok.bpe")); }},
+        {"register_special_tokens", [&] { t.register_special_tokens({{"<|eot|>", 300}}); }},
+    };
+    for (const auto& [name, use] : uses) {
+        INFO(name);
+        CHECK_THAT(message_of<ValueError>(use), Contains(std::string("Tokenizer::") + name) && Contains("moved from"));
+    }
+    CHECK_FALSE(std::filesystem::exists(dir.file("tok.bpe")));
+    CHECK_THROWS_AS(Tokenizer(t).encode("a"), ValueError);  // a copy of a moved-from Tokenizer is one too
+    t = Tokenizer({{98, 98}});
+    CHECK(t.encode("abb") == TokenIds{97, 256});
+    // NOLINTEND(bugprone-use-after-move)
+    CHECK(taker.encode("aab") == TokenIds{256, 98});
 }
 
 }  // namespace xgrad::text::tokenizer_tests

@@ -7,15 +7,19 @@
 //     the tokens registered (IDs from tests/reference/make_bpe_reference.py), the same IDs and
 //     text after loading;
 //   * save is atomic: an existing file replaced, no temporary file left, also when it fails;
-//   * load refuses, with std::runtime_error naming the path and the line: a missing file, a
-//     wrong header, a changed byte, a truncated file, a merge using a later token, a repeated
-//     merge, a refused special token, a malformed line, a line after the special tokens,
-//     trailing bytes after the checksum. A failed load changes nothing.
+//   * load refuses, naming the path: with std::runtime_error a missing file, a FIFO, a directory;
+//     with ValueError, naming the line too, a wrong header, a changed byte, a truncated file, a
+//     merge using a later token, a repeated merge, a refused special token, a malformed line, a
+//     line after the special tokens, trailing bytes after the checksum. A failed load changes
+//     nothing;
+//   * a script's catch (xgrad::ValueError&) and catch (xgrad::IndexError&) catch the tokenizer's
+//     errors, core's classes.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include <xgrad/core/error.hpp>
 #include <xgrad/io/checksum.hpp>
 #include <xgrad/text/train.hpp>
 #include "test_helpers.hpp"
@@ -178,12 +183,12 @@ TEST_CASE("text/tokenizer file: load refuses a FIFO and a directory before readi
                Contains("not a regular file"));
 }
 
-// Writes `bytes` to a file, requires that load() refuses it, and returns the message, which
-// must name the file.
+// Writes `bytes` to a file, requires that load() refuses it with ValueError, and returns the
+// message, which must name the file.
 std::string refused(const TempDir& dir, const std::string& bytes) {
     const std::string path = dir.file("bad.bpe");
     write_bytes(path, bytes);
-    const std::string message = message_of<std::runtime_error>([&] { Tokenizer::load(path); });
+    const std::string message = message_of<ValueError>([&] { Tokenizer::load(path); });
     CHECK_THAT(message, Contains(path));
     return message;
 }
@@ -253,9 +258,40 @@ TEST_CASE("text/tokenizer file: a failed load leaves the tokenizer it would repl
     wikipedia_tokenizer().save(dir.file("good.bpe"));
     write_bytes(dir.file("bad.bpe"), with_crc(wikipedia_body("97 97\n97 98\n97 97\n")));
     Tokenizer t = Tokenizer::load(dir.file("good.bpe"));
-    CHECK_THROWS_AS(t = Tokenizer::load(dir.file("bad.bpe")), std::runtime_error);
+    CHECK_THROWS_AS(t = Tokenizer::load(dir.file("bad.bpe")), ValueError);
     CHECK(t == wikipedia_tokenizer());
     CHECK(t.encode("aaab") == TokenIds{258});
+}
+
+TEST_CASE("text/tokenizer: a script's catch (xgrad::ValueError&) catches a bad file and a bad merge count, "
+          "catch (xgrad::IndexError&) an unknown ID", "[text][regression]") {
+    // As a training script writes it: xgrad's error classes, whether the tokenizer or a tensor op threw.
+    TempDir dir;
+    const auto caught_as_value_error = [](const std::function<void()>& fn) {
+        try {
+            fn();
+        } catch (const xgrad::ValueError& e) {
+            return std::string(e.what());
+        } catch (...) {
+        }
+        return std::string("not caught as xgrad::ValueError");
+    };
+    write_bytes(dir.file("bad.bpe"), with_crc("xgrad-bpe 1\npattern a\nmerges lots\n"));
+    CHECK_THAT(caught_as_value_error([&] { Tokenizer::load(dir.file("bad.bpe")); }),
+               Contains("line 3") && Contains("merges count"));
+    write_bytes(dir.file("damaged.bpe"), "xgrad-bpe 1\ncrc32 00000000\n");
+    CHECK_THAT(caught_as_value_error([&] { Tokenizer::load(dir.file("damaged.bpe")); }), Contains("checksum"));
+    CHECK_THAT(caught_as_value_error([] { Tokenizer({{97, 300}}); }), Contains("merge 0 (97, 300)"));
+    CHECK_THAT(caught_as_value_error([] { train("abab", 1000); }), Contains("allows only"));
+    CHECK_THAT(caught_as_value_error([] { train("abab", 255); }), Contains("vocab_size 255"));
+    std::string index_message = "not caught as xgrad::IndexError";
+    try {
+        wikipedia_tokenizer().decode({97, 5000});
+    } catch (const xgrad::IndexError& e) {
+        index_message = e.what();
+    } catch (...) {
+    }
+    CHECK_THAT(index_message, Contains("ids[1] = 5000"));
 }
 
 }  // namespace xgrad::text::tokenizer_file_tests

@@ -111,7 +111,7 @@ TEST_CASE("text/train: ties go to the pair seen first in the text", "[text]") {
 }
 
 // The merges a trainer learns on `text` until it runs out of pairs (collected by the callback),
-// and the message of the std::invalid_argument it then throws.
+// and the message of the ValueError it then throws.
 std::pair<std::vector<LearnedMerge>, std::string> until_exhausted(Trainer trainer, const std::string& text,
                                                                   const Splitter& split) {
     std::vector<LearnedMerge> merges;
@@ -123,7 +123,7 @@ std::pair<std::vector<LearnedMerge>, std::string> until_exhausted(Trainer traine
                     merges.push_back(m);
                 });
         FAIL("a text of n bytes allows at most n - 1 merges");
-    } catch (const std::invalid_argument& e) {
+    } catch (const ValueError& e) {
         message = e.what();
     }
     return {merges, message};
@@ -219,11 +219,11 @@ TEST_CASE("text/train: vocab_size 256 learns nothing, make_tokenizer and train_t
     CHECK(t.encode("ab zy ab zy") == TokenIds{256, 258, 259, 258});
 }
 
-TEST_CASE("text/train: bad vocab sizes throw std::invalid_argument", "[text]") {
+TEST_CASE("text/train: bad vocab sizes throw ValueError", "[text]") {
     for (const auto& [name, trainer] : kTrainers) {
         INFO(name);
         const auto refused = [&, trainer = trainer](std::string_view text, std::int64_t vocab_size) {
-            return message_of<std::invalid_argument>([&] { trainer(text, vocab_size, Splitter(), nullptr); });
+            return message_of<ValueError>([&] { trainer(text, vocab_size, Splitter(), nullptr); });
         };
         CHECK_THAT(refused("ab zy ab zy", 255), Contains("vocab_size 255") && Contains("[256, 2^31 − 1]"));
         CHECK_THAT(refused("ab zy ab zy", -1), Contains("vocab_size -1"));
