@@ -31,7 +31,9 @@
 #    batch's: give each helper a name of its own (the compiler reports a clash as a redefinition,
 #    but two overloads of one name would silently coexist). The double library xgrad_f64 has its own switch,
 #    XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one file of it and
-#    recompiles only that file. The ASan tree, always built from scratch, turns it on (Makefile).
+#    recompiles only that file. Trees built once from scratch turn it on: the ASan tree (Makefile)
+#    and every tree configured under CI (the environment variable CI=true, which .ci/run's caller
+#    sets), where no file is edited afterwards.
 #    Editing one value test recompiles its batch of 8: for a loop on one test file, configure a
 #    tree with -DXGRAD_UNITY_BUILD=OFF.
 #
@@ -47,7 +49,11 @@
 #    to optimise. The checkpoint fuzzer, whose own loop is the work, keeps the tree's flags.
 option(XGRAD_PRECOMPILED_HEADERS "Precompile xtensor's, the standard and Catch2's headers" ON)
 option(XGRAD_UNITY_BUILD "Compile xgrad, xgrad_distributed, the examples' libraries and xgrad_tests in batches of 8 files" ON)
-option(XGRAD_UNITY_BUILD_F64 "Compile xgrad_f64 in batches of 8 files" OFF)
+if("$ENV{CI}" STREQUAL "true")
+  option(XGRAD_UNITY_BUILD_F64 "Compile xgrad_f64 in batches of 8 files" ON)
+else()
+  option(XGRAD_UNITY_BUILD_F64 "Compile xgrad_f64 in batches of 8 files" OFF)
+endif()
 option(XGRAD_CCACHE "Compile through ccache when it is installed" ON)
 if(XGRAD_SANITIZE OR XGRAD_TSAN)
   set(xgrad_tests_optimize_default -O0)

@@ -82,18 +82,20 @@ Tensor softmax(const Tensor& x, int dim) {
     Array y(xs);
     const real* px = x.data().data();
     // Rows split over the threads by `outer`, each whole on one thread: thread-count independent.
+    // An empty dim (n = 0) has no rows, and its empty arrays no data to point into: no loop at all.
     const std::size_t grain = grain_rows(n * inner);
-    parallel_for(outer, grain, [&](std::size_t o0, std::size_t o1) {
+    const std::size_t slices = n == 0 ? 0 : outer;
+    parallel_for(slices, grain, [&](std::size_t o0, std::size_t o1) {
         for (std::size_t o = o0; o < o1; ++o)
             for (std::size_t j = 0; j < inner; ++j)  // row (o, :, j) starts at o·n·inner + j
                 softmax_row(px + o * n * inner + j, y.data() + o * n * inner + j, n, inner);
     });
 
     return make_result(std::move(y), "softmax", {x},
-                       [outer, n, inner, grain](const Array& grad_out, const Array& y) {
+                       [slices, n, inner, grain](const Array& grad_out, const Array& y) {
         // in the forward pass this was: y = e^(x - c) / Σ e^(x - c); now dL/dx = y ⊙ (g − Σ g⊙y)
         Array dx(y.shape());
-        parallel_for(outer, grain, [&](std::size_t o0, std::size_t o1) {
+        parallel_for(slices, grain, [&](std::size_t o0, std::size_t o1) {
             for (std::size_t o = o0; o < o1; ++o)
                 for (std::size_t j = 0; j < inner; ++j) {
                     const std::size_t off = o * n * inner + j;

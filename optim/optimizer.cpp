@@ -251,9 +251,11 @@ void Optimizer::check_step(const std::function<bool(const Tensor& param)>& only)
                     check_index(row >= 0 && static_cast<std::size_t>(row) < shape[0], op.c_str(),
                                 "'{}': gradient row {} at position {} out of range [0, {})", name, row,
                                 i, shape[0]);
-                    check(i == 0 || sg.indices[i - 1] < row, op.c_str(),
+                    // The message's arguments are evaluated before the condition: no indices[i - 1] at i = 0.
+                    const std::int64_t previous = i == 0 ? -1 : sg.indices[i - 1];
+                    check(i == 0 || previous < row, op.c_str(),
                           "'{}': gradient row indices must be sorted and unique (coalesced); "
-                          "{} follows {} at position {}", name, row, sg.indices[i - 1], i);
+                          "{} follows {} at position {}", name, row, previous, i);
                 }
                 check_sparse_supported(name);
             } else if (t.grad) {

@@ -47,12 +47,15 @@ bool sees(std::size_t i, std::size_t j) { return j <= i; }
 bool seen_by(std::size_t j, std::size_t i) { return j <= i; }
 
 // The N matrices of one operand: matrix n = (b, h), b = n / heads, h = n % heads, starts at
-// data + b·batch_stride + h·head_stride; its rows are ld elements apart.
+// data + b·batch_stride + h·head_stride; its rows are ld elements apart. An empty array (T = 0)
+// has no data pointer, and its matrices no rows: they stay null rather than offsets from null.
 template <class T>
 struct HeadView {
     T* data;
     std::size_t heads, batch_stride, head_stride, ld;
-    T* operator()(std::size_t n) const { return data + (n / heads) * batch_stride + (n % heads) * head_stride; }
+    T* operator()(std::size_t n) const {
+        return data == nullptr ? data : data + (n / heads) * batch_stride + (n % heads) * head_stride;
+    }
 };
 using In = HeadView<const real>;
 using Out = HeadView<real>;
@@ -65,7 +68,7 @@ HeadView<T> contiguous(T* data, std::size_t rows, std::size_t cols) { return {da
 // (b, h) of T rows starts at b·T·width + first + h·hd.
 template <class T>
 HeadView<T> heads_of(T* data, std::size_t H, std::size_t T_, std::size_t width, std::size_t hd, std::size_t first) {
-    return {data + first, H, T_ * width, hd, width};
+    return {data == nullptr ? data : data + first, H, T_ * width, hd, width};
 }
 
 // q, k and v of every head in c_attn's (B, T, 3d) layout, d = H·hd: from columns 0, d and 2d.
