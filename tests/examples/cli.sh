@@ -187,6 +187,21 @@ else
     echo "ok   gpt with a failing checkpoint save: exit $rc, $(grep ': error:' "$work/log")"
 fi
 
+# The same limit with SIGXFSZ at its default action, as a shell gives it, which ends a process at
+# its first write past the limit (exit 153): the run names the file and the limit on its last line,
+# leaves no temporary behind and keeps model.safetensors, which fits.
+rc=0
+(ulimit -f 30; exec env --default-signal=XFSZ "$gpt" "${tiny_gpt[@]}" --steps 3 --sample 0 --out "$work/fsize") \
+    > "$work/log" 2>&1 || rc=$?
+last=$(tail -n 1 "$work/log")
+expected="gpt: error: not written: $work/fsize/checkpoint.safetensors (save_safetensors: writing '$work/fsize/checkpoint.safetensors' failed (the file size limit (ulimit -f / RLIMIT_FSIZE) of 30720 bytes was reached)"
+if [ "$rc" -ne 1 ] || [ "${last#"$expected"}" = "$last" ] || [ ! -s "$work/fsize/model.safetensors" ] ||
+    compgen -G "$work/fsize/*.tmp-*" > /dev/null; then
+    fail "gpt under ulimit -f with SIGXFSZ at its default: exit $rc"; tail -n 2 "$work/log"; ls -l "$work/fsize"
+else
+    echo "ok   gpt under ulimit -f with SIGXFSZ at its default: exit 1, no temporary left, $(head -c 100 <<< "$last")..."
+fi
+
 echo "---- output that cannot be written (stdout and stderr on /dev/full) ends the run with status 1, not an abort"
 for prog in gpt char_mlp; do
     rc=0
