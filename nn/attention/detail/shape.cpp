@@ -1,7 +1,13 @@
 // nn/attention/detail/shape.cpp — the shared argument checks of attention (shape.hpp).
 #include <xgrad/nn/attention/detail/shape.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+
+#include <xgrad/core/parallel.hpp>
+#include <xgrad/nn/attention.hpp>  // CausalSelfAttention::kTiledFromT
 
 namespace xgrad::nn::functional::detail {
 
@@ -32,6 +38,19 @@ real attention_scale(std::optional<double> scale, std::size_t hd, const char* op
     const double s = scale.value_or(1.0 / std::sqrt(double(hd)));
     check(std::isfinite(s), op, "scale must be a finite number (default 1/sqrt(hd)); got {}", s);
     return static_cast<real>(s);
+}
+
+void check_weights_fit(std::size_t N, std::size_t Tq, std::size_t Tk, bool backward, const char* op) {
+    const std::size_t scratch = backward ? std::min(N, std::size_t(get_pool_threads())) : 0;
+    const double bytes = double(N + scratch) * double(Tq) * double(Tk) * sizeof(real);  // no overflow
+    const double memory = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+    if (memory <= 0 || bytes <= memory) return;
+    throw OutOfMemoryError(fmt::format(
+        "{}: the attention weights of N = {} heads, (Tq, Tk) = ({}, {}) each{}, need {:.0f} bytes ({:.1f} GiB), "
+        "more than this machine's physical memory ({:.1f} GiB); tiled_causal_attention (nn/attention/tiled.hpp) "
+        "computes the same without them, as CausalSelfAttention does from T = {}", op, N, Tq, Tk,
+        scratch ? fmt::format(", and the backward's scratch of {} more (one per thread)", scratch) : "", bytes,
+        bytes / double(1 << 30), memory / double(1 << 30), CausalSelfAttention::kTiledFromT));
 }
 
 void check_mask(const Tensor& mask, const ArrayShape& target, const char* op) {
