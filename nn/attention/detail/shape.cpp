@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 
 #include <xgrad/core/parallel.hpp>
 #include <xgrad/nn/attention.hpp>  // CausalSelfAttention::kTiledFromT
@@ -53,6 +55,25 @@ void check_weights_fit(std::size_t N, std::size_t Tq, std::size_t Tk, bool backw
         bytes / double(1 << 30), memory / double(1 << 30), CausalSelfAttention::kTiledFromT));
 }
 
+namespace {
+
+// Whether mask (..., T, T), T = Tq = Tk ≥ 2 and not broadcast over its last two dims, holds 0 on
+// the diagonal of every (T, T) matrix: query i may not see its own key i, in every head.
+bool hides_every_own_position(const Tensor& mask, const ArrayShape& target) {
+    const ArrayShape sm = array_shape(mask.data());
+    const std::size_t n = sm.size(), T = target.back();
+    if (n < 2 || T < 2 || sm[n - 1] != T || sm[n - 2] != T || target[target.size() - 2] != T) return false;
+    const real* p = mask.data().data();
+    for (std::size_t base = 0; base < mask.data().size(); base += T * T)
+        for (std::size_t i = 0; i < T; ++i)
+            if (p[base + i * T + i] != 0) return false;
+    return true;
+}
+
+std::atomic<bool> g_warned_other_convention{false};
+
+}  // namespace
+
 void check_mask(const Tensor& mask, const ArrayShape& target, const char* op) {
     const ArrayShape sm = array_shape(mask.data());
     bool fits = sm.size() <= target.size();
@@ -69,6 +90,14 @@ void check_mask(const Tensor& mask, const ArrayShape& target, const char* op) {
               "An additive mask (0 / -inf) means the opposite: convert it with eq(mask, 0)",
               double(p[i]), i);
     }
+    // A keep mask hides a query's own position only to hide the query (padding); one hiding every
+    // query's own is almost always a future mask in masked_fill's form. Warned once, as PyTorch's
+    // TORCH_WARN_ONCE.
+    if (hides_every_own_position(mask, target) && !g_warned_other_convention.exchange(true))
+        fmt::print(stderr, "xgrad: warning: {}: attn_mask hides every query's own position (its diagonal is all 0): "
+                           "a future mask in masked_fill's form (1 = hide)? attn_mask keeps where it is 1; for causal "
+                           "attention pass causal_mask(Tq, Tk) or is_causal = true, or flip a mask with eq(mask, 0). "
+                           "(Warned once per process.)\n", op);
 }
 
 }  // namespace xgrad::nn::functional::detail

@@ -28,6 +28,8 @@ real attention_scale(std::optional<double> scale, std::size_t hd, const char* op
 void check_weights_fit(std::size_t N, std::size_t Tq, std::size_t Tk, bool backward, const char* op);
 
 // Checks that attn_mask broadcasts to `target` (..., Tq, Tk) and holds only the values 0 and 1.
+// Warns once per process on stderr, naming op, when Tq = Tk ≥ 2 and the mask hides every query's
+// own position (a 0 diagonal in each (Tq, Tk) matrix): the masked_fill form (1 = hide) mixed up.
 void check_mask(const Tensor& mask, const ArrayShape& target, const char* op);
 
 }  // namespace xgrad::nn::functional::detail
