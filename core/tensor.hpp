@@ -139,6 +139,14 @@ public:
     // Throws ValueError when the shape does not hold values.size() elements.
     explicit IndexTensor(const std::vector<std::int64_t>& values);
     IndexTensor(const std::vector<std::int64_t>& values, const Shape& shape);
+    // The same from any other integer type (int, unsigned, std::size_t, ...), as torch::tensor
+    // gives int64. Throws IndexError naming the value and its position for an unsigned value
+    // above 2^63 − 1, which int64 cannot hold (a negative number converted to std::size_t).
+    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    explicit IndexTensor(const std::vector<I>& values)
+        : IndexTensor(to_int64(values), Shape{static_cast<std::int64_t>(values.size())}) {}
+    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    IndexTensor(const std::vector<I>& values, const Shape& shape) : IndexTensor(to_int64(values), shape) {}
 
     Shape shape() const { return to_shape(data_.shape()); }
     std::int64_t size(int dim) const;  // negative dims count from the end
@@ -157,6 +165,19 @@ public:
     static IndexTensor arange(std::int64_t start, std::int64_t end, std::int64_t step = 1);
 
 private:
+    template <class I>
+    static std::vector<std::int64_t> to_int64(const std::vector<I>& values) {
+        std::vector<std::int64_t> out(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::int64_t))
+                check_index(values[i] <= static_cast<I>(INT64_MAX), "IndexTensor",
+                            "value {} at position {} does not fit in int64 (at most {}): a negative number "
+                            "converted to an unsigned type?", values[i], i, INT64_MAX);
+            out[i] = static_cast<std::int64_t>(values[i]);
+        }
+        return out;
+    }
+
     IndexArray data_ = IndexArray(ArrayShape{0});  // empty (0,); a default xarray is 0-d with 1 element
 };
 

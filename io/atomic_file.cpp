@@ -2,7 +2,9 @@
 #include <xgrad/io/atomic_file.hpp>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <climits>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -80,6 +83,44 @@ bool fsync_directory(const fs::path& dir) {
     const bool ok = ::fsync(fd) == 0 || errno == EINVAL;
     ::close(fd);
     return ok;
+}
+
+// SIGXFSZ held off in the calling thread while it lives. A write(2) that would grow a file past
+// RLIMIT_FSIZE raises SIGXFSZ, whose default action ends the process; while the signal is blocked
+// the write fails with EFBIG instead (POSIX write(2)), and the signal waits, pending on this
+// thread. take_pending() removes it before the old mask returns, so that it is never delivered:
+// the limit is then a failed save, as a full disk is. The process's disposition of SIGXFSZ (a
+// handler, SIG_IGN, SIG_DFL) and other threads' masks are left as they are. A thread that blocked
+// SIGXFSZ itself keeps whatever is pending for it.
+class XfszHeld {
+public:
+    XfszHeld() {
+        sigemptyset(&xfsz_);
+        sigaddset(&xfsz_, SIGXFSZ);
+        held_ = ::pthread_sigmask(SIG_BLOCK, &xfsz_, &old_) == 0 && !sigismember(&old_, SIGXFSZ);
+    }
+    ~XfszHeld() {
+        if (held_) ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    }
+    XfszHeld(const XfszHeld&) = delete;
+    XfszHeld& operator=(const XfszHeld&) = delete;
+    void take_pending() {
+        const timespec now{0, 0};
+        while (held_ && ::sigtimedwait(&xfsz_, nullptr, &now) == SIGXFSZ) {}
+    }
+
+private:
+    sigset_t xfsz_, old_;
+    bool held_ = false;
+};
+
+// The reason a write failed, in words a user acts on; `err` is write(2)'s errno.
+std::string why_not_written(int err) {
+    if (err == ENOSPC || err == EDQUOT) return "no space left on the device";
+    struct rlimit limit {};
+    if (err == EFBIG && ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+        return fmt::format("the file size limit (ulimit -f / RLIMIT_FSIZE) of {} bytes was reached", limit.rlim_cur);
+    return std::strerror(err);
 }
 
 // Why a file cannot be created in `dir`, in words a user acts on; `err` is open(2)'s errno.
@@ -156,17 +197,20 @@ void AtomicFile::discard() noexcept {
 
 void AtomicFile::fail(const std::string& what, int err) {
     discard();
-    const std::string reason = err == ENOSPC || err == EDQUOT ? "no space left on the device" : std::strerror(err);
-    throw std::runtime_error(fmt::format("{}: {} '{}' failed ({}); the file is left as it was", op_, what, path_, reason));
+    throw std::runtime_error(fmt::format("{}: {} '{}' failed ({}); the file is left as it was", op_, what, path_,
+                                         why_not_written(err)));
 }
 
 void AtomicFile::write(const void* data, std::size_t n) {
     if (fd_ < 0) throw std::logic_error(fmt::format("{}: '{}' was already committed or failed", op_, path_));
     const char* p = static_cast<const char*>(data);
+    XfszHeld xfsz;  // past the file-size limit: EFBIG, not the end of the process
     while (n > 0) {
         const ssize_t w = ::write(fd_, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) fail("writing", w == 0 ? ENOSPC : errno);
+        const int err = w < 0 ? errno : 0;
+        if (err == EINTR) continue;
+        if (err == EFBIG) xfsz.take_pending();
+        if (w <= 0) fail("writing", w == 0 ? ENOSPC : err);  // 0 bytes written: no room
         p += w;
         n -= std::size_t(w);
         written_ += std::size_t(w);

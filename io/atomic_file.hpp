@@ -11,9 +11,12 @@
 //     link stays a link (rename(2) alone would replace the link by a regular file);
 //   * a replaced file keeps its permission bits; a new one gets 0666 less the umask;
 //   * a target that exists and is not a regular file (a directory, FIFO, device) is refused;
-//   * a temporary left by a process that died is removed by the next save to the same target.
+//   * a temporary left by a process that died is removed by the next save to the same target;
+//   * a file-size limit (ulimit -f) fails the save as a full disk does: write() blocks SIGXFSZ in
+//     its thread around write(2) and takes back the signal a write past the limit raised, so that
+//     its default action does not end the process; the process's disposition is left alone.
 // Errors name the path the caller gave (not the temporary) and what is wrong with it: a missing
-// directory, no permission, a read-only file system, a full disk.
+// directory, no permission, a read-only file system, a full disk, the file-size limit.
 // This folder depends on no other xgrad folder, so every library (core, nn, text, data) can use it.
 // ref: POSIX rename(2), fsync(2); the durability recipe of SQLite's and Git's lock files.
 #pragma once
@@ -39,7 +42,8 @@ public:
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
 
-    // Appends n bytes. Throws std::runtime_error naming the path and the reason (a full disk).
+    // Appends n bytes. Throws std::runtime_error naming the path and the reason: a full disk, or
+    // "the file size limit (ulimit -f / RLIMIT_FSIZE) of <n> bytes was reached".
     void write(const void* data, std::size_t n);
     void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
     // Flushes, fsyncs and renames the temporary over the target, then fsyncs the directory. Throws

@@ -78,7 +78,8 @@ public:
     static constexpr std::int64_t kTiledFromT = 256;
 
     // x (B, T, d) → (B, T, d), empty for B = 0 or T = 0. attn_mask: undefined, or 0/1 broadcasting to
-    // (B, H, T, T), ANDed with causality. Throws ValueError if x is not (B, T, d) or the mask does not fit.
+    // (B, H, T, T), ANDed with causality (a mask hiding every query's own position is warned about
+    // once: composed.hpp). Throws ValueError if x is not (B, T, d) or the mask does not fit.
     Tensor forward(const Tensor& x, const Tensor& attn_mask = Tensor()) const;
 
     // Generation: x (B, t, d) holds the positions P .. P + t − 1 that follow the P = cache.length()

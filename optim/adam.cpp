@@ -168,6 +168,8 @@ Metadata AdamBase::options_metadata() const {
 Adam::Adam(NamedTensors params, AdamOptions options)
     : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, options) {}
 
+Adam::Adam(const std::vector<Tensor>& params, AdamOptions options) : Adam(named_by_module(params), options) {}
+
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o)
     : AdamBase("Adam", std::move(groups), validated(o, "Adam").lr(), o.weight_decay(),
                {std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.amsgrad(), false}),
@@ -175,6 +177,8 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o)
 
 AdamW::AdamW(NamedTensors params, AdamWOptions options)
     : AdamW(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, options) {}
+
+AdamW::AdamW(const std::vector<Tensor>& params, AdamWOptions options) : AdamW(named_by_module(params), options) {}
 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions o)
     : AdamBase("AdamW", std::move(groups), validated(o, "AdamW").lr(), o.weight_decay(),

@@ -110,6 +110,7 @@ public:
     // Throws ValueError for lr < 0, eps < 0, β outside [0, 1), weight_decay < 0, non-finite
     // values, and the base-class conditions.
     Adam(NamedTensors params, AdamOptions options = AdamOptions());
+    Adam(const std::vector<Tensor>& params, AdamOptions options = AdamOptions());  // named_by_module
     Adam(std::vector<ParamGroup> groups, AdamOptions defaults = AdamOptions());
     const AdamOptions& options() const { return options_; }
 
@@ -124,6 +125,7 @@ private:
 class AdamW : public detail::AdamBase {
 public:
     AdamW(NamedTensors params, AdamWOptions options = AdamWOptions());
+    AdamW(const std::vector<Tensor>& params, AdamWOptions options = AdamWOptions());  // named_by_module
     AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults = AdamWOptions());
     const AdamWOptions& options() const { return options_; }
 

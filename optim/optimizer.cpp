@@ -168,6 +168,18 @@ Array* ParamState::buffer(const std::string& name) {
 
 // ---- construction --------------------------------------------------------------------------------
 
+NamedTensors named_by_module(const std::vector<Tensor>& params) {
+    NamedTensors named;
+    std::set<std::string> taken;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const Tensor& p = params[i];
+        std::string name = p.defined() ? p.impl()->param_name : std::string();
+        if (name.empty() || !taken.insert(name).second) name = fmt::format("param.{}", i);
+        named.emplace_back(std::move(name), p);
+    }
+    return named;
+}
+
 Optimizer::Optimizer(std::string kind, std::vector<ParamGroup> groups, double default_lr,
                      double default_weight_decay)
     : kind_(std::move(kind)), default_lr_(default_lr), default_weight_decay_(default_weight_decay) {

@@ -36,6 +36,11 @@ struct ParamGroup {
     std::optional<double> weight_decay = std::nullopt;  // λ
 };
 
+// The tensors of model.parameters(), named as model.named_parameters() names them (the dotted
+// name registration gave, from the outermost module), or "param.<i>" (i its index) for a tensor no
+// module registered and for a name already taken. The std::vector<Tensor> constructors use it.
+NamedTensors named_by_module(const std::vector<Tensor>& params);
+
 // ---- state dict -------------------------------------------------------------------------------
 // Everything needed to resume training bit for bit, as a safetensors file's tensors and
 // metadata (nn::save_safetensors writes it). Tensors, for stepped parameters only, each of the

@@ -54,6 +54,8 @@ void sgd_kernel(real* p, const real* g, real* b, std::size_t n, real lr, real wd
 SGD::SGD(NamedTensors params, SGDOptions options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, options) {}
 
+SGD::SGD(const std::vector<Tensor>& params, SGDOptions options) : SGD(named_by_module(params), options) {}
+
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
     : Optimizer("SGD", std::move(groups), validated_sgd(defaults).lr(), defaults.weight_decay()),
       options_(defaults) {}

@@ -43,6 +43,7 @@ public:
     // Throws ValueError for lr < 0, momentum < 0, weight_decay < 0, non-finite values, nesterov
     // without momentum > 0 and dampening = 0, and the base-class conditions.
     SGD(NamedTensors params, SGDOptions options);
+    SGD(const std::vector<Tensor>& params, SGDOptions options);  // names: named_by_module
     SGD(std::vector<ParamGroup> groups, SGDOptions defaults);
 
     const SGDOptions& options() const { return options_; }

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -202,6 +203,10 @@ int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, con
             return parse_status;
         }
     }
+    // A file-size limit (ulimit -f) as a full disk: the write fails with EFBIG, and the run names
+    // what it could not write, where SIGXFSZ's default action would end it with no word (gnuplot,
+    // which draws the pictures, inherits SIG_IGN).
+    std::signal(SIGXFSZ, SIG_IGN);
     // A standard output that could not be written (a full disk) fails the run.
     try {
         const int status = run();

@@ -77,6 +77,8 @@ std::string human_size(double bytes);
 // every rank returns the same status; ranks whose command lines parse differently (one fails,
 // another does not) print why and end every rank; an exception from run() on any rank is printed as
 // "<program>: error on rank r of W: <what>", then distributed::abort(1) ends every rank of the run.
+// Before run() it sets SIGXFSZ to SIG_IGN: a write past a file-size limit (ulimit -f) fails with
+// EFBIG, as on a full disk, and is reported, instead of ending the process.
 int parse_and_run(CLI::App& app, const char* program, int argc, char** argv, const std::function<int()>& run);
 
 }  // namespace examples

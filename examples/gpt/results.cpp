@@ -6,8 +6,11 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <xgrad/io/atomic_file.hpp>
 #include <xgrad/nn/generate.hpp>
+#include <xgrad/text/render.hpp>
 
 #include "generate.hpp"
 #include "report.hpp"
@@ -91,8 +94,10 @@ void print_optimizer_memory(const optim::MemoryReport& memory, bool verbose) {
     else fmt::print("{}\n", optim::memory_summary(memory, 5));
 }
 
-// --sample tokens after the prompt (generate.hpp), and what the KV cache held.
-void print_samples(const Config& cfg, LanguageModel& model, const TextData& d) {
+// --sample tokens after the prompt (generate.hpp), and what the KV cache held. The terminal gets
+// the text as text::render_text shows it (control characters as \uXXXX, ill-formed UTF-8 as
+// U+FFFD), sample.txt the bytes as sampled.
+void print_samples(const Config& cfg, LanguageModel& model, const TextData& d, examples::FinalSaves& saves) {
     std::string prompt = cfg.prompt;
     if (!cfg.prompt_given && !d.tokens.is_bpe()) {  // the default prompt, in a text that lacks its characters
         const bool ok = std::all_of(prompt.begin(), prompt.end(),
@@ -108,12 +113,14 @@ void print_samples(const Config& cfg, LanguageModel& model, const TextData& d) {
     const double t_sample = examples::now_seconds();
     const std::string text_out = sample_text(model, d.tokens, prompt, gen, sample_rng, &stats);
     const double seconds = examples::now_seconds() - t_sample;
-    // Byte pairs: the prompt and the sample as one text, ill-formed UTF-8 as U+FFFD (as minbpe), so
-    // that a character the sample completes is kept whole.
-    fmt::print("\n{} sampled {} (temperature {}, top-k {}{}) after the prompt:\n{}\n", cfg.sample, unit,
+    // The prompt and the sample as one text, so that a character the sample completes is kept whole.
+    const std::string sampled = prompt + text_out, shown = text::render_text(sampled);
+    const std::string path = cfg.out + "/sample.txt";
+    fmt::print("\n{} sampled {} (temperature {}, top-k {}{}{}) after the prompt:\n{}\n", cfg.sample, unit,
                cfg.temperature, cfg.top_k == 0 ? std::string("off") : std::to_string(cfg.top_k),
                cfg.top_p < 1 ? fmt::format(", top-p {}", cfg.top_p) : "",
-               d.tokens.is_bpe() ? replace_invalid_utf8(prompt + text_out) : prompt + text_out);
+               shown == sampled ? "" : fmt::format("; control characters as \\uXXXX, the bytes in {}", path), shown);
+    saves.attempt(path, [&] { io::write_file_atomically(path, sampled, "gpt"); });
     fmt::print("\nsampling  {:.1f} {}/s, KV cache {}: {} positions run through the model for {} {}", cfg.sample / seconds,
                unit, cfg.kv_cache, stats.positions_run, cfg.sample, unit);
     if (kv_cache) {
@@ -171,11 +178,17 @@ void print_results(const Config& cfg, LanguageModel& model, const TextData& d, c
                    double t0, int start, examples::FinalSaves& saves) {
     print_losses(cfg, model, d, t0, start);
     print_optimizer_memory(memory, cfg.verbose);
-    if (cfg.sample > 0) print_samples(cfg, model, d);
+    if (cfg.sample > 0) print_samples(cfg, model, d, saves);
     if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
-    if (saves.all_written())
-        fmt::print("\nwrote {0}/loss.csv, {0}/checkpoint.safetensors{1} {0}/model.safetensors{2}\n", cfg.out,
-                   d.tokens.is_bpe() ? "," : " and", d.tokens.is_bpe() ? fmt::format(" and {}/tokenizer.bpe", cfg.out) : "");
+    if (saves.all_written()) {
+        std::vector<std::string> files{"loss.csv", "checkpoint.safetensors", "model.safetensors"};
+        if (d.tokens.is_bpe()) files.push_back("tokenizer.bpe");
+        if (cfg.sample > 0) files.push_back("sample.txt");
+        for (std::string& f : files) f = cfg.out + "/" + f;
+        const std::string last = files.back();
+        files.pop_back();
+        fmt::print("\nwrote {} and {}\n", fmt::join(files, ", "), last);
+    }
     // One row per 10 steps: an EMA of weight 0.9 averages about the last 10 rows, 100 steps.
     saves.attempt(cfg.out + "/loss.png", [&] {
         fmt::print("{}\n", examples::plot_losses(cfg.out, "gpt: cross-entropy loss (nats)", "[1.0:4.5]", 0.9));

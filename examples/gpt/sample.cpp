@@ -5,10 +5,12 @@
 // Run:  build/examples/gpt_sample --checkpoint out/gpt/checkpoint.safetensors --prompt "And God said"
 //       build/examples/gpt_sample --help
 // With the training run's --seed, --temperature, --top-k and --kv-cache, the first sample is the
-// one the run printed at its end (tests/gpt_resume.sh checks it).
+// one the run printed at its end (tests/gpt_resume.sh checks it). Control characters are printed
+// as \uXXXX (text/render.hpp); --save FILE keeps the bytes as sampled.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <random>
@@ -21,11 +23,14 @@
 
 #include <xgrad/core/parse.hpp>  // quoted_text
 #include <xgrad/distributed/distributed.hpp>
+#include <xgrad/io/atomic_file.hpp>
 #include <xgrad/nn/serialize.hpp>
+#include <xgrad/text/render.hpp>
 #include <xgrad/train/fingerprint.hpp>
 
 #include "common/checkpoint.hpp"  // load_model_weights
 #include "common/cli.hpp"         // parse_and_run
+#include "common/outputs.hpp"     // check_output_files
 #include "config.hpp"             // the training run's flag table
 #include "generate.hpp"           // sample_text
 #include "tokens.hpp"
@@ -42,6 +47,7 @@ struct SampleConfig {
     int top_k = 0;
     std::uint64_t seed = 1337;
     std::string kv_cache = "on";
+    std::string save;  // --save: the samples' bytes as sampled ("": none)
 };
 
 // The training run's Config: its table of flags, set from the "flag.--x" values the checkpoint
@@ -68,6 +74,10 @@ static Config saved_config(const std::string& path, const nn::Metadata& saved) {
 }
 
 static int sample(const SampleConfig& s) {
+    const std::filesystem::path save(s.save);
+    if (!s.save.empty())  // before the work: a path in the way is refused now, not after the samples
+        examples::check_output_files(save.has_parent_path() ? save.parent_path().string() : ".",
+                                     {save.filename().string()}, "--save");
     const nn::SafetensorsFile file = nn::load_safetensors(s.checkpoint);
     const Config cfg = saved_config(s.checkpoint, file.metadata);
     Tokens tokens = cfg.tokenizer == "bpe"
@@ -87,9 +97,22 @@ static int sample(const SampleConfig& s) {
     std::mt19937_64 rng(s.seed);
     const auto options = nn::GenerationOptions().max_new_tokens(s.max_new_tokens).temperature(s.temperature)
                              .top_k(s.top_k).top_p(s.top_p).use_cache(s.kv_cache == "on");
+    // The terminal gets each sample as text::render_text shows it (control characters as \uXXXX,
+    // ill-formed UTF-8 as U+FFFD); --save the bytes as sampled, each sample followed by the separator.
+    std::string sampled;
+    bool escaped = false;
     for (int i = 0; i < s.num_samples; ++i) {
-        const std::string text = sample_text(*model, tokens, s.prompt, options, rng);
-        fmt::print("{}\n---------------\n", tokens.is_bpe() ? replace_invalid_utf8(s.prompt + text) : s.prompt + text);
+        const std::string text = s.prompt + sample_text(*model, tokens, s.prompt, options, rng);
+        const std::string shown = text::render_text(text);
+        escaped = escaped || shown != text;
+        fmt::print("{}\n---------------\n", shown);
+        sampled += text + "\n---------------\n";
+    }
+    if (!s.save.empty()) {
+        io::write_file_atomically(s.save, sampled, "gpt_sample --save");
+        fmt::print("wrote {}{}\n", s.save, escaped ? " (the bytes as sampled; above, control characters as \\uXXXX)" : "");
+    } else if (escaped) {
+        fmt::print("(control characters shown as \\uXXXX; --save FILE writes the bytes as sampled)\n");
     }
     return 0;
 }
@@ -107,6 +130,7 @@ int main(int argc, char** argv) {
     t.integer("--top-k", s.top_k, 0, INT_MAX, "sample only among the k likeliest tokens (0: all)");
     t.real("--top-p", s.top_p, {0, 1, true}, "sample only among the likeliest tokens whose probabilities add up to p (1: all)");
     t.seed("--seed", s.seed, "seed of the samples' generator");
+    t.path("--save", s.save, "write the samples to this file as sampled (the terminal shows control characters as \\uXXXX)");
     t.choice("--kv-cache", s.kv_cache, {"on", "off"}, "sample through a KV cache (on) or recompute (off); the same tokens");
     return examples::parse_and_run(app, "gpt_sample", argc, argv, [&] { return sample(s); });
 }

@@ -30,7 +30,8 @@ examples::BatchSplit prepare_run(const Config& cfg) {
     if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
     std::vector<std::string> files{"loss.csv",      "loss_ema.csv", "loss.gp",  "loss.png", "attention.csv",
-                                   "attention.gp",  "attention.png", "checkpoint.safetensors", "model.safetensors"};
+                                   "attention.gp",  "attention.png", "checkpoint.safetensors", "model.safetensors",
+                                   "sample.txt"};
     if (cfg.tokenizer == "bpe") files.push_back("tokenizer.bpe");
     if (distributed::rank() == 0) examples::check_output_files(cfg.out, files);
     return batch_split;

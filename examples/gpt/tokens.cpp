@@ -118,32 +118,6 @@ text::Tokenizer load_bpe_beside(const std::string& checkpoint, std::int64_t voca
     return tokenizer;
 }
 
-std::string replace_invalid_utf8(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size();) {
-        const unsigned char lead = static_cast<unsigned char>(s[i]);
-        // The sequence's length from its lead byte (0: no sequence starts with it), and the range
-        // of its second byte (Unicode's table 3-7: no overlong forms, surrogates or code points
-        // above U+10FFFF).
-        std::size_t n = lead < 0x80 ? 1 : lead < 0xC2 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF5 ? 4 : 0;
-        const unsigned char lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-        const unsigned char hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
-        std::size_t k = 1;  // the bytes of the sequence that are well-formed so far
-        for (; k < n && i + k < s.size(); ++k) {
-            const unsigned char b = static_cast<unsigned char>(s[i + k]);
-            if (k == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) break;
-        }
-        if (n > 0 && k == n) {
-            out.append(s.substr(i, n));
-            i += n;
-        } else {
-            out += "\xEF\xBF\xBD";  // U+FFFD for the ill-formed part
-            i += k;
-        }
-    }
-    return out;
-}
-
 Split split_tokens(Ids train, Ids val, int block, const std::string& source) {
     const std::size_t window = std::size_t(block) + 1;
     if (train.size() < window || val.size() < window)

@@ -81,12 +81,6 @@ std::string tokenizer_beside(const std::string& checkpoint);
 // unreadable or of another size.
 xgrad::text::Tokenizer load_bpe_beside(const std::string& checkpoint, std::int64_t vocab_size, const std::string& flag);
 
-// `bytes` with every ill-formed UTF-8 sequence replaced by U+FFFD, as Python's
-// bytes.decode("utf-8", errors="replace") does (one U+FFFD per maximal ill-formed subpart,
-// Unicode 15, section 3.9): a sample of byte-pair tokens may end a character early or hold a
-// byte token the text never had. Well-formed text comes back unchanged.
-std::string replace_invalid_utf8(std::string_view bytes);
-
 // The ids of a byte-pair run as a Split. Throws std::runtime_error (naming `source` and the
 // counts) when either part is shorter than one window of block + 1 tokens.
 Split split_tokens(Ids train, Ids val, int block, const std::string& source);

@@ -20,6 +20,8 @@ namespace xgrad::nn::functional {
 //     out     (..., Tq, hv) = dropout(weights, dropout_p) · v (..., Tk, hv)
 //   q, k, v: the same leading dims ..., usually (B, H), possibly none; real.
 //   attn_mask: undefined, or 0/1 broadcasting to (..., Tq, Tk); rank 0 or 1 broadcasts as PyTorch's.
+//     One that hides every query's own position (Tq = Tk ≥ 2, a 0 diagonal) is warned about once
+//     per process on stderr: it is almost always a future mask in masked_fill's form (1 = hide).
 //   is_causal: query i attends to keys 0..i only (top-left aligned, as PyTorch); not with attn_mask.
 //   dropout_p: applied whenever p > 0 (inverted), as PyTorch's: pass 0 at evaluation.
 //   scale: defaults to 1/√hd.

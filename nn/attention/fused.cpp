@@ -136,6 +136,8 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
     const detail::AttentionSizes a = detail::check_qkv(q, k, &v, "fused_causal_attention");
     Sizes s{1, a.Tq, a.Tk, a.hd, a.hv, detail::attention_scale(scale_opt, a.hd, "fused_causal_attention")};
     for (std::size_t n : a.lead) s.N *= n;  // B·H matrices
+    const bool backward = grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+    detail::check_weights_fit(s.N, s.Tq, s.Tk, backward, "fused_causal_attention");
     ArrayShape ys = array_shape(q.data());
     ys.back() = s.hv;
     Array out(ys);
@@ -170,6 +172,7 @@ Tensor fused_causal_attention_packed(const Tensor& qkv, std::int64_t n_head, std
           "the last dim of qkv ({}) must be 3 · n_head · hd: a positive multiple of 3 · n_head = {}", xs[2], 3 * H);
     const std::size_t d = xs[2] / 3, hd = d / H;
     const Sizes s{B * H, T, T, hd, hd, detail::attention_scale(scale_opt, hd, op)};
+    detail::check_weights_fit(s.N, T, T, grad_enabled() && qkv.requires_grad(), op);
     Array out(ArrayShape{B, T, d});
     Array P(ArrayShape{s.N, T, T});  // the weights, saved for the backward
     // q, k, v: the heads of qkv (B, T, 3d); out: the heads of (B, T, d)

@@ -21,7 +21,9 @@ namespace xgrad::nn::functional {
 //   q (..., Tq, hd), k (..., Tk, hd), v (..., Tk, hv): the same leading dims; real.
 //   scale: defaults to 1/√hd. The causal triangle is aligned top-left when Tq ≠ Tk, as PyTorch's.
 // Throws ValueError for the shapes scaled_dot_product_attention rejects (ranks, leading dims, hd, Tk)
-// and for a NaN or infinite scale.
+// and for a NaN or infinite scale; OutOfMemoryError, before allocating, when the weights it saves,
+// Π(...)·Tq·Tk reals, and the backward's (Tq, Tk) per thread exceed the physical memory (tiled.hpp
+// needs neither).
 // ref: Vaswani et al. 2017, eq. (1); PyTorch docs, torch.nn.functional.scaled_dot_product_attention
 Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                               std::optional<double> scale = std::nullopt);
@@ -34,7 +36,7 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 //   .transpose(1, 2).reshape({B, T, d}); its backward writes dL/dqkv (B, T, 3d) directly.
 //   n_head = H ≥ 1; scale defaults to 1/√hd. B = 0 or T = 0 give an empty y.
 // Throws ValueError for qkv undefined or not 3-D, n_head < 1, a last dim that is not a positive
-// multiple of 3·n_head, or a NaN or infinite scale.
+// multiple of 3·n_head, or a NaN or infinite scale; OutOfMemoryError as fused_causal_attention.
 Tensor fused_causal_attention_packed(const Tensor& qkv, std::int64_t n_head,
                                      std::optional<double> scale = std::nullopt);
 

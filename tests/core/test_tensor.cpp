@@ -326,6 +326,29 @@ TEST_CASE("IndexTensor from a std::vector<int64_t>, as torch::tensor(vector), wi
     REQUIRE_THROWS_WITH(grid.size(2), Contains("IndexTensor::size") && Contains("[-2, 2)"));
 }
 
+// Any integer vector, as torch::tensor(std::vector<int>) gives int64: the values as they are
+// (negative ones too, such as cross_entropy's ignore_index -100); an unsigned value past int64's
+// range (a negative number wrapped to std::size_t) is refused by value and position.
+TEST_CASE("IndexTensor from a vector of any integer type - range checked", "[tensor][index][regression]") {
+    const IndexTensor expected{4, 0, 7, -100};
+    CHECK(equal(IndexTensor(std::vector<int>{4, 0, 7, -100}), expected));
+    CHECK(equal(IndexTensor(std::vector<long long>{4, 0, 7, -100}), expected));
+    CHECK(equal(IndexTensor(std::vector<short>{4, 0, 7, -100}), expected));
+    const IndexTensor positive{4, 0, 7, 4294967295};
+    CHECK(equal(IndexTensor(std::vector<unsigned>{4, 0, 7, 4294967295u}), positive));
+    CHECK(equal(IndexTensor(std::vector<std::size_t>{4, 0, 7, 4294967295u}), positive));
+    CHECK(equal(IndexTensor(std::vector<std::uint8_t>{1, 2, 3, 4}, {2, 2}), IndexTensor{{1, 2}, {3, 4}}));
+    CHECK(IndexTensor(std::vector<int>{}).shape() == Shape{0});
+    const std::size_t wrapped = static_cast<std::size_t>(-1);  // -1 as a std::size_t
+    CHECK(message_of<IndexError>([&] { IndexTensor(std::vector<std::size_t>{0, 2, wrapped}); }) ==
+          "IndexTensor: value 18446744073709551615 at position 2 does not fit in int64 (at most "
+          "9223372036854775807): a negative number converted to an unsigned type?");
+    CHECK(message_of<IndexError>([] { IndexTensor(std::vector<std::uint64_t>{std::uint64_t(1) << 63}, {1}); }) ==
+          "IndexTensor: value 9223372036854775808 at position 0 does not fit in int64 (at most "
+          "9223372036854775807): a negative number converted to an unsigned type?");
+    CHECK_THROWS_WITH(IndexTensor(std::vector<int>{1, 2, 3}, {2, 2}), Contains("4 elements") && Contains("3 values"));
+}
+
 TEST_CASE("IndexTensor construction - access and reshape", "[tensor][index]") {
     IndexTensor ids{{0, 1, 2}, {3, 3, 1}};
     REQUIRE(ids.shape() == Shape{2, 3});

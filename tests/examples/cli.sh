@@ -163,6 +163,18 @@ if LC_ALL=C grep -q $'\xff' "$work/log" || [ "$(sed -n '/after the prompt:/{n;p}
 else
     echo "ok   gpt --tokenizer bpe --prompt 0xFF prints U+FFFD"
 fi
+# A sample of byte tokens after one step holds control bytes (ESC, NUL, BEL, CR): the terminal gets
+# them as \uXXXX, as minbpe's render_token writes them, and sample.txt the bytes as sampled.
+"$gpt" "${tiny_gpt[@]}" --tokenizer bpe --vocab-size 300 --steps 1 --sample 200 --prompt $'\e[2J' --out "$work/bpe-esc" \
+    > "$work/log" 2>&1 || fail "gpt --tokenizer bpe --prompt ESC[2J: exit status $?"
+if LC_ALL=C grep -qaP '[\x00-\x08\x0b-\x1f\x7f]' "$work/log" || ! grep -qF '\u001b[2J' "$work/log" ||
+    [ "$(head -c 4 "$work/bpe-esc/sample.txt")" != $'\e[2J' ] ||
+    ! LC_ALL=C grep -qaP '[\x00-\x08\x0b-\x1f\x7f]' <(tail -c +5 "$work/bpe-esc/sample.txt") ||
+    ! grep -qF "the bytes in $work/bpe-esc/sample.txt" "$work/log"; then
+    fail "gpt --tokenizer bpe --prompt ESC[2J: control bytes printed raw, or sample.txt not the bytes as sampled"
+else
+    echo "ok   gpt --tokenizer bpe --prompt ESC[2J prints \\u001b[2J, writes the bytes to sample.txt"
+fi
 refused "gpt --resume of a byte-pair run without --tokenizer bpe" "saved with --tokenizer bpe|--tokenizer char" -- \
     "$gpt" "${tiny_gpt[@]}" --steps 6 --resume "$work/bpe/checkpoint.safetensors"
 refused "gpt --resume of a byte-pair run with another --vocab-size" "has 300 tokens|pass --vocab-size 300" -- \
@@ -185,6 +197,21 @@ if [ "$rc" -eq 0 ] || ! grep -qF "not written: $work/full/checkpoint.safetensors
     fail "gpt with a failing checkpoint save: exit $rc"; tail -n 4 "$work/log"; ls -l "$work/full"
 else
     echo "ok   gpt with a failing checkpoint save: exit $rc, $(grep ': error:' "$work/log")"
+fi
+
+# The same limit with SIGXFSZ at its default action, as a shell gives it, which ends a process at
+# its first write past the limit (exit 153): the run names the file and the limit on its last line,
+# leaves no temporary behind and keeps model.safetensors, which fits.
+rc=0
+(ulimit -f 30; exec env --default-signal=XFSZ "$gpt" "${tiny_gpt[@]}" --steps 3 --sample 0 --out "$work/fsize") \
+    > "$work/log" 2>&1 || rc=$?
+last=$(tail -n 1 "$work/log")
+expected="gpt: error: not written: $work/fsize/checkpoint.safetensors (save_safetensors: writing '$work/fsize/checkpoint.safetensors' failed (the file size limit (ulimit -f / RLIMIT_FSIZE) of 30720 bytes was reached)"
+if [ "$rc" -ne 1 ] || [ "${last#"$expected"}" = "$last" ] || [ ! -s "$work/fsize/model.safetensors" ] ||
+    compgen -G "$work/fsize/*.tmp-*" > /dev/null; then
+    fail "gpt under ulimit -f with SIGXFSZ at its default: exit $rc"; tail -n 2 "$work/log"; ls -l "$work/fsize"
+else
+    echo "ok   gpt under ulimit -f with SIGXFSZ at its default: exit 1, no temporary left, $(head -c 100 <<< "$last")..."
 fi
 
 echo "---- output that cannot be written (stdout and stderr on /dev/full) ends the run with status 1, not an abort"
@@ -331,6 +358,18 @@ if [ -n "$gpt_sample" ]; then
         --checkpoint "$work/s-bpe/checkpoint.safetensors"
     sample_refused "gpt_sample with a char_mlp checkpoint" "checkpoint.safetensors|records no gpt flag|char_mlp" -- \
         --checkpoint "$work/s-mlp/checkpoint.safetensors"
+    # The run's sample of control bytes again (its seed and settings): \uXXXX on the terminal, and
+    # with --save the bytes as sampled, the run's sample.txt and the separator line.
+    rc=0
+    "$gpt_sample" --checkpoint "$work/bpe-esc/checkpoint.safetensors" --prompt $'\e[2J' --max-new-tokens 200 \
+        --save "$work/samples.txt" > "$work/log" 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ] || LC_ALL=C grep -qaP '[\x00-\x08\x0b-\x1f\x7f]' "$work/log" || ! grep -qF '\u001b[2J' "$work/log" ||
+        ! cmp -s "$work/samples.txt" <(cat "$work/bpe-esc/sample.txt"; printf '\n---------------\n') ||
+        ! grep -qF "wrote $work/samples.txt" "$work/log"; then
+        fail "gpt_sample --prompt ESC[2J --save: exit $rc, control bytes printed raw or samples.txt not the run's bytes"
+    else
+        echo "ok   gpt_sample --prompt ESC[2J prints \\u001b[2J, --save writes the bytes the run sampled"
+    fi
     rc=0
     "$gpt_sample" --checkpoint "$work/s-char/checkpoint.safetensors" --prompt "ab" --max-new-tokens 0 > "$work/log" 2>&1 || rc=$?
     [ "$rc" -eq 0 ] && grep -qx "ab" "$work/log" && echo "ok   gpt_sample --max-new-tokens 0 prints the prompt alone" ||

@@ -180,18 +180,6 @@ TEST_CASE("gpt tokens: a resume with another tokenizer, or another --vocab-size,
                           Catch::Contains("pass --vocab-size 257"));
 }
 
-TEST_CASE("gpt tokens: ill-formed UTF-8 becomes U+FFFD, as Python's errors=\"replace\"", "[gpt][tokens]") {
-    const std::string fffd = "\xEF\xBF\xBD", euro = "\xE2\x82\xAC";
-    REQUIRE(replace_invalid_utf8("plain " + euro) == "plain " + euro);  // well-formed: unchanged
-    REQUIRE(replace_invalid_utf8("a\x80" "b") == "a" + fffd + "b");      // a lone continuation byte
-    REQUIRE(replace_invalid_utf8("\xE2\x82") == fffd);                  // a cut character: one U+FFFD
-    REQUIRE(replace_invalid_utf8("\xE2\x82" "a") == fffd + "a");
-    // b"\xed\xa0\x80".decode("utf-8", "replace") (a surrogate): 3 U+FFFD; b"\xc0\xaf" (overlong): 2.
-    REQUIRE(replace_invalid_utf8("\xED\xA0\x80") == fffd + fffd + fffd);
-    REQUIRE(replace_invalid_utf8("\xC0\xAF") == fffd + fffd);
-    REQUIRE(replace_invalid_utf8("\xF0\x9F\x98\x80") == "\xF0\x9F\x98\x80");  // 4 bytes: U+1F600
-}
-
 TEST_CASE("gpt tokens: the split in tokens refuses parts shorter than a window, in tokens", "[gpt][tokens]") {
     REQUIRE(split_tokens(Ids(9), Ids(9), 8, "t.txt").val.size() == 9);
     REQUIRE_THROWS_WITH(split_tokens(Ids(20), Ids(8), 8, "t.txt"),

@@ -3,7 +3,10 @@
 // through concurrent, crashed and hostile saves; here are its rules on their own.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -111,4 +114,56 @@ TEST_CASE("AtomicFile: a temporary left by a dead process is removed by the next
     io::write_file_atomically(path, "new");
     CHECK_FALSE(std::filesystem::exists(stale));
     CHECK(slurp(path) == "new");
+}
+
+// Under a file-size limit (ulimit -f) a write past it raises SIGXFSZ, whose default action kills
+// the process; AtomicFile holds the signal off around its write(2), which then fails with EFBIG.
+// In a forked child with the default disposition: the message names the path and the limit, the
+// temporary is gone, the old file is intact, and the child lives on with its disposition and signal
+// mask as they were.
+TEST_CASE("AtomicFile: a write past the file-size limit fails with a message and no SIGXFSZ", "[io][regression]") {
+    TempDir dir;
+    const std::string path = dir.file("model.safetensors");
+    io::write_file_atomically(path, "old model");
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // nothing here may throw into Catch2: the outcome goes to the pipe
+        ::close(pipe_fds[0]);
+        ::signal(SIGXFSZ, SIG_DFL);
+        struct rlimit limit {};
+        ::getrlimit(RLIMIT_FSIZE, &limit);
+        limit.rlim_cur = 4096;  // bytes
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+        std::string report;
+        try {
+            io::write_file_atomically(path, std::string(10000, 'x'), "save_model");
+            report = "no exception";
+        } catch (const std::exception& e) {
+            report = e.what();
+        }
+        struct sigaction now {};
+        ::sigaction(SIGXFSZ, nullptr, &now);
+        sigset_t mask;
+        ::sigprocmask(SIG_BLOCK, nullptr, &mask);
+        report += now.sa_handler == SIG_DFL ? "|default" : "|changed";
+        report += sigismember(&mask, SIGXFSZ) ? "|blocked" : "|unblocked";
+        (void)!::write(pipe_fds[1], report.data(), report.size());
+        ::_exit(0);
+    }
+    ::close(pipe_fds[1]);
+    std::string report;
+    char buf[512];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) report.append(buf, std::size_t(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    INFO("child report: " << report);
+    REQUIRE(WIFEXITED(status));  // not killed by SIGXFSZ
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(report == "save_model: writing '" + path + "' failed (the file size limit (ulimit -f / RLIMIT_FSIZE) of "
+                    "4096 bytes was reached); the file is left as it was|default|unblocked");
+    CHECK(dir.listing() == std::vector<std::string>{"model.safetensors"});  // no temporary left
+    CHECK(slurp(path) == "old model");
 }

@@ -449,3 +449,40 @@ TEST_CASE("Module::zero_grad(false) and Optimizer::zero_grad(false) both keep a 
     REQUIRE(bits_equal(a->weight, b->weight));
     REQUIRE(opt_a.state_dict().metadata == opt_b.state_dict().metadata);
 }
+
+// LibTorch's idiom, torch::optim::AdamW(model->parameters(), options): the tensors alone, named
+// as named_parameters() names them, so the state dict and the steps are the named form's; a
+// tensor no module registered is "param.<i>".
+namespace {
+template <class Opt, class Options>
+void check_parameters_idiom(const Options& options) {
+    TinyNet by_tensors, by_names;  // emb.weight (5, 3), fc.weight (2, 3), fc.bias (2,)
+    by_names.load_state_dict(by_tensors.state_dict());
+    Opt a(by_tensors.parameters(), options), b(by_names.named_parameters(), options);
+    const IndexTensor ids({0, 3, 3, 1});
+    for (int step = 0; step < 3; ++step) {
+        for (auto [net, opt] : {std::pair<TinyNet*, optim::Optimizer*>{&by_tensors, &a}, {&by_names, &b}}) {
+            const Tensor y = net->forward(ids);
+            opt->zero_grad();
+            sum(mul(y, y)).backward();
+            opt->step();
+        }
+    }
+    CHECK(names_of(a.param_groups()[0].params) == std::vector<std::string>{"emb.weight", "fc.weight", "fc.bias"});
+    CHECK(a.state_dict().tensors.size() == 3 * b.state_buffer_names().size());  // every parameter stepped
+    require_same_state(a.state_dict(), b.state_dict());
+    const NamedTensors pa = by_tensors.named_parameters(), pb = by_names.named_parameters();
+    for (std::size_t i = 0; i < pa.size(); ++i) CHECK(bits_equal(pa[i].second.data(), pb[i].second.data()));
+}
+}  // namespace
+
+TEST_CASE("SGD, Adam and AdamW take model.parameters() and step as with named_parameters()", "[optim][regression]") {
+    check_parameters_idiom<optim::SGD>(optim::SGDOptions(0.1).momentum(0.9));
+    check_parameters_idiom<optim::Adam>(optim::AdamOptions(0.01));
+    check_parameters_idiom<optim::AdamW>(optim::AdamWOptions(0.01));
+    // Leaves of no module, and one tensor named twice (a second model's "fc.weight"): by index.
+    TinyNet other;
+    const Tensor loose = from_array(xt::zeros<real>({2}), true);
+    optim::AdamW opt(std::vector<Tensor>{loose, other.fc->weight, TinyNet().fc->weight});
+    CHECK(names_of(opt.param_groups()[0].params) == std::vector<std::string>{"param.0", "fc.weight", "param.2"});
+}

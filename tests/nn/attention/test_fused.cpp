@@ -9,6 +9,8 @@
 // The double-precision gradcheck of the kernel alone is in gradcheck_fused.cpp.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -81,6 +83,33 @@ TEST_CASE("fused_causal_attention: bad shapes throw ValueError naming the op", "
     CHECK_THROWS_WITH(F::fused_causal_attention(q, q, zeros({2, 2, 4})),
                       Contains("fused_causal_attention") && Contains("number of keys"));
     CHECK_THROWS_AS(F::fused_causal_attention(zeros({4}), zeros({4}), zeros({4})), ValueError);
+}
+
+// T = 2^20 with hd = 1: q, k and v take 4 MiB each, the weights P (N, T, T) 4 TiB per head, more
+// than any machine this runs on. Refused with the bytes and the way out before anything is
+// allocated: with overcommit, malloc could hand out P and the kernel kill the process filling it.
+// With a backward to come, its scratch, one (T, T) per thread, is counted too.
+TEST_CASE("fused_causal_attention: weights larger than physical memory are refused before allocating",
+          "[nn][attention][fused][regression]") {
+    const std::size_t T = std::size_t(1) << 20;
+    const double memory = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+    const auto message = [&](const char* op, std::size_t scratch) {
+        const double bytes = double(2 + scratch) * double(T) * double(T) * sizeof(real);
+        REQUIRE(bytes > memory);
+        return fmt::format("{}: the attention weights of N = 2 heads, (Tq, Tk) = (1048576, 1048576) each{}, need "
+                           "{:.0f} bytes ({:.1f} GiB), more than this machine's physical memory ({:.1f} GiB); "
+                           "tiled_causal_attention (nn/attention/tiled.hpp) computes the same without them, as "
+                           "CausalSelfAttention does from T = 256", op,
+                           scratch ? fmt::format(", and the backward's scratch of {} more (one per thread)", scratch) : "",
+                           bytes, bytes / double(1 << 30), memory / double(1 << 30));
+    };
+    const Tensor q = zeros({2, std::int64_t(T), 1});
+    CHECK(message_of<OutOfMemoryError>([&] { F::fused_causal_attention(q, q, q); }) ==
+          message("fused_causal_attention", 0));
+    const Tensor qkv = zeros({1, std::int64_t(T), 6}, /*requires_grad=*/true);
+    const std::size_t threads = std::min<std::size_t>(2, std::size_t(get_pool_threads()));
+    CHECK(message_of<OutOfMemoryError>([&] { F::fused_causal_attention_packed(qkv, 2); }) ==
+          message("fused_causal_attention_packed", threads));
 }
 
 // The packed form against the split it skips: q, k, v narrowed from qkv, each (B, T, H, hd) →
