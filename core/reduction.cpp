@@ -178,6 +178,7 @@ static Array running_sum(const Array& x, const DimSplit& s, bool from_end) {
 Tensor cumsum(const Tensor& x, int dim) {
     const ArrayShape xs = array_shape(x.data());
     const ArrayShape lines = xs.empty() ? ArrayShape{1} : xs;  // a 0-d x is one line of one element
+    check(!xs.empty() || dim == 0 || dim == -1, "cumsum", "dim {} out of range [-1, 0] for a 0-d tensor", dim);
     const DimSplit s = split_at(lines, normalize_dim(dim, lines.size(), "cumsum"));
     return make_result(running_sum(x.data(), s, /*from_end=*/false), "cumsum", {x},
                        [s](const Array& g, const Array&) { return make_grads(running_sum(g, s, /*from_end=*/true)); });

@@ -137,6 +137,7 @@ Tensor concat(const std::vector<Tensor>& xs, int dim) {
 // ref: PyTorch docs, torch.stack ("concatenates a sequence of tensors along a new dimension")
 Tensor stack(const std::vector<Tensor>& xs, int dim) {
     check(!xs.empty(), "stack", "needs at least one tensor");
+    for (std::size_t k = 0; k < xs.size(); ++k) check(xs[k].defined(), "stack", "tensor {} is undefined", k);
     const Shape first = xs[0].shape();
     const int n = static_cast<int>(first.size());
     check(dim >= -(n + 1) && dim <= n, "stack", "dim {} out of range [{}, {}] for {}-d tensors", dim, -(n + 1), n, n);

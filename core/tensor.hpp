@@ -142,10 +142,10 @@ public:
     // The same from any other integer type (int, unsigned, std::size_t, ...), as torch::tensor
     // gives int64. Throws IndexError naming the value and its position for an unsigned value
     // above 2^63 − 1, which int64 cannot hold (a negative number converted to std::size_t).
-    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
     explicit IndexTensor(const std::vector<I>& values)
         : IndexTensor(to_int64(values), Shape{static_cast<std::int64_t>(values.size())}) {}
-    template <class I, class = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+    template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
     IndexTensor(const std::vector<I>& values, const Shape& shape) : IndexTensor(to_int64(values), shape) {}
 
     Shape shape() const { return to_shape(data_.shape()); }
@@ -167,6 +167,8 @@ public:
 private:
     template <class I>
     static std::vector<std::int64_t> to_int64(const std::vector<I>& values) {
+        static_assert(!std::is_same_v<I, bool>, "IndexTensor: a std::vector<bool> holds flags, not indices: "
+                                                "select with a mask (where, masked_fill) or convert to int64");
         std::vector<std::int64_t> out(values.size());
         for (std::size_t i = 0; i < values.size(); ++i) {
             if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::int64_t))

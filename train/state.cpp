@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <xgrad/core/error.hpp>
 #include <xgrad/core/parse.hpp>
 
 namespace xgrad::train {
@@ -161,6 +162,8 @@ TrainingState::TrainingState(nn::Module& model, std::function<void(const optim::
     : model_(&model), model_to_load_(&model), load_optimizer_(std::move(load_optimizer)) {}
 
 TrainingState& TrainingState::step(int steps_taken) {
+    check(steps_taken >= 0, "TrainingState::step", "{} steps taken: a count of steps is in [0, {}]", steps_taken,
+          INT_MAX);
     step_ = steps_taken;
     return *this;
 }

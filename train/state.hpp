@@ -83,7 +83,7 @@ public:
     // It must change nothing when it throws; the model and components are then put back.
     TrainingState(nn::Module& model, std::function<void(const optim::OptimizerState&)> load_optimizer);
 
-    TrainingState& step(int steps_taken);
+    TrainingState& step(int steps_taken);  // ValueError for a negative count
     int step() const { return step_; }
     TrainingState& scheduler(optim::CosineWithWarmup& scheduler);
     TrainingState& generator(std::mt19937_64& rng);
@@ -138,9 +138,10 @@ private:
 //             "scheduler.step"          with scheduler(): CosineWithWarmup::current_step()
 //             "<name>.<key>"            each add(name, ...) component's string map
 //             anything else             the caller's metadata, e.g. "flag.--lr", "data.vocab_hex"
-// Every error is a std::runtime_error whose message starts with the path (nn::save_safetensors's
-// and nn::load_safetensors's, and the optimizer's ValueError for a bad state, name it too).
-// Nothing is written by a save that throws, and nothing is changed by a load that throws.
+// A file that cannot be read or written, or is not a training state, is a std::runtime_error
+// naming the path; a malformed file is nn::load_safetensors's ValueError (naming the path); the
+// model's and the optimizer's refusals of their tensors are their own ValueErrors, naming the
+// tensor. Nothing is written by a save that throws, and nothing is changed by a load that throws.
 
 // Writes `state` and the caller's `metadata` to `path` atomically (nn::save_safetensors).
 // Throws, writing nothing: a parameter or optimizer buffer holding a NaN or an infinity ("<path>: not

@@ -23,7 +23,7 @@ void check_output_files(const std::string& dir, const std::vector<std::string>& 
         throw std::runtime_error(fmt::format("{} {}: cannot write into the directory ({})", flag, dir,
                                              std::strerror(errno)));
     for (const std::string& name : names) {
-        const std::string path = dir + "/" + name;
+        const std::string path = (std::filesystem::path(dir) / name).string();
         struct stat st {};
         const bool exists = ::stat(path.c_str(), &st) == 0;
         if (!exists && errno != ENOENT)

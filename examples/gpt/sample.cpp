@@ -75,9 +75,14 @@ static Config saved_config(const std::string& path, const nn::Metadata& saved) {
 
 static int sample(const SampleConfig& s) {
     const std::filesystem::path save(s.save);
-    if (!s.save.empty())  // before the work: a path in the way is refused now, not after the samples
+    if (!s.save.empty()) {  // before the work: a path in the way is refused now, not after the samples
+        const std::string kind = io::non_regular_kind(s.save);
+        if (!kind.empty())
+            throw std::runtime_error(fmt::format("--save {}: '{}' is {}; --save names the file the samples are "
+                                                 "written to", s.save, s.save, kind));
         examples::check_output_files(save.has_parent_path() ? save.parent_path().string() : ".",
                                      {save.filename().string()}, "--save");
+    }
     const nn::SafetensorsFile file = nn::load_safetensors(s.checkpoint);
     const Config cfg = saved_config(s.checkpoint, file.metadata);
     Tokens tokens = cfg.tokenizer == "bpe"

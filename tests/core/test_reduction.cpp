@@ -166,5 +166,6 @@ TEST_CASE("cumsum - by hand, dims 1 and -2 against PyTorch, its reversed-sum gra
         require_values(xr.grad(), torch_ref("cumsum.dx_" + std::to_string(dim)));
     }
     REQUIRE_THROWS_WITH(cumsum(x, 2), Contains("cumsum: dim 2 out of range [-2, 2)"));
-    REQUIRE_THROWS_WITH(cumsum(Tensor(1.0), 1), Contains("cumsum: dim 1 out of range [-1, 1)"));
+    REQUIRE_THROWS_WITH(cumsum(Tensor(1.0), 1), Contains("cumsum: dim 1 out of range [-1, 0] for a 0-d tensor"));
+    CHECK(cumsum(Tensor(1.5), -1).item() == 1.5f);  // a 0-d tensor takes dim 0 or -1, as in PyTorch
 }

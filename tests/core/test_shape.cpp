@@ -163,6 +163,7 @@ TEST_CASE("stack - a new dim, negative dims, against PyTorch, gradients are the 
             require_values(xs[static_cast<std::size_t>(k)].grad(), torch_ref("stack.dx" + std::to_string(k) + "_" + std::to_string(dim)));
     }
     REQUIRE_THROWS_WITH(stack({}), Contains("stack: needs at least one tensor"));
+    REQUIRE_THROWS_WITH(stack({a, Tensor()}), Contains("stack: tensor 1 is undefined"));
     REQUIRE_THROWS_WITH(stack({a, zeros({3})}), Contains("stack: tensor 1 has shape (3), tensor 0 has (2); all must be equal"));
     REQUIRE_THROWS_WITH(stack({a, b}, 2), Contains("stack: dim 2 out of range [-2, 1] for 1-d tensors"));
     REQUIRE_THROWS_WITH(stack({a, b}, -3), Contains("stack: dim -3 out of range [-2, 1]"));

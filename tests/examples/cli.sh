@@ -358,6 +358,8 @@ if [ -n "$gpt_sample" ]; then
         --checkpoint "$work/s-bpe/checkpoint.safetensors"
     sample_refused "gpt_sample with a char_mlp checkpoint" "checkpoint.safetensors|records no gpt flag|char_mlp" -- \
         --checkpoint "$work/s-mlp/checkpoint.safetensors"
+    sample_refused "gpt_sample --save a directory" "--save $work: '$work' is a directory" -- \
+        --checkpoint "$work/s-char/checkpoint.safetensors" --save "$work"
     # The run's sample of control bytes again (its seed and settings): \uXXXX on the terminal, and
     # with --save the bytes as sampled, the run's sample.txt and the separator line.
     rc=0

@@ -141,6 +141,15 @@ TEST_CASE("train: the file's tensors and metadata, under PyTorch's names", "[tra
     CHECK(f.metadata.at("data.note") == "x");
 }
 
+TEST_CASE("train: a negative step count is refused when it is set, not when the file is loaded",
+          "[train][state][regression]") {
+    Run run;
+    train::TrainingState state(run.model, run.opt);
+    REQUIRE_THROWS_AS(state.step(-5), ValueError);
+    REQUIRE_THROWS_WITH(state.step(-5), Catch::Matchers::Contains("TrainingState::step: -5 steps taken"));
+    CHECK(state.step(0).step() == 0);
+}
+
 TEST_CASE("train: save refuses a NaN or an infinity anywhere, naming it, and leaves the file as it was",
           "[train][state][regression]") {
     TempDir dir;
