@@ -24,7 +24,7 @@ TEST_CASE("replace_invalid_utf8: ill-formed UTF-8 becomes U+FFFD, as Python's er
     CHECK(replace_invalid_utf8("\xF0\x9F\x98\x80") == "\xF0\x9F\x98\x80");  // 4 bytes: U+1F600
 }
 
-TEST_CASE("render_text: control characters as \\uXXXX, as minbpe's render_token - lines and tabs kept",
+TEST_CASE("render_text: control characters escaped as minbpe's render_token writes them - lines and tabs kept",
           "[text][render][regression]") {
     using namespace std::string_literals;
     CHECK(render_text("\x1b[2J\x1b[31mred"s) == R"(\u001b[2J\u001b[31mred)");  // ESC: a terminal's commands
