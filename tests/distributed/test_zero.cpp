@@ -293,7 +293,11 @@ TEST_CASE("zero: each rank keeps the state of its own parameters; stage 2 their 
         largest = std::max(largest, adamw);
         numel += row.numel;
     }
-    // 1/W of DDP's state, give or take one parameter tensor (the shards are whole tensors).
+    // Every parameter has its row, and 1/W of DDP's state is here, give or take one parameter
+    // tensor (the shards are whole tensors).
+    std::size_t params = 0;
+    for (const auto& named : model.named_parameters()) params += std::size_t(named.second.numel());
+    CHECK(numel == params);
     CHECK(std::abs(double(mine) - double(all) / W) <= double(largest));
     CHECK(mem.total().state_bytes_all_ranks == all);
     std::ostringstream printed;
