@@ -77,7 +77,8 @@ struct Node {
     std::uint64_t out_version = 0;                     // the output's version when the op ran
     BackwardFn backward;                               // null once released
     std::atomic<bool> released{false};                 // saved arrays freed after a backward
-    std::mutex mutex;                                  // held while backward runs or is released
+    std::mutex mutex;                                  // held while backward runs or is released;
+                                                       // fork() waits for it (core/autograd.cpp)
 
     ~Node();  // iterative, so that freeing a 100,000-op chain cannot overflow the stack
 };

@@ -17,6 +17,8 @@
 #include <libxsmm.h>
 #endif
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <climits>
 #include <memory>
@@ -29,6 +31,22 @@ namespace xgrad {
 namespace {
 
 #if defined(XGRAD_HAVE_LIBXSMM) && !defined(XGRAD_DOUBLE)
+// libxsmm across fork(). libxsmm initialises itself on its first call, and keeps a registry of the
+// kernels it generates, each guarded by flags and locks of its own that nothing resets at fork():
+// a child forked while another thread was inside libxsmm_init, or generating a kernel, inherits
+// them taken and spins forever in its own first product. So every call that may take them
+// (init, dispatch, transpose) holds this lock, and fork() holds it too (pthread_atfork), waiting
+// for the call in progress: the child starts with libxsmm untouched or initialised, and no kernel
+// half generated. A kernel, once dispatched, runs outside the lock (it takes none). Nothing else is
+// locked under it; registered at load, it is taken after the handlers registered later (the
+// pool's, the backward's), which wait for running work that may call into libxsmm.
+std::mutex& libxsmm_lock() {
+    static std::mutex m;
+    return m;
+}
+const int g_libxsmm_atfork = pthread_atfork([] { libxsmm_lock().lock(); }, [] { libxsmm_lock().unlock(); },
+                                            [] { libxsmm_lock().unlock(); });
+
 // libxsmm below M·N·K = 10⁸, OpenBLAS above, and OpenBLAS for Aᵀ·B with N ≥ 512 (a weight
 // gradient dW = dYᵀ·X of a wide layer): the rule stands on the per-shape rows W7 of
 // bench/README.md (OpenBLAS, libxsmm and BLIS on every product of T1, T5 and the BPE head). Where
@@ -55,6 +73,7 @@ bool use_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
 bool gemm_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                   const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                   std::size_t ldc) {
+    std::unique_lock<std::mutex> lock(libxsmm_lock());  // released before the kernel runs
     static std::once_flag init;  // libxsmm's dispatch is thread-safe once libxsmm_init has run
     std::call_once(init, [] { libxsmm_init(); });
     const auto i = [](std::size_t v) { return static_cast<libxsmm_blasint>(v); };
@@ -76,6 +95,7 @@ bool gemm_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std:
                       (beta == 0 ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
     const libxsmm_smmfunction kernel =
         libxsmm_smmdispatch(i(N), i(M), i(K), &la, &lb, &lc, &one, &beta, &flags, nullptr);
+    lock.unlock();
     if (!kernel) return false;
     kernel(first, A, C);
     if (alpha != 1 && !trans_b)  // beta = 0 here (use_libxsmm): C = op(A)·op(B), then alpha·C

@@ -2,7 +2,9 @@
 // index once in contiguous chunks that depend only on n and the thread count, nests, passes an
 // exception to its caller, and serves two application threads at once; a resize the system
 // refuses keeps the old pool, a forked child computes on one thread, and a pool larger than
-// the hardware is reported once; fork() while another thread holds a lock of the library. Tag [threads]: `make tsan` runs these under ThreadSanitizer.
+// the hardware is reported once; a child forked while another thread holds a lock of the library,
+// runs a node's backward or the process's first small product does not hang. Tag [threads]:
+// `make tsan` runs these under ThreadSanitizer.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -24,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/detail/accumulate.hpp>
 #include <xgrad/core/parallel.hpp>
@@ -150,9 +153,10 @@ namespace {
 constexpr int kHung = -1;
 
 // Runs child() in a forked copy of this process, which exits with child()'s return value (an
-// exception: 100), and waits at most 5 s for it. Returns the exit code; 128 + the signal's
+// exception: 100), and waits at most `deadline` for it. Returns the exit code; 128 + the signal's
 // number if it died of one; kHung if it was still running at the deadline (it is then killed).
-int exit_code_of_child(const std::function<int()>& child) {
+int exit_code_of_child(const std::function<int()>& child,
+                       std::chrono::seconds deadline_after = std::chrono::seconds(5)) {
     std::fflush(nullptr);  // nothing buffered is written twice
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
@@ -164,7 +168,7 @@ int exit_code_of_child(const std::function<int()>& child) {
         }
         _exit(code);  // no atexit handlers, no Catch2 report from the child
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    const auto deadline = std::chrono::steady_clock::now() + deadline_after;
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {
         if (std::chrono::steady_clock::now() > deadline) {
@@ -344,6 +348,25 @@ TEST_CASE("fork while another thread holds a process-wide lock: the child does n
         INFO("child exit code " << code << " (-1: hung in backward)");
         REQUIRE(code == 0);
     }
+    SECTION("a node's lock (its backward running)") {
+        // y = 3·x through an op whose backward takes 200 ms on the other thread, a retained graph
+        Tensor x = ones({2}, true);
+        HeldElsewhere* holder = nullptr;
+        const Tensor y = make_result(x.data() * real(3), "slow_times_3", {x}, [&holder](const Array& grad_out, const Array&) {
+            holder->held_now();
+            return make_grads(Array(grad_out * real(3)));
+        });
+        HeldElsewhere other([&holder, &other, &y] {
+            holder = &other;
+            y.sum().backward(Tensor(), /*retain_graph=*/true);
+        });
+        const int code = exit_code_of_child([&x, &y] {
+            const Grads g = grad(y.sum(), {x});  // through the node the parent's other thread was running
+            return g[0] && std::get<Array>(g[0]->value)(1) == 3 ? 0 : 1;
+        });
+        INFO("child exit code " << code << " (1: wrong gradient; -1: hung in backward)");
+        REQUIRE(code == 0);
+    }
     SECTION("the pool's owner (a parallel_for running)") {
         ThreadsGuard guard;
         set_num_threads(2);
@@ -354,6 +377,60 @@ TEST_CASE("fork while another thread holds a process-wide lock: the child does n
         });
         const int code = exit_code_of_child([] { return chunks_run() == 1 ? 0 : 1; });
         INFO("child exit code " << code << " (-1: hung in parallel_for)");
+        REQUIRE(code == 0);
+    }
+}
+
+// ---- fork() during the process's first small product ----------------------------------------------
+namespace {
+
+// C (16, 16) = A (16, 16) · B (16, 16), all ones: every C is 16. Small and float, so a product
+// xgrad runs on libxsmm when it is built with it (core/blas.cpp), whose first call initialises
+// libxsmm for the process.
+bool small_product_is_16() {
+    std::vector<real> a(16 * 16, 1), b(16 * 16, 1), c(16 * 16, 0);
+    gemm(false, false, 16, 16, 16, 1, a.data(), 16, b.data(), 16, 0, c.data(), 16);
+    return std::all_of(c.begin(), c.end(), [](real v) { return v == 16; });
+}
+
+}  // namespace
+
+// One trial, run by the test below in a fresh process (so that its product is the process's
+// first): another thread starts the first small product as this one forks, and the child runs
+// one of its own. Hidden ([.]): run alone, it is a trial, not a test of this process.
+TEST_CASE("fork trial: a child forked during the first small product", "[.][fork_trial]") {
+    std::atomic<bool> go{false};
+    std::thread other([&go] {
+        while (!go.load()) {
+        }
+        small_product_is_16();
+    });
+    go.store(true);
+    const int code = exit_code_of_child([] { return small_product_is_16() ? 0 : 1; });
+    other.join();
+    INFO("child exit code " << code << " (1: wrong product; -1: hung in its first product)");
+    REQUIRE(code == 0);
+}
+
+// The trial above, 30 times, each in a fresh copy of this test program. A child forked while
+// another thread was inside libxsmm's one-time initialisation inherited it half done, and spun
+// forever in its own first product (most trials hung).
+TEST_CASE("fork during the process's first small product: the child does not hang",
+          "[threads][parallel][regression]") {
+    TempDir dir;
+    const std::string out = dir.file("trial.txt");
+    for (int trial = 0; trial < 30; ++trial) {
+        const int code = exit_code_of_child(
+            [&out] {
+                const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                dup2(fd, 1);
+                execl("/proc/self/exe", "/proc/self/exe", "fork trial: a child forked during the first small product",
+                      static_cast<char*>(nullptr));
+                return 127;  // exec failed
+            },
+            std::chrono::seconds(30));
+        INFO("trial " << trial << ": exit code " << code << " (1: the trial failed; 127: no exec; -1: hung); its report:\n"
+                      << read_bytes(out));
         REQUIRE(code == 0);
     }
 }
