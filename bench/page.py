@@ -84,7 +84,7 @@ T1_PROFILE = [
 
 
 # The page's workloads in table order; a row's workload is the first word of its first cell.
-WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9", "T10")
+WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9", "T10", "T11")
 
 
 def workload_of(row):
@@ -197,14 +197,15 @@ def print_table(args, title, load, header, rows, date):
         "examples/gpt's step, the bytes each rank sends, the memory per rank, and the all-reduce alone",
         "(`bench/allreduce_order.cpp`), `bench/t9.py`; T10: the KJV tokenized and written as llm.c token",
         "shards, and training windows read from the memory-mapped shard, xgrad alone, `bench/data_shards.cpp`",
-        "and `t10_rows()` in `bench/compare.py`).",
+        "and `t10_rows()` in `bench/compare.py`; T11: examples/gpt's default step at 1 and 2 threads, on the",
+        "machine as it is and beside a busy process on one core, xgrad alone, `bench/t11.py`).",
         "",
         *run_lines,
         "",
         *table_lines(header, rows),
         "",
-        "Units: steps/s are the workload's steps per second, higher is better (W1-W4, T1 and T7: a training",
-        "step, forward, backward and update; T2: one op's forward and backward); tokens/s are T4's",
+        "Units: steps/s are the workload's steps per second, higher is better (W1-W4, T1, T7 and T11: a",
+        "training step, forward, backward and update; T2: one op's forward and backward); tokens/s are T4's",
         "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10), T4gen's",
         "new tokens generated per second (512 or 448 per generation; PyTorch's 512); GB/s and MB are 10^9",
         "bytes/s and 10^6 bytes; W5's GFLOP/s count 2·m·k·n per matmul, W7's 2·M·N·K per gemm call (its",

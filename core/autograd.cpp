@@ -86,29 +86,26 @@ Tensor make_result(Array out, const char* name, const std::vector<Tensor>& input
 }
 
 // ---- fork() and the nodes' locks ----------------------------------------------------------------
-// A node's mutex is held while its backward runs. fork() copies only the calling thread: a node
-// whose backward another thread was running would stay locked in the child, and a backward
-// through it there would wait forever. So the threads inside a node's backward are counted, and
-// fork() (pthread_atfork) holds new ones back and waits until none is left: the child inherits
-// every node unlocked. A backward inside a backward (checkpoint's recomputation, on the same
-// thread) counts once, with its outermost: holding it back would wait for itself.
-// The handler is registered with the first backward, after those registered at load (the
-// generator's, the leaves', libxsmm's), so fork() runs it before it takes their locks, which a
-// running backward may need.
+// A node's mutex is held while its backward runs; fork() copies only the calling thread, so a
+// node another thread was running would stay locked in the child. The threads inside a node's
+// backward are counted, and fork() holds new ones back and waits until none is left. A nested
+// backward (checkpoint's recomputation) counts once: holding it back would wait for itself.
+// Registered with the first backward, after the handlers registered at load (generator, leaves,
+// libxsmm), so fork() waits here before it takes their locks, which a backward may need.
 namespace {
 std::atomic<int> g_in_backward{0};  // threads inside a node's backward
 std::atomic<int> g_forking{0};      // fork() calls between their prepare and their return
 thread_local int t_backward_depth = 0;
 
-void wait_a_little() { std::this_thread::sleep_for(std::chrono::microseconds(50)); }
+void wait_for_fork_a_little() { std::this_thread::sleep_for(std::chrono::microseconds(50)); }
 
-void before_fork() {
+void backward_before_fork() {
     g_forking.fetch_add(1);  // seq_cst, as the counting below: one of the two sees the other
     const int self = t_backward_depth > 0 ? 1 : 0;  // a fork from inside a backward waits for the others
-    while (g_in_backward.load() != self) wait_a_little();
+    while (g_in_backward.load() != self) wait_for_fork_a_little();
 }
-void after_fork_in_parent() { g_forking.fetch_sub(1); }
-void after_fork_in_child() {
+void backward_after_fork_in_parent() { g_forking.fetch_sub(1); }
+void backward_after_fork_in_child() {
     g_forking.store(0);
     g_in_backward.store(t_backward_depth > 0 ? 1 : 0);  // the other threads are not in the child
 }
@@ -117,14 +114,15 @@ void after_fork_in_child() {
 class InBackward {
 public:
     InBackward() {
-        static const int atfork = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+        static const int atfork =
+            pthread_atfork(backward_before_fork, backward_after_fork_in_parent, backward_after_fork_in_child);
         (void)atfork;
         if (t_backward_depth++ > 0) return;
         for (;;) {
             g_in_backward.fetch_add(1);
             if (g_forking.load() == 0) return;
             g_in_backward.fetch_sub(1);
-            while (g_forking.load() != 0) wait_a_little();
+            while (g_forking.load() != 0) wait_for_fork_a_little();
         }
     }
     ~InBackward() {

@@ -31,15 +31,12 @@ namespace xgrad {
 namespace {
 
 #if defined(XGRAD_HAVE_LIBXSMM) && !defined(XGRAD_DOUBLE)
-// libxsmm across fork(). libxsmm initialises itself on its first call, and keeps a registry of the
-// kernels it generates, each guarded by flags and locks of its own that nothing resets at fork():
-// a child forked while another thread was inside libxsmm_init, or generating a kernel, inherits
-// them taken and spins forever in its own first product. So every call that may take them
-// (init, dispatch, transpose) holds this lock, and fork() holds it too (pthread_atfork), waiting
-// for the call in progress: the child starts with libxsmm untouched or initialised, and no kernel
-// half generated. A kernel, once dispatched, runs outside the lock (it takes none). Nothing else is
-// locked under it; registered at load, it is taken after the handlers registered later (the
-// pool's, the backward's), which wait for running work that may call into libxsmm.
+// libxsmm across fork(): its one-time initialisation and its registry of generated kernels are
+// guarded by flags and locks of its own that fork() does not reset, so a child forked while
+// another thread is inside them would spin forever in its first product. Every call that may
+// take them (init, dispatch, transpose) holds this lock, and so does fork() (pthread_atfork;
+// registered at load, so taken after the pool's and the backward's handlers, which wait for
+// work that may call libxsmm). A dispatched kernel takes no lock and runs outside it.
 std::mutex& libxsmm_lock() {
     static std::mutex m;
     return m;

@@ -1,11 +1,16 @@
 // core/parallel.cpp — the persistent thread pool behind parallel_for (see core/parallel.hpp).
 //
 // The handoff, for one parallel_for on T threads (T - 1 workers):
-//   caller: writes the task, sets pending = T - 1, bumps `generation` (release), wakes sleepers,
-//           runs chunk 0, then waits until pending = 0 (acquire).
-//   worker: waits until `generation` differs from the last one it ran (spinning first, then
-//           sleeping on the condition variable), runs its chunk, decrements pending (release).
-// The release/acquire pairs publish the task and the results (checked by the XGRAD_TSAN build).
+//   caller: writes the task, opens a round (claim = round·2³² + chunk 0), wakes sleeping workers,
+//           claims and runs chunks as a worker does, then waits until all T are done.
+//   worker: waits for a new round, then claims chunks (compare-and-swap on claim: chunk k + 1 is
+//           next) and runs them until none is left.
+// A chunk runs on whichever thread claims it first, so a worker kept off its core by another
+// process holds no loop up: the caller claims its chunk. Chunks are fixed by n and T, so the
+// results do not depend on which thread runs which. Waiting threads give their core away, as
+// OpenMP runtimes do (GOMP_SPINCOUNT, OMP_WAIT_POLICY): see kWorkerPause and kCallerPause.
+// Memory order: the round's store and the claim's acquire publish the task, done's increments the
+// results; two seq_cst pairs (claim and sleepers, done and caller_sleeping) lose no wake-up.
 //
 // The pool's lifetime, all under one owner mutex:
 //   parallel_for   takes the pool only if the mutex is free, and reads the pool under it;
@@ -20,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -41,83 +47,133 @@ namespace xgrad {
 
 namespace {
 
-// How long a worker spins before it sleeps, in _mm_pause iterations: enough to catch the next op.
-constexpr int kSpinIterations = 20000;
+// A waiting worker pauses on its core this long (most gaps between the loops of a step are
+// shorter), then calls sched_yield until kWorkerSpin has passed (back at once on an idle core,
+// the core handed over otherwise), then sleeps on a condition variable.
+constexpr std::chrono::microseconds kWorkerPause{10}, kWorkerSpin{1000};
+// A caller waiting for the workers' chunks pauses this long, then sleeps until the last wakes it.
+constexpr std::chrono::microseconds kCallerPause{50};
+
+using Clock = std::chrono::steady_clock;
 
 // True on a thread while it runs a parallel_for body: a nested parallel_for then runs inline.
 thread_local bool t_in_body = false;
+
+// Waits until done() or `budget` has passed, and returns done(): pausing on the core for the
+// first `pausing`, then yielding it.
+template <class Done>
+bool spin_until(Done done, std::chrono::microseconds pausing, std::chrono::microseconds budget) {
+    const Clock::time_point start = Clock::now();
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (done()) return true;
+            XGRAD_CPU_RELAX();
+        }
+        const auto spent = Clock::now() - start;
+        if (spent >= budget) return done();
+        if (spent >= pausing) std::this_thread::yield();
+    }
+}
 
 class Pool {
 public:
     // All or nothing: if a thread cannot start (std::system_error), the ones already started
     // are stopped and joined before the exception leaves, since they wait on wake_.
-    explicit Pool(int threads) {
+    explicit Pool(int threads) : threads_(threads) {
         workers_.reserve(std::size_t(threads - 1));
         try {
-            for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t); });
+            for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { work(); });
         } catch (...) {
             stop_and_join();
             throw;
         }
     }
     ~Pool() { stop_and_join(); }
-    int threads() const { return int(workers_.size()) + 1; }
+    int threads() const { return threads_; }
 
-    // Runs task(t) for t = 0 .. threads() - 1: t = 0 here, the others on the workers.
+    // Runs task(c) once for each chunk c = 0 .. threads() - 1, on this thread and the workers,
+    // whichever claims c first.
     void run(const std::function<void(int)>& task) {
         task_ = &task;
-        pending_.store(int(workers_.size()), std::memory_order_relaxed);
-        {
-            // Under the lock, so a worker about to sleep cannot miss the new generation.
-            std::lock_guard<std::mutex> lock(mutex_);
-            generation_.fetch_add(1, std::memory_order_release);
-        }
-        wake_.notify_all();
-        task(0);
-        for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-            if (spins < kSpinIterations) XGRAD_CPU_RELAX();
-            else std::this_thread::yield();  // a worker was descheduled: give it the core
+        done_.store(0, std::memory_order_relaxed);
+        ++round_;
+        publish(round_ << 32);  // chunk 0 of round_ is the next to claim
+        run_chunks(round_);
+        const auto all_done = [&] { return done_.load() == threads_; };  // seq_cst: see caller_sleeping_
+        if (!spin_until(all_done, kCallerPause, kCallerPause)) {
+            caller_sleeping_.store(true);  // seq_cst, against the worker's fetch_add then load
+            std::unique_lock<std::mutex> lock(mutex_);
+            finished_.wait(lock, all_done);
+            caller_sleeping_.store(false, std::memory_order_relaxed);
         }
         task_ = nullptr;
     }
 
 private:
-    void stop_and_join() {
-        stop_.store(true, std::memory_order_relaxed);  // published by the release below
-        {
+    static constexpr std::uint64_t kChunkBits = 0xffffffff;
+
+    // Opens a round to the workers: stores claim_ = (round << 32) | first chunk, and wakes the
+    // sleeping ones.
+    void publish(std::uint64_t claim) {
+        claim_.store(claim);  // seq_cst, against the sleeper's fetch_add then load
+        if (sleepers_.load() > 0) {
             std::lock_guard<std::mutex> lock(mutex_);
-            generation_.fetch_add(1, std::memory_order_release);
+            wake_.notify_all();
         }
-        wake_.notify_all();
+    }
+
+    // Claims chunks of `round` one at a time and runs them, until none is left.
+    void run_chunks(std::uint64_t round) {
+        std::uint64_t c = claim_.load(std::memory_order_acquire);
+        while ((c >> 32) == round && int(c & kChunkBits) < threads_) {
+            if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+                continue;  // c now holds the current value
+            (*task_)(int(c & kChunkBits));
+            if (done_.fetch_add(1) + 1 == threads_ && caller_sleeping_.load()) {
+                std::lock_guard<std::mutex> lock(mutex_);
+                finished_.notify_one();
+            }
+            c = claim_.load(std::memory_order_acquire);
+        }
+    }
+
+    void stop_and_join() {
+        stop_.store(true, std::memory_order_relaxed);  // published by the store below
+        publish(((round_ + 1) << 32) | std::uint64_t(threads_));  // a new round with nothing to claim
         for (auto& w : workers_) w.join();
     }
 
-    void work(int t) {
+    // The round after `seen`, once the caller opens it: spins first, then sleeps.
+    std::uint64_t next_round(std::uint64_t seen) {
+        const auto opened = [&] { return (claim_.load() >> 32) != seen; };  // seq_cst: see sleepers_
+        if (!spin_until(opened, kWorkerPause, kWorkerSpin)) {
+            sleepers_.fetch_add(1);  // seq_cst, against publish's store then load
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, opened);
+            sleepers_.fetch_sub(1);
+        }
+        return claim_.load(std::memory_order_acquire) >> 32;
+    }
+
+    void work() {
         t_in_body = true;
         std::uint64_t seen = 0;
         for (;;) {
-            std::uint64_t g = generation_.load(std::memory_order_acquire);
-            for (int spins = 0; g == seen && spins < kSpinIterations; ++spins) {
-                XGRAD_CPU_RELAX();
-                g = generation_.load(std::memory_order_acquire);
-            }
-            if (g == seen) {
-                std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-                g = generation_.load(std::memory_order_acquire);
-            }
-            seen = g;
+            seen = next_round(seen);
             if (stop_.load(std::memory_order_relaxed)) return;
-            (*task_)(t);
-            pending_.fetch_sub(1, std::memory_order_release);
+            run_chunks(seen);
         }
     }
 
+    const int threads_;
     std::vector<std::thread> workers_;
     std::mutex mutex_;
-    std::condition_variable wake_;
-    std::atomic<std::uint64_t> generation_{0};
-    std::atomic<int> pending_{0};
+    std::condition_variable wake_, finished_;
+    std::atomic<std::uint64_t> claim_{0};  // (round << 32) | the next chunk to claim
+    std::atomic<int> done_{0};              // chunks of the round finished
+    std::atomic<int> sleepers_{0};
+    std::atomic<bool> caller_sleeping_{false};
+    std::uint64_t round_ = 0;               // the caller's
     const std::function<void(int)>* task_ = nullptr;
     std::atomic<bool> stop_{false};
 };
@@ -156,14 +212,14 @@ void after_fork_in_child() {
     if (t_locked_for_fork) g_pool_owner.unlock();
 }
 
-// Workers spin between tasks, so more threads than the hardware runs at once take cores from
-// each other. Allowed, as in PyTorch, but reported once on stderr.
+// More threads than the hardware runs at once take turns on the cores, and a loop waits for its
+// last chunk. Allowed, as in PyTorch, but reported once on stderr.
 void warn_if_oversubscribed(int n) {
     const unsigned hw = std::thread::hardware_concurrency();  // 0 if unknown
     if (hw == 0 || unsigned(n) <= hw || g_warned.exchange(true)) return;
     fmt::print(stderr, "xgrad: warning: a pool of {} threads, more than the {} hardware threads "
-                       "std::thread::hardware_concurrency() reports; its workers spin between tasks and will take "
-                       "cores from each other\n", n, hw);
+                       "std::thread::hardware_concurrency() reports; they will take turns on the cores, and each "
+                       "loop waits for its last chunk\n", n, hw);
 }
 
 }  // namespace

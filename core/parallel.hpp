@@ -2,8 +2,10 @@
 // Legend: n items (rows, heads, elements), T threads, chunk t = the items [t·n/T, (t+1)·n/T).
 //
 // T = 1 unless set_num_threads (core/threads.hpp) or set_pool_threads changes it. A persistent
-// pool, not a std::thread per op; workers spin briefly after a task, then sleep. A child made
-// by fork() has none of the parent's workers: it runs on T = 1 until it sets T again.
+// pool, not a std::thread per op. Each chunk runs on whichever thread claims it first, so a
+// worker that another process keeps off its core holds no loop up; idle workers give their core
+// away (core/parallel.cpp). A child made by fork() has none of the parent's workers: it runs on
+// T = 1 until it sets T again.
 // Determinism: chunks depend only on n and T, so a fixed T gives bit-identical results. A body
 // that reduces keeps one partial per chunk and adds them in chunk order.
 #pragma once
@@ -24,8 +26,8 @@ int get_pool_threads();
 // start n threads (naming n and the system's reason).
 void set_pool_threads(int n);
 
-// Calls body(begin, end) on the disjoint chunks of [0, n), one per thread (the caller runs chunk
-// 0), and returns when all are done. body(0, n) runs on the caller alone when n < 2·grain, T = 1,
+// Calls body(begin, end) on the disjoint chunks of [0, n), T of them, each on the first thread
+// free to claim it (the caller included), and returns when all are done. body(0, n) runs on the caller alone when n < 2·grain, T = 1,
 // nested, or while another thread holds the pool. If chunks throw, all still finish and the
 // first exception in chunk order is rethrown.
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body);

@@ -273,7 +273,7 @@ static void add_flags(FlagTable& t, Config& cfg) {
     t.integer("--embed-dim", cfg.embed_dim, 1, 4096, "width d of each character's embedding vector", kResume);
     t.integer("--hidden", cfg.hidden, 1, 65536, "tanh units in the hidden layer", kResume);
     t.seed("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples", kResume);
-    t.integer("--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
+    t.integer("--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the cores");
     t.text("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)", kResume);
     t.path("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
     t.integer("--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");

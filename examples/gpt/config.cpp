@@ -55,7 +55,7 @@ void add_training_flags(examples::FlagTable& t, Config& c) {
     t.real("--weight-decay", c.weight_decay, {0, inf}, "AdamW decoupled weight decay λ on the ≥2-D weights (biases and LayerNorm: none)", kResume);
     t.real("--grad-clip", c.grad_clip, {0, inf}, "clip the global gradient L2 norm to this before each step (0: off)", kResume);
     t.seed("--seed", c.seed, "seed of the initialisation, the batches and the samples", kResume);
-    t.integer("--threads", c.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
+    t.integer("--threads", c.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the cores");
     t.text("--data", c.data, "a text file to train on instead of the KJV (--tokenizer char: each byte is a token)", kResume);
     t.integer("--stop-after", c.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)", kRanks);
     t.flag("--eval-only", c.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)", kRanks);

@@ -76,7 +76,7 @@ bool mask_conventions_agree() {
 int main() {
     // Threads: set_num_threads(n) gives xgrad's pool n threads and keeps OpenBLAS on one (xgrad
     // cuts large products into bands itself). Without the call xgrad runs on one thread, and so
-    // does OpenBLAS from the first product on. Use no more threads than idle cores.
+    // does OpenBLAS from the first product on. Use no more threads than cores.
     set_num_threads(1);
     manual_seed(0);
     std::mt19937_64 rng(0);  // the batch sampler

@@ -377,7 +377,7 @@ int main(int argc, char** argv) {
     int_flag(app, "--batch-size", cfg.batch_size, 1, 1 << 20, "B, (centre, context) pairs per optimizer step");
     real_flag(app, "--lr", cfg.lr, {0, inf, true}, "Adam learning rate at the start; decays linearly to lr·1e-4");
     examples::seed_flag(app, "--seed", cfg.seed, "seed of initialisation, subsampling, windows, shuffles and negatives");
-    int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the idle cores");
+    int_flag(app, "--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the cores");
     int_flag(app, "--compare-dense", cfg.compare_dense, 0, INT_MAX, "after training, time this many steps with lazy and with dense Adam updates (0: skip)");
     examples::path_flag(app, "--out", cfg.out, "directory for embeddings.safetensors, vocab.txt and the pictures (*.png, with their .dat and .gp)");
     return examples::parse_and_run(app, "word2vec", argc, argv, [&] { return run(cfg); });

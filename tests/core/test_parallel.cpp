@@ -148,6 +148,36 @@ TEST_CASE("parallel_for called from two application threads at once covers each 
     }
 }
 
+// The handoff in each of its states: a worker spinning for the next loop (loops back to back), a
+// worker asleep (a pause of 5 ms between loops, longer than it spins), and a caller asleep until
+// a worker finishes (a chunk that takes 5 ms). Every round covers each index once, in the same
+// chunks, whichever thread claims them.
+TEST_CASE("parallel_for covers each index once whether its workers spin or sleep", "[threads][parallel]") {
+    ThreadsGuard guard;
+    for (int T : {2, 3}) {
+        set_pool_threads(T);
+        for (int round = 0; round < 300; ++round) {
+            const bool pause = round % 50 == 49, slow_chunk = round % 50 == 24;
+            if (pause) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            std::vector<std::atomic<int>> hits(97);
+            std::mutex m;
+            std::vector<std::pair<std::size_t, std::size_t>> chunks;
+            parallel_for(97, 1, [&](std::size_t b, std::size_t e) {
+                if (slow_chunk && b > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                for (std::size_t i = b; i < e; ++i) ++hits[i];
+                std::lock_guard<std::mutex> lock(m);
+                chunks.emplace_back(b, e);
+            });
+            INFO("threads " << T << ", round " << round);
+            for (std::size_t i = 0; i < hits.size(); ++i) REQUIRE(hits[i] == 1);
+            std::sort(chunks.begin(), chunks.end());
+            REQUIRE(chunks.size() == std::size_t(T));
+            for (std::size_t t = 0; t < chunks.size(); ++t)  // chunk t = [t·97/T, (t+1)·97/T)
+                REQUIRE(chunks[t] == std::make_pair(t * 97 / std::size_t(T), (t + 1) * 97 / std::size_t(T)));
+        }
+    }
+}
+
 namespace {
 
 constexpr int kHung = -1;
@@ -352,10 +382,11 @@ TEST_CASE("fork while another thread holds a process-wide lock: the child does n
         // y = 3·x through an op whose backward takes 200 ms on the other thread, a retained graph
         Tensor x = ones({2}, true);
         HeldElsewhere* holder = nullptr;
-        const Tensor y = make_result(x.data() * real(3), "slow_times_3", {x}, [&holder](const Array& grad_out, const Array&) {
+        const auto slow_backward = [&holder](const Array& grad_out, const Array&) {
             holder->held_now();
             return make_grads(Array(grad_out * real(3)));
-        });
+        };
+        const Tensor y = make_result(x.data() * real(3), "slow_times_3", {x}, slow_backward);
         HeldElsewhere other([&holder, &other, &y] {
             holder = &other;
             y.sum().backward(Tensor(), /*retain_graph=*/true);
@@ -429,8 +460,8 @@ TEST_CASE("fork during the process's first small product: the child does not han
                 return 127;  // exec failed
             },
             std::chrono::seconds(30));
-        INFO("trial " << trial << ": exit code " << code << " (1: the trial failed; 127: no exec; -1: hung); its report:\n"
-                      << read_bytes(out));
+        INFO("trial " << trial << ": exit code " << code
+                      << " (1: the trial failed; 127: no exec; -1: hung); its report:\n" << read_bytes(out));
         REQUIRE(code == 0);
     }
 }
