@@ -34,7 +34,7 @@ namespace {
 // libxsmm across fork(): its one-time initialisation and its registry of generated kernels are
 // guarded by flags and locks of its own that fork() does not reset, so a child forked while
 // another thread is inside them would spin forever in its first product. Every call that may
-// take them (init, dispatch, transpose) holds this lock, and so does fork() (pthread_atfork;
+// take them (init, dispatch) holds this lock, and so does fork() (pthread_atfork;
 // registered at load, so taken after the pool's and the backward's handlers, which wait for
 // work that may call libxsmm). A dispatched kernel takes no lock and runs outside it.
 std::mutex& libxsmm_lock() {
@@ -66,26 +66,24 @@ bool use_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::
 // so B is libxsmm's first operand and A its second. A row-major B (K, N) is the column-major
 // (N, K) = op(B)ᵀ as it stands; a row-major A (M, K) is column-major (K, M) = Aᵀ, so our trans_a
 // is libxsmm's TRANS_B flag. libxsmm 1.17's JIT has no kernel with a transposed first operand,
-// our trans_b: there B (N, K) is first transposed into a scratch Bᵀ (K, N) of this call.
+// our trans_b: there B (N, K) is first written out as a scratch alpha·Bᵀ (K, N) of this call, by
+// OpenBLAS's transposing copy (libxsmm's own would take libxsmm's locks).
 bool gemm_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, real alpha,
                   const real* A, std::size_t lda, const real* B, std::size_t ldb, real beta, real* C,
                   std::size_t ldc) {
-    std::unique_lock<std::mutex> lock(libxsmm_lock());  // released before the kernel runs
-    static std::once_flag init;  // libxsmm's dispatch is thread-safe once libxsmm_init has run
-    std::call_once(init, [] { libxsmm_init(); });
     const auto i = [](std::size_t v) { return static_cast<libxsmm_blasint>(v); };
-    std::unique_ptr<real[]> bt;  // Bᵀ (K, N), row-major, when trans_b: this call's own, uninitialised
+    std::unique_ptr<real[]> bt;  // alpha·Bᵀ (K, N), row-major, when trans_b: this call's own
     const real* first = B;
     libxsmm_blasint ld_first = i(ldb);
     if (trans_b) {
         bt.reset(new real[K * N]);
-        // B row-major (N, K) is column-major (K, N), leading dimension ldb; out: column-major (N, K)
-        libxsmm_otrans(bt.get(), B, sizeof(real), i(K), i(N), i(ldb), i(N));
-        if (alpha != 1)
-            for (std::size_t e = 0; e < K * N; ++e) bt[e] *= alpha;  // alpha·op(B), then alpha = 1
-        first = bt.get();
+        cblas_somatcopy(CblasRowMajor, CblasTrans, int(N), int(K), alpha, B, int(ldb), bt.get(), int(N));
+        first = bt.get();  // alpha is in it: the kernel multiplies with alpha = 1
         ld_first = i(N);
     }
+    std::unique_lock<std::mutex> lock(libxsmm_lock());  // released before the kernel runs
+    static std::once_flag init;  // libxsmm's dispatch is thread-safe once libxsmm_init has run
+    std::call_once(init, [] { libxsmm_init(); });
     const libxsmm_blasint la = ld_first, lb = i(lda), lc = i(ldc);
     const real one = 1;
     const int flags = (trans_a ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE) |

@@ -26,10 +26,10 @@ int get_pool_threads();
 // start n threads (naming n and the system's reason).
 void set_pool_threads(int n);
 
-// Calls body(begin, end) on the disjoint chunks of [0, n), T of them, each on the first thread
-// free to claim it (the caller included), and returns when all are done. body(0, n) runs on the caller alone when n < 2·grain, T = 1,
-// nested, or while another thread holds the pool. If chunks throw, all still finish and the
-// first exception in chunk order is rethrown.
+// Calls body(begin, end) on the T disjoint chunks of [0, n), each on the first thread free to
+// claim it (the caller included), and returns when all are done. body(0, n) runs on the caller
+// alone when n < 2·grain, T = 1, nested, or while another thread holds the pool. If chunks
+// throw, all still finish and the first exception in chunk order is rethrown.
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body);
 
 // Elementwise loops: f(i0, i1) on ranges cut at multiples of 64 (whole SIMD registers, so the

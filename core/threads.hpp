@@ -7,9 +7,9 @@ namespace xgrad {
 // Sets xgrad's pool to n threads, the caller included (large gemms are split into bands over
 // it), and OpenBLAS to 1 thread, so the two never compete; process-wide. Without a call, xgrad
 // runs on 1 thread, and its first matrix product sets OpenBLAS to 1 thread as well.
-// Use n up to the cores: a worker waiting for work yields its core to any other thread that
-// wants it, then sleeps, and the caller runs the chunks of a worker kept off its core, so a core
-// another process takes costs its share, not the whole pool's speed. n above
+// Use n up to the cores: a waiting worker yields its core to any thread that wants it, then
+// sleeps, and the caller runs the chunks of a worker kept off its core, so a core another
+// process takes costs what that core brought, not the pool's whole speed. n above
 // std::thread::hardware_concurrency() is allowed but warned about on stderr, once per process.
 // Safe while other threads run ops: those find the pool busy or resized and run on their own.
 // After fork(), the child runs on 1 thread until it calls set_num_threads (the parent's workers
