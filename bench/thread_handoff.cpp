@@ -1,9 +1,9 @@
 // bench/thread_handoff.cpp — what it costs to hand work to the second core: the measurement the
 // pool's design (core/parallel.hpp) stands on.
 //
-//   Handoff/*     an empty task for 2 threads: the persistent pool (core/parallel.hpp: spin,
-//                 then sleep), a std::thread started and joined per op, and the pool after
-//                 its worker went to sleep (a pause longer than its spin between ops)
+//   Handoff/*     an empty task for 2 threads: the persistent pool (core/parallel.cpp: a waiting
+//                 worker pauses, yields, then sleeps), a std::thread started and joined per op,
+//                 and the pool after its worker went to sleep (a pause longer than its wait)
 //   Gemm/*        the GPT example's products, B·T = 768 rows, d 128 (c_attn, c_proj, the MLP's
 //                 two, the head over V 65), each as one cblas_sgemm on 1 OpenBLAS thread, on
 //                 2 OpenBLAS threads, and split by rows over the pool's 2 threads (each half
@@ -37,13 +37,13 @@ void Handoff_thread_per_op(benchmark::State& state) {
     }
 }
 
-// The worker sleeps between ops (a 1 ms pause, untimed, is longer than its spin): the handoff
-// goes through the kernel's futex wake.
+// The worker sleeps between ops (a 3 ms pause, untimed, is longer than its 1 ms wait): the caller
+// wakes it through the kernel's futex, and runs the chunk itself if the worker is late for it.
 void Handoff_pool_sleeping(benchmark::State& state) {
     xgrad::set_pool_threads(2);
     for (auto _ : state) {
         state.PauseTiming();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
         state.ResumeTiming();
         xgrad::parallel_for(2, 1, [](std::size_t, std::size_t) { benchmark::ClobberMemory(); });
     }
