@@ -51,8 +51,9 @@ namespace {
 // shorter), then calls sched_yield until kWorkerSpin has passed (back at once on an idle core,
 // the core handed over otherwise), then sleeps on a condition variable.
 constexpr std::chrono::microseconds kWorkerPause{10}, kWorkerSpin{1000};
-// A caller waiting for the workers' chunks pauses this long, then sleeps until the last wakes it.
-constexpr std::chrono::microseconds kCallerPause{50};
+// A caller waiting for the workers' chunks pauses for kCallerPause, yields its core until
+// kCallerWait has passed (a worker may be waiting for it), then sleeps until the last wakes it.
+constexpr std::chrono::microseconds kCallerPause{50}, kCallerWait{300};
 
 using Clock = std::chrono::steady_clock;
 
@@ -100,7 +101,7 @@ public:
         publish(round_ << 32);  // chunk 0 of round_ is the next to claim
         run_chunks(round_);
         const auto all_done = [&] { return done_.load() == threads_; };  // seq_cst: see caller_sleeping_
-        if (!spin_until(all_done, kCallerPause, kCallerPause)) {
+        if (!spin_until(all_done, kCallerPause, kCallerWait)) {
             caller_sleeping_.store(true);  // seq_cst, against the worker's fetch_add then load
             std::unique_lock<std::mutex> lock(mutex_);
             finished_.wait(lock, all_done);
