@@ -20,6 +20,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -30,20 +31,21 @@ namespace xgrad {
 
 namespace {
 
-#if defined(XGRAD_HAVE_LIBXSMM) && !defined(XGRAD_DOUBLE)
-// libxsmm across fork(): its one-time initialisation and its registry of generated kernels are
-// guarded by flags and locks of its own that fork() does not reset, so a child forked while
-// another thread is inside them would spin forever in its first product. Every call that may
-// take them (init, dispatch) holds this lock, and so does fork() (pthread_atfork;
-// registered at load, so taken after the pool's and the backward's handlers, which wait for
-// work that may call libxsmm). A dispatched kernel takes no lock and runs outside it.
-std::mutex& libxsmm_lock() {
+// The libraries' one-time setup (OpenBLAS's thread count, libxsmm_init) and libxsmm's registry
+// of generated kernels are guarded by flags and locks of their own that fork() does not reset: a
+// child forked while another thread is inside them would wait forever in its first product.
+// Every call that may take them holds this lock, and so does fork() (pthread_atfork; registered
+// at load, so taken after the pool's and the backward's handlers, which wait for work that may
+// multiply). A dispatched kernel takes no lock and runs outside it.
+std::mutex& blas_setup_lock() {
     static std::mutex m;
     return m;
 }
-const int g_libxsmm_atfork = pthread_atfork([] { libxsmm_lock().lock(); }, [] { libxsmm_lock().unlock(); },
-                                            [] { libxsmm_lock().unlock(); });
+const int g_blas_setup_atfork = pthread_atfork([] { blas_setup_lock().lock(); },
+                                               [] { blas_setup_lock().unlock(); },
+                                               [] { blas_setup_lock().unlock(); });
 
+#if defined(XGRAD_HAVE_LIBXSMM) && !defined(XGRAD_DOUBLE)
 // libxsmm below M·N·K = 10⁸, OpenBLAS above, and OpenBLAS for Aᵀ·B with N ≥ 512 (a weight
 // gradient dW = dYᵀ·X of a wide layer): the rule stands on the per-shape rows W7 of
 // bench/README.md (OpenBLAS, libxsmm and BLIS on every product of T1, T5 and the BPE head). Where
@@ -81,9 +83,10 @@ bool gemm_libxsmm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std:
         first = bt.get();  // alpha is in it: the kernel multiplies with alpha = 1
         ld_first = i(N);
     }
-    std::unique_lock<std::mutex> lock(libxsmm_lock());  // released before the kernel runs
-    static std::once_flag init;  // libxsmm's dispatch is thread-safe once libxsmm_init has run
-    std::call_once(init, [] { libxsmm_init(); });
+    std::unique_lock<std::mutex> lock(blas_setup_lock());  // released before the kernel runs
+    static bool initialised = false;  // under the lock; libxsmm's dispatch is thread-safe after it
+    if (!initialised) libxsmm_init();
+    initialised = true;
     const libxsmm_blasint la = ld_first, lb = i(lda), lc = i(ldc);
     const real one = 1;
     const int flags = (trans_a ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE) |
@@ -172,8 +175,12 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     // One OpenBLAS thread per xgrad thread, from the first product on, even without a
     // set_num_threads call: the pool below splits the bands, so OpenBLAS's own threads would
     // only compete with it for the same cores.
-    static std::once_flag blas_threads;
-    std::call_once(blas_threads, [] { openblas_set_num_threads(1); });
+    static std::atomic<bool> blas_threads_set{false};
+    if (!blas_threads_set.load(std::memory_order_acquire)) {
+        std::lock_guard<std::mutex> lock(blas_setup_lock());
+        if (!blas_threads_set.load(std::memory_order_relaxed)) openblas_set_num_threads(1);
+        blas_threads_set.store(true, std::memory_order_release);
+    }
     const double macs = double(M) * double(N) * double(K);
 #ifndef XGRAD_DOUBLE
     const bool copy_bt = !trans_a && trans_b && K < 32 && macs <= 1e6;  // see gemm_one_thread
