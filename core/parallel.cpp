@@ -260,8 +260,12 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         return;
     }
     const std::size_t T = std::size_t(pool()->threads());
-    // Chunk t = [t·n/T, (t+1)·n/T). Exceptions are kept per chunk; the first in chunk order is
-    // rethrown once all are done, so no worker outlives the body's frame.
+    // Chunk t = [t·n/T, (t+1)·n/T). With n = q·T + r, t·n/T = t·q + t·r/T (floors): the same
+    // bound without the product t·n, which overflows 64 bits for n near SIZE_MAX.
+    const std::size_t q = n / T, r = n % T;
+    const auto bound = [&](std::size_t t) { return t * q + t * r / T; };
+    // Exceptions are kept per chunk; the first in chunk order is rethrown once all are done, so
+    // no worker outlives the body's frame.
     std::vector<std::exception_ptr> errors(T);
     struct InBody {  // marks this thread as inside a body until the chunks are done, however they end
         InBody() { t_in_body = true; }
@@ -270,7 +274,7 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
     {
         InBody in_body;
         pool()->run([&](int t) {
-            const std::size_t begin = std::size_t(t) * n / T, end = (std::size_t(t) + 1) * n / T;
+            const std::size_t begin = bound(std::size_t(t)), end = bound(std::size_t(t) + 1);
             if (begin >= end) return;
             try {
                 body(begin, end);

@@ -79,6 +79,32 @@ TEST_CASE("parallel_for's chunks depend only on n and the thread count", "[threa
     }
 }
 
+// The chunk bounds t·n/T for n near SIZE_MAX: t·n itself does not fit in 64 bits. The bodies
+// only record their ranges; every n of [0, n) is covered once, in the chunks [t·n/T, (t+1)·n/T).
+TEST_CASE("parallel_for covers n up to SIZE_MAX without overflow in its chunk bounds",
+          "[threads][parallel][regression]") {
+    ThreadsGuard guard;
+    for (int T : {2, 3}) {
+        set_pool_threads(T);
+        for (std::size_t n : {SIZE_MAX, std::size_t(1) << 63, SIZE_MAX / 2 + 7}) {
+            INFO("threads " << T << ", n " << n);
+            std::mutex m;
+            std::vector<std::pair<std::size_t, std::size_t>> chunks;
+            parallel_for(n, 1, [&](std::size_t b, std::size_t e) {
+                std::lock_guard<std::mutex> lock(m);
+                chunks.emplace_back(b, e);
+            });
+            std::sort(chunks.begin(), chunks.end());
+            REQUIRE(chunks.size() == std::size_t(T));
+            REQUIRE(chunks.front().first == 0);
+            REQUIRE(chunks.back().second == n);
+            for (std::size_t t = 1; t < chunks.size(); ++t) REQUIRE(chunks[t].first == chunks[t - 1].second);
+            // chunk 1's start, floor(n/T) (T·floor(n/T) ≤ n), as the formula gives for small n
+            REQUIRE(chunks[1].first == n / std::size_t(T));
+        }
+    }
+}
+
 TEST_CASE("a parallel_for inside a body runs on that body's thread", "[threads][parallel]") {
     ThreadsGuard guard;
     set_pool_threads(2);
