@@ -13,8 +13,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/detail/accumulate.hpp>
 #include <xgrad/core/detail/anomaly.hpp>
-
-#include <pthread.h>
+#include <xgrad/core/detail/fork.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -88,35 +87,46 @@ Tensor make_result(Array out, const char* name, const std::vector<Tensor>& input
 // ---- fork() and the nodes' locks ----------------------------------------------------------------
 // A node's mutex is held while its backward runs; fork() copies only the calling thread, so a
 // node another thread was running would stay locked in the child. The threads inside a node's
-// backward are counted, and fork() holds new ones back and waits until none is left. A nested
-// backward (checkpoint's recomputation) counts once: holding it back would wait for itself.
-// Registered with the first backward, after the handlers registered at load (generator, leaves,
-// libxsmm), so fork() waits here before it takes their locks, which a backward may need.
+// backward are counted, and fork() holds new ones back and waits for the others to leave: all
+// but those that are themselves forking from inside a backward (core/detail/fork.hpp gives the
+// order of the steps). A nested backward (checkpoint's recomputation) counts once: holding it
+// back would wait for itself.
 namespace {
-std::atomic<int> g_in_backward{0};  // threads inside a node's backward
-std::atomic<int> g_forking{0};      // fork() calls between their prepare and their return
+std::atomic<int> g_in_backward{0};       // threads inside a node's backward
+std::atomic<int> g_forking{0};           // fork() calls holding new backwards back
+std::atomic<int> g_forking_inside{0};    // fork() calls made from inside a backward (counted above)
 thread_local int t_backward_depth = 0;
+thread_local bool t_forking_inside = false;
 
 void wait_for_fork_a_little() { std::this_thread::sleep_for(std::chrono::microseconds(50)); }
+}  // namespace
 
-void backward_before_fork() {
-    g_forking.fetch_add(1);  // seq_cst, as the counting below: one of the two sees the other
-    const int self = t_backward_depth > 0 ? 1 : 0;  // a fork from inside a backward waits for the others
-    while (g_in_backward.load() != self) wait_for_fork_a_little();
+namespace xgrad_detail {
+void backward_fork_announce() {
+    t_forking_inside = t_backward_depth > 0;
+    if (t_forking_inside) g_forking_inside.fetch_add(1);
 }
-void backward_after_fork_in_parent() { g_forking.fetch_sub(1); }
-void backward_after_fork_in_child() {
+void backward_fork_hold() {
+    g_forking.fetch_add(1);  // seq_cst, as the counting below: one of the two sees the other
+    while (g_in_backward.load() != g_forking_inside.load()) wait_for_fork_a_little();
+}
+void backward_fork_release_in_parent() {
+    g_forking.fetch_sub(1);
+    if (t_forking_inside) g_forking_inside.fetch_sub(1);
+}
+void backward_fork_reset_in_child() {
     g_forking.store(0);
+    g_forking_inside.store(0);
     g_in_backward.store(t_backward_depth > 0 ? 1 : 0);  // the other threads are not in the child
 }
+}  // namespace xgrad_detail
 
+namespace {
 // Counts this thread in g_in_backward for its lifetime, first waiting out a fork() in progress.
 class InBackward {
 public:
     InBackward() {
-        static const int atfork =
-            pthread_atfork(backward_before_fork, backward_after_fork_in_parent, backward_after_fork_in_child);
-        (void)atfork;
+        xgrad_detail::register_fork_handler();
         if (t_backward_depth++ > 0) return;
         for (;;) {
             g_in_backward.fetch_add(1);

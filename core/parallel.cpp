@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include <xgrad/core/detail/fork.hpp>
 #include <xgrad/core/error.hpp>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -179,10 +180,14 @@ private:
     std::atomic<bool> stop_{false};
 };
 
+// Never destroyed, not even at exit: a worker calling exit() from its chunk would be joined to
+// itself (std::system_error, abort), and a thread still in a loop as the program ends would have
+// the pool destroyed under it. Its workers end with the process. A resize replaces it whole.
 std::unique_ptr<Pool>& pool() {
-    static std::unique_ptr<Pool> p;
-    return p;
+    static auto* const p = new std::unique_ptr<Pool>();
+    return *p;
 }
+std::atomic<bool> g_fork_handler_registered{false};
 std::atomic<int> g_threads{1};
 
 // Held by the thread whose parallel_for owns the pool, by a resize, and across fork().
@@ -191,15 +196,18 @@ std::mutex g_pool_owner;
 // Set once a pool larger than the hardware has been reported (once per process).
 std::atomic<bool> g_warned{false};
 
-// fork() copies only the calling thread. Before it, take the owner mutex, so that no loop is
-// running on the pool and no resize is half done; a thread inside a body already holds it or
-// waits for one that does, so it forks without (forking there is not supported).
+// fork() (core/detail/fork.hpp): take the owner mutex, so that no loop is running on the pool
+// and no resize is half done. A thread inside a body already holds it or waits for one that
+// does: it forks without it, and its child must exec or _exit (core/parallel.hpp).
 thread_local bool t_locked_for_fork = false;
 void before_fork() {
+    xgrad_detail::backward_fork_announce();
     t_locked_for_fork = !t_in_body;
     if (t_locked_for_fork) g_pool_owner.lock();
+    xgrad_detail::backward_fork_hold();
 }
 void after_fork_in_parent() {
+    xgrad_detail::backward_fork_release_in_parent();
     if (t_locked_for_fork) g_pool_owner.unlock();
 }
 // The child's copy of the pool names workers the child does not have: joining them would wait
@@ -207,6 +215,7 @@ void after_fork_in_parent() {
 // pthreadpool, which abandons a pool inherited through fork.
 Pool* g_pool_of_parent = nullptr;
 void after_fork_in_child() {
+    xgrad_detail::backward_fork_reset_in_child();
     g_pool_of_parent = pool().release();
     g_threads.store(1, std::memory_order_relaxed);
     g_warned.store(false, std::memory_order_relaxed);  // a new process
@@ -225,14 +234,20 @@ void warn_if_oversubscribed(int n) {
 
 }  // namespace
 
+// An atomic flag, no lock: a fork() in another thread during the first registration must not
+// leave the child a lock held. Of two first callers, one registers, and the other may run its
+// first loop or backward before the handler exists, as it could before either call.
+void xgrad_detail::register_fork_handler() {
+    if (g_fork_handler_registered.exchange(true)) return;
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
 int get_pool_threads() { return g_threads.load(std::memory_order_relaxed); }
 
 void set_pool_threads(int n) {
     check(n >= 1, "set_pool_threads", "thread count must be >= 1; got {}", n);
     check(!t_in_body, "set_pool_threads", "called from inside a parallel_for body");
-    // The fork handlers, registered with the first resize: before it there is no pool to reset.
-    static const int atfork = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-    (void)atfork;
+    xgrad_detail::register_fork_handler();  // with the first resize: before it there is no pool to reset
     // Waits until no other thread's parallel_for is using the pool it is about to replace.
     std::lock_guard<std::mutex> owner(g_pool_owner);
     const int old = g_threads.load(std::memory_order_relaxed);

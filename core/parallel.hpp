@@ -5,7 +5,8 @@
 // pool, not a std::thread per op. Each chunk runs on whichever thread claims it first, so a
 // worker that another process keeps off its core holds no loop up; idle workers give their core
 // away (core/parallel.cpp). A child made by fork() has none of the parent's workers: it runs on
-// T = 1 until it sets T again.
+// T = 1 until it sets T again. A body that forks: its child must exec or _exit, not return into
+// the loop, whose other chunks run on threads the child does not have.
 // Determinism: chunks depend only on n and T, so a fixed T gives bit-identical results. A body
 // that reduces keeps one partial per chunk and adds them in chunk order.
 #pragma once

@@ -13,7 +13,7 @@ namespace xgrad {
 // std::thread::hardware_concurrency() is allowed but warned about on stderr, once per process.
 // Safe while other threads run ops: those find the pool busy or resized and run on their own.
 // After fork(), the child runs on 1 thread until it calls set_num_threads (the parent's workers
-// do not exist there). Throws ValueError for n < 1, from inside a parallel_for body, or when the
+// do not exist there); a child forked inside a parallel_for body must exec or _exit. Throws ValueError for n < 1, from inside a parallel_for body, or when the
 // system cannot start n threads (ulimit -u or -v); the previous pool and count then remain.
 void set_num_threads(int n);
 

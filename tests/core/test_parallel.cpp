@@ -470,32 +470,145 @@ TEST_CASE("fork trial: a child forked during the first small product", "[.][fork
     REQUIRE(code == 0);
 }
 
-// The trial above, 30 times, each in a fresh copy of this test program. A child forked while
-// another thread was inside libxsmm's one-time initialisation inherited it half done, and spun
-// forever in its own first product (most trials hung).
-TEST_CASE("fork during the process's first small product: the child does not hang",
-          "[threads][parallel][regression]") {
+namespace {
+
+// Runs the hidden test case `trial` of this program in a fresh copy of it (so that the trial's
+// first backward, resize or product is the process's first), `times` times, each within 30 s.
+void run_trial_in_fresh_processes(const char* trial, int times) {
     TempDir dir;
     const std::string out = dir.file("trial.txt");
 #if defined(XGRAD_TEST_TSAN)
-    // For the trials this program starts: ThreadSanitizer counts the trial's other thread, alive in
+    // For the trials this program starts: ThreadSanitizer counts a trial's other thread, alive in
     // the parent at fork() and never joined in the child, as a leaked thread when the child exits
     // (exit code 66). The child cannot join a thread fork() did not copy; that is not a defect.
     const char* options = std::getenv("TSAN_OPTIONS");
     setenv("TSAN_OPTIONS", (std::string(options ? options : "") + ":report_thread_leaks=0").c_str(), 1);
 #endif
-    for (int trial = 0; trial < 30; ++trial) {
+    for (int run = 0; run < times; ++run) {
         const int code = exit_code_of_child(
-            [&out] {
+            [&out, trial] {
                 const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
                 dup2(fd, 1);
-                execl("/proc/self/exe", "/proc/self/exe", "fork trial: a child forked during the first small product",
-                      static_cast<char*>(nullptr));
+                execl("/proc/self/exe", "/proc/self/exe", trial, static_cast<char*>(nullptr));
                 return 127;  // exec failed
             },
             std::chrono::seconds(30));
-        INFO("trial " << trial << ": exit code " << code
-                      << " (1: the trial failed; 127: no exec; -1: hung); its report:\n" << read_bytes(out));
+        INFO(trial << ", run " << run << ": exit code " << code
+                   << " (1: the trial failed; 127: no exec; -1: hung); its report:\n" << read_bytes(out));
+        REQUIRE(code == 0);
+    }
+}
+
+}  // namespace
+
+// The trial above, 30 times. A child forked while another thread was inside libxsmm's one-time
+// initialisation inherited it half done, and spun forever in its own first product.
+TEST_CASE("fork during the process's first small product: the child does not hang",
+          "[threads][parallel][regression]") {
+    run_trial_in_fresh_processes("fork trial: a child forked during the first small product", 30);
+}
+
+// ---- fork() while the pool's loops run backward -------------------------------------------------
+// fork() takes the pool, then holds new backwards back and waits for the running ones. In the
+// other order, a loop whose bodies start a backward would wait for the fork while the fork
+// waited for the loop: the parent hung in fork().
+TEST_CASE("fork trial: forks while parallel_for bodies run backward", "[.][fork_trial]") {
+    set_num_threads(2);  // the pool before the first backward, as in most programs
+    {
+        Tensor a = randn({4, 4}, true);
+        (a * a).sum().backward();
+    }
+    std::atomic<bool> stop{false};
+    std::thread looper([&stop] {
+        while (!stop.load())
+            parallel_for(64, 1, [](std::size_t begin, std::size_t end) {
+                for (std::size_t i = begin; i < end; ++i) {
+                    Tensor a = randn({16, 16}, true);
+                    (a * a).sum().backward();  // d/da Σ a² = 2a
+                }
+            });
+    });
+    for (int r = 0; r < 20; ++r) {
+        const int code = exit_code_of_child([] {
+            Tensor a = full({2}, real(3), true);
+            (a * a).sum().backward();
+            return a.grad().data()(0) == 6 ? 0 : 1;
+        });
+        INFO("fork " << r << ": child exit code " << code << " (1: wrong gradient; -1: hung)");
+        CHECK(code == 0);
+    }
+    stop.store(true);
+    looper.join();
+}
+
+TEST_CASE("fork while parallel_for bodies run backward: neither parent nor child hangs",
+          "[threads][parallel][regression]") {
+    run_trial_in_fresh_processes("fork trial: forks while parallel_for bodies run backward", 2);
+}
+
+// Two threads, each inside a node's backward, fork at about the same time. Each waits for the
+// backwards that are not forking: waiting for all but itself, each waited for the other forever.
+TEST_CASE("fork trial: two threads fork from inside backwards at once", "[.][fork_trial]") {
+    std::atomic<int> arrived{0}, child_failures{0};
+    const auto forking_backward = [&] {
+        Tensor x = ones({4}, true);
+        const Tensor y = make_result(x.data() * real(2), "forking_times_2", {x}, [&](const Array& g, const Array&) {
+            ++arrived;  // meet the other thread (at most 2 ms), then fork
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+            while (arrived.load() % 2 != 0 && std::chrono::steady_clock::now() < until) {
+            }
+            if (exit_code_of_child([] { return 0; }) != 0) ++child_failures;
+            return make_grads(Array(g * real(2)));
+        });
+        y.sum().backward();
+        return x.grad().data()(0) == 2;
+    };
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+        threads.emplace_back([&] {
+            for (int r = 0; r < 50; ++r)
+                if (!forking_backward()) ++wrong;
+        });
+    for (std::thread& t : threads) t.join();
+    CHECK(child_failures.load() == 0);
+    CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("two threads forking from inside backwards at once: no hang", "[threads][parallel][regression]") {
+    run_trial_in_fresh_processes("fork trial: two threads fork from inside backwards at once", 2);
+}
+
+// ---- exit() while the pool has work ----------------------------------------------------------
+// The pool is never destroyed at exit: exit() from a worker's chunk joined that worker to itself
+// (std::system_error, abort), and a thread still looping as the program ended had the pool
+// destroyed under it (a crash or a hang).
+TEST_CASE("exit() from a worker's chunk exits with its status", "[threads][parallel][regression]") {
+    const int code = exit_code_of_child([] {
+        set_num_threads(2);
+        const std::thread::id caller = std::this_thread::get_id();
+        parallel_for(1000, 1, [caller](std::size_t, std::size_t) {
+            if (std::this_thread::get_id() != caller) std::exit(7);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        });
+        return 1;  // no chunk ran on the worker
+    });
+    INFO("child exit code " << code << " (134: aborted; 1: no chunk on the worker; -1: hung)");
+    REQUIRE(code == 7);
+}
+
+TEST_CASE("the program ends while another thread runs pooled loops", "[threads][parallel][regression]") {
+    for (int run = 0; run < 40; ++run) {
+        const int code = exit_code_of_child([] {
+            set_num_threads(2);
+            std::thread([] {
+                for (;;) chunks_run();
+            }).detach();
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            std::exit(0);  // as main returning: static destructors run
+            return 1;
+        });
+        INFO("run " << run << ": child exit code " << code << " (139: crashed; -1: hung)");
         REQUIRE(code == 0);
     }
 }
