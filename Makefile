@@ -5,7 +5,7 @@
 #                                    install them with the headers and the CMake package under PREFIX
 #                                    (default ~/.local/xgrad); works right after make run
 #   make test                        install deps, Release build, run every test with ctest
-#   make sanitize                    the same tests under ASan + UBSan + LeakSanitizer, in build-asan/
+#   make sanitize                    the value tests under ASan + UBSan + LeakSanitizer, in build-asan/
 #   make fuzz [FUZZ_LOADS=30000]     every header bit of a real checkpoint flipped, then mutated loads,
 #                                    under ASan + UBSan, in build-asan/ (tests/fuzz_checkpoint.cpp;
 #                                    FUZZ_SEED=1 picks the mutations)
@@ -70,14 +70,16 @@ test: deps
 # The sanitizer trees (build-asan/, build-tsan/) are compiled with Clang, Debian's clang and its
 # sanitizer runtimes (.ci/install-deps): under the same sanitizers it compiles xgrad's templates in
 # far less time than GCC, and CI builds both trees from scratch. The Release tree stays on GCC.
-# Debug keeps assert() on; the libraries at -O1 instead of -O0 keep the numeric gradcheck loops
-# fast under ASan. -g1 (line tables, enough for the sanitizers' stack traces), unity builds of both
-# libraries (XGRAD_UNITY_BUILD_F64 too) and the tests' own code at -O0 (XGRAD_TESTS_OPTIMIZE; both
-# in cmake/build_speed.cmake) keep this clean build short.
+# Debug keeps assert() on, the libraries at -O1 instead of -O0 keep the tests' loops fast under
+# ASan. -g1 (line tables, enough for the sanitizers' stack traces), unity builds and the tests'
+# own code at -O0 (XGRAD_TESTS_OPTIMIZE; cmake/build_speed.cmake) keep this clean build short.
+# The ASan tree runs every value test of the float library and of the examples' libraries; it
+# leaves to the Release tree what runs the same sources another way: the double library and its
+# gradchecks (the same code with real = double), and the examples' programs run whole.
 # sanitize and fuzz configure build-asan/ with these same options, so neither reconfigures it.
 SANITIZER_CXX := clang++
 ASAN_CMAKE_ARGS := -DCMAKE_CXX_COMPILER=$(SANITIZER_CXX) -DXGRAD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
-                   -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_UNITY_BUILD_F64=ON
+                   -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DXGRAD_BUILD_F64=OFF
 # Any finding fails the run: UBSan is built with -fno-sanitize-recover, ASan and LSan halt.
 # allocator_may_return_null: a too-large malloc fails as in a release build (OutOfMemoryError).
 sanitize: export ASAN_OPTIONS  := detect_leaks=1:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1

@@ -31,10 +31,9 @@
 #    batch's: give each helper a name of its own (the compiler reports a clash as a redefinition,
 #    but two overloads of one name would silently coexist). The double library xgrad_f64 has its own switch,
 #    XGRAD_UNITY_BUILD_F64, OFF: the "Adding an op" loop (README) edits one file of it and
-#    recompiles only that file. Trees built once from scratch turn it on: the ASan tree (Makefile)
-#    and every tree configured under CI (the environment variable CI=true, which .ci/run's caller
-#    sets), where no file is edited afterwards; there the gradchecks are one program in batches
-#    too (tests/CMakeLists.txt).
+#    recompiles only that file. Trees built once from scratch turn it on: every tree configured
+#    under CI (the environment variable CI=true, which .ci/run's caller sets), where no file is
+#    edited afterwards; there the gradchecks are one program in batches too (tests/CMakeLists.txt).
 #    Editing one value test recompiles its batch of 8: for a loop on one test file, configure a
 #    tree with -DXGRAD_UNITY_BUILD=OFF.
 #
