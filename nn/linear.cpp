@@ -11,6 +11,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/parallel.hpp>
+#include <xgrad/nn/lora.hpp>
 
 namespace xgrad::nn {
 
@@ -72,7 +73,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 gemm(false, false, R, in, out, 1, g.data(), out, W.data(), in, 0, dx.data(), in);
                 grads[0] = std::move(dx);
             }
-            if (rw) {
+            if (rw) {  // a frozen W (LoRA's base, nn/lora.hpp) skips this product and its (out, in) array
                 Array dw(W.shape());
                 if (R == 0) dw.fill(0);
                 gemm(true, false, out, in, R, 1, g.data(), out, X.data(), in, 0, dw.data(), in);
@@ -127,7 +128,8 @@ Tensor Linear::forward(const Tensor& x) const {
           "the member 'bias' is no longer the registered parameter (was it reassigned?); the optimizer "
           "and state_dict() hold the registered one, so it would never be trained; to set values, "
           "write through bias.mutable_data() or nn::init");
-    return functional::linear(x, weight, bias);
+    const Tensor y = functional::linear(x, weight, bias);
+    return lora_ ? lora_->apply(x, y) : y;
 }
 
 }  // namespace xgrad::nn

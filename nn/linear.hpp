@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <xgrad/core/tensor.hpp>
 #include <xgrad/nn/module.hpp>
@@ -21,7 +22,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 
 class Embedding;
 class Linear;
+class LoRA;
+class LoRAOptions;
 void tie_weights(Linear& head, const Embedding& table);  // nn/tying.hpp
+LoRA& add_lora(Linear& layer, const LoRAOptions& options);  // nn/lora.hpp
 
 class Linear : public Module {
 public:
@@ -29,13 +33,16 @@ public:
     // elements; OutOfMemoryError if it cannot be allocated.
     Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
 
-    // x (..., in) → (..., out). Throws ValueError if x's last dim is not in_features, or if
-    // `weight` or `bias` was reassigned (the optimizer would train the registered tensor, not
-    // it); share a table with nn::tie_weights (nn/tying.hpp) instead.
+    // x (..., in) → (..., out), plus the LoRA adapter's term if it has one (nn/lora.hpp). Throws
+    // ValueError if x's last dim is not in_features, or if `weight` or `bias` was reassigned (the
+    // optimizer would train the registered tensor, not it); share a table with nn::tie_weights
+    // (nn/tying.hpp) instead.
     Tensor forward(const Tensor& x) const;
 
     std::int64_t in_features() const { return in_; }
     std::int64_t out_features() const { return out_; }
+    // The adapter nn::add_lora gave this layer, or null.
+    LoRA* lora() const { return lora_.get(); }
 
     // The registered parameters: change values in place (mutable_data(), nn::init), never reassign.
     Tensor weight;  // (out, in)
@@ -43,9 +50,11 @@ public:
 
 private:
     friend void tie_weights(Linear& head, const Embedding& table);
+    friend LoRA& add_lora(Linear& layer, const LoRAOptions& options);
 
     std::int64_t in_, out_;
     bool has_bias_;
+    std::shared_ptr<LoRA> lora_;
 };
 
 }  // namespace xgrad::nn

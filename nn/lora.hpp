@@ -1,0 +1,104 @@
+// nn/lora.hpp — LoRA: a trained layer kept frozen, and a small low-rank update trained beside it.
+//
+//   W' = W + s·B·A          W (out, in) frozen,  A (r, in),  B (out, r),  r ≪ min(in, out)
+//   y  = x W'ᵀ + b  =  x Wᵀ + b  +  s·(dropout(x) Aᵀ) Bᵀ          s = α/r   (rsLoRA: α/√r)
+//
+// A starts as Linear's own weight does (U(±1/√in), PEFT's kaiming_uniform with a = √5) and B at
+// zero, so the adapted layer starts equal to the base. The update trains r·(in + out) numbers
+// instead of out·in; the frozen W gets no gradient and no optimizer state.
+// ref: Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models"; Hugging Face PEFT
+// (LoraConfig: r, lora_alpha, lora_dropout, use_rslora; the names lora_A, lora_B)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <xgrad/core/tensor.hpp>
+#include <xgrad/nn/linear.hpp>
+#include <xgrad/nn/module.hpp>
+
+namespace xgrad::nn {
+
+// An adapter's settings, PEFT's LoraConfig fields and defaults; setters chain:
+//   nn::LoRAOptions().rank(4).alpha(8).dropout(0.05)
+class LoRAOptions {
+public:
+    LoRAOptions& rank(std::int64_t v) { rank_ = v; return *this; }    // r (8)
+    LoRAOptions& alpha(double v) { alpha_ = v; return *this; }        // α, lora_alpha (8)
+    LoRAOptions& dropout(double v) { dropout_ = v; return *this; }    // on the adapter's input (0)
+    LoRAOptions& use_rslora(bool v) { rslora_ = v; return *this; }    // s = α/√r instead of α/r (false)
+
+    std::int64_t rank() const { return rank_; }
+    double alpha() const { return alpha_; }
+    double dropout() const { return dropout_; }
+    bool use_rslora() const { return rslora_; }
+    // s: α/r, or α/√r with use_rslora (Kalajdzievski 2023, "A Rank Stabilization Scaling Factor").
+    double scaling() const;
+
+private:
+    std::int64_t rank_ = 8;
+    double alpha_ = 8;
+    double dropout_ = 0;
+    bool rslora_ = false;
+};
+
+// The adapter of one Linear (nn::add_lora makes it). A and B are Linear modules without bias,
+// registered on the host layer as its children lora_A and lora_B, so that their parameters are
+// named "<layer>.lora_A.weight" (r, in) and "<layer>.lora_B.weight" (out, r), as PEFT names them.
+class LoRA {
+public:
+    LoRA(Linear& host, const LoRAOptions& options);
+
+    // y + s·B(A(dropout(x))) for the host's output y = x Wᵀ + b; y alone when disabled or merged
+    // (the merged W already holds s·B·A). x (..., in), y (..., out).
+    Tensor apply(const Tensor& x, const Tensor& y) const;
+
+    // W += s·B·A: the host then computes the adapted layer in one product (for inference).
+    // Throws ValueError if already merged.
+    void merge();
+    // W -= s·B·A, W back to the base to rounding. Throws ValueError if not merged.
+    void unmerge();
+    bool merged() const { return merged_; }
+
+    // enabled(false): the host computes the base layer alone, bit for bit. Throws ValueError
+    // while merged (unmerge first: the merged W is no longer the base).
+    void enabled(bool on);
+    bool enabled() const { return enabled_; }
+
+    const LoRAOptions& options() const { return options_; }
+    std::shared_ptr<Linear> A;  // (r, in): lora_A
+    std::shared_ptr<Linear> B;  // (out, r): lora_B
+
+private:
+    Tensor weight_;  // the host's W (a shared handle)
+    LoRAOptions options_;
+    bool merged_ = false;
+    bool enabled_ = true;
+};
+
+// Adds a LoRA adapter to `layer` and freezes its weight and bias (requires_grad off), so that
+// its backward computes dX alone (nn/linear.cpp). Returns the adapter, which `layer` owns.
+// Throws ValueError if `layer` has an adapter already, r is outside [1, min(in, out)], α is not
+// finite and > 0, or dropout is outside [0, 1).
+LoRA& add_lora(Linear& layer, const LoRAOptions& options = {});
+
+// Adds an adapter to every Linear of `model` whose dotted path matches one of `targets`, and
+// freezes every other parameter of the model. A target matches a path that equals it or ends in
+// "." + target, and "*" stands for one whole component: "attn.c_attn" adapts every block's
+// attn.c_attn, "mlp.*" every Linear directly under an "mlp". Returns the adapted paths in
+// named_parameters() order. Throws ValueError for an empty target list, or a target that matches
+// no Linear (naming it and the model's Linear paths), before anything is changed.
+// ref: PEFT, get_peft_model with LoraConfig(target_modules=[...])
+std::vector<std::string> apply_lora(Module& model, const std::vector<std::string>& targets,
+                                    const LoRAOptions& options = {});
+
+// The model's parameters split by requires_grad: scalars trained and scalars frozen.
+struct ParameterCounts {
+    std::size_t trainable = 0;
+    std::size_t frozen = 0;
+};
+ParameterCounts count_parameters(const Module& model);
+
+}  // namespace xgrad::nn

@@ -1,0 +1,31 @@
+// tests/nn/gradcheck_lora.cpp — a Linear with a LoRA adapter (nn/lora.hpp): the gradients of the
+// input, A and B against finite differences, with B away from zero (at B = 0, dA = 0 and a wrong
+// dA would pass), at α/r and rsLoRA's α/√r, and on a (B, T, in) input.
+//
+// Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
+// formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
+// gradcheck_lora && build/tests/gradcheck_lora`.
+#include <catch2/catch.hpp>
+
+#include <type_traits>
+
+#include <xgrad/core/gradcheck.hpp>
+#include <xgrad/nn/nn.hpp>
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+using namespace xgrad::testing;
+
+static_assert(std::is_same_v<real, double>, "the gradcheck tests must link xgrad_f64");
+
+TEST_CASE("gradcheck LoRA Linear: x, A and B - α/r and α/√r - (BxTxin) input", "[gradcheck][nn][lora]") {
+    manual_seed(3);
+    for (const bool rslora : {false, true}) {
+        nn::Linear fc(5, 4);
+        nn::LoRA& lora = nn::add_lora(fc, nn::LoRAOptions().rank(2).alpha(3).use_rslora(rslora));
+        lora.B->weight.mutable_data() = randn({4, 2}).data();
+        const Tensor A = lora.A->weight, B = lora.B->weight;
+        REQUIRE_GRADCHECK([&fc](const auto& v) { return fc.forward(v[0]); }, leaf({3, 5}), A, B);
+        REQUIRE_GRADCHECK([&fc](const auto& v) { return fc.forward(v[0]); }, leaf({2, 3, 5}), A, B);
+    }
+}

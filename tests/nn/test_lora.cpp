@@ -1,0 +1,200 @@
+// tests/nn/test_lora.cpp — nn::add_lora and nn::apply_lora: the adapted Linear on hand numbers,
+// equal to the base at B = 0, merge and unmerge, the base alone when disabled, the frozen base
+// without gradients, the parameter names, the counts, and the refusals.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <xgrad/nn/nn.hpp>
+#include <xgrad/optim/optim.hpp>
+#include "test_helpers.hpp"
+
+using namespace xgrad;
+using namespace xgrad::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Linear 2 → 2 with W = [[1, 2], [3, 4]], b = [0.5, -0.5], and its adapter at r = 1, α = 2
+// (s = α/r = 2) with A = [[1, 1]] and B = [[2], [-1]]: s·B·A = [[4, 4], [-2, -2]].
+std::shared_ptr<nn::Linear> hand_layer() {
+    auto fc = std::make_shared<nn::Linear>(2, 2);
+    fc->weight.mutable_data() = Tensor({{1, 2}, {3, 4}}).data();
+    fc->bias.mutable_data() = Tensor({0.5, -0.5}).data();
+    nn::LoRA& lora = nn::add_lora(*fc, nn::LoRAOptions().rank(1).alpha(2));
+    lora.A->weight.mutable_data() = Tensor({{1, 1}}).data();
+    lora.B->weight.mutable_data() = Tensor({{2}, {-1}}).data();
+    return fc;
+}
+
+// A block-shaped model: attn {c_attn 4 → 12, c_proj 4 → 4}, mlp {c_fc 4 → 16, c_proj 16 → 4}, ln (LayerNorm 4).
+struct Attn : nn::Module {
+    std::shared_ptr<nn::Linear> c_attn = register_module("c_attn", std::make_shared<nn::Linear>(4, 12));
+    std::shared_ptr<nn::Linear> c_proj = register_module("c_proj", std::make_shared<nn::Linear>(4, 4));
+};
+struct Mlp : nn::Module {
+    std::shared_ptr<nn::Linear> c_fc = register_module("c_fc", std::make_shared<nn::Linear>(4, 16));
+    std::shared_ptr<nn::Linear> c_proj = register_module("c_proj", std::make_shared<nn::Linear>(16, 4));
+};
+struct Block : nn::Module {
+    std::shared_ptr<Attn> attn = register_module("attn", std::make_shared<Attn>());
+    std::shared_ptr<Mlp> mlp = register_module("mlp", std::make_shared<Mlp>());
+    std::shared_ptr<nn::LayerNorm> ln = register_module("ln", std::make_shared<nn::LayerNorm>(4));
+};
+
+}  // namespace
+
+TEST_CASE("LoRA: y = x Wᵀ + b + s·(x Aᵀ) Bᵀ on hand numbers", "[nn][lora]") {
+    const auto fc = hand_layer();
+    // x = [1, 2]: x Wᵀ + b = [5.5, 10.5]; x Aᵀ = 3; s·3·B = [12, -6]
+    const Tensor y = fc->forward(Tensor({{1, 2}}));
+    CHECK(y.data()(0, 0) == 17.5f);
+    CHECK(y.data()(0, 1) == 4.5f);
+    REQUIRE(fc->lora()->options().scaling() == 2.0);
+    CHECK(nn::LoRAOptions().rank(4).alpha(8).use_rslora(true).scaling() == 4.0);  // α/√r
+}
+
+TEST_CASE("LoRA: at B = 0 the adapted layer equals the base bit for bit", "[nn][lora]") {
+    manual_seed(1);
+    nn::Linear fc(8, 6);
+    const Tensor x = randn({5, 8});
+    const Array base = fc.forward(x).data();
+    nn::LoRA& lora = nn::add_lora(fc, nn::LoRAOptions().rank(3));
+    CHECK(bits_equal(fc.forward(x).data(), base));
+    CHECK(lora.A->weight.data().shape() == ArrayShape{3, 8});  // (r, in)
+    CHECK(lora.B->weight.data().shape() == ArrayShape{6, 3});  // (out, r)
+    const real bound = real(1) / std::sqrt(real(8));           // A ~ U(±1/√in)
+    CHECK(xt::amax(xt::abs(lora.A->weight.data()))() <= bound);
+    CHECK(xt::amax(xt::abs(lora.A->weight.data()))() > 0);
+}
+
+TEST_CASE("LoRA: merge adds s·B·A to W, unmerge takes it back, with a non-zero B", "[nn][lora]") {
+    const auto fc = hand_layer();
+    nn::LoRA& lora = *fc->lora();
+    const Tensor x = Tensor({{1, 2}, {-3, 0.25}});
+    const Array unmerged = fc->forward(x).data();
+    lora.merge();
+    CHECK(bits_equal(fc->weight.data(), Tensor({{5, 6}, {1, 2}}).data()));  // W + [[4, 4], [-2, -2]]
+    const Array merged = fc->forward(x).data();
+    CHECK(xt::amax(xt::abs(merged - unmerged))() <= 1e-5f);
+    CHECK_THROWS_WITH(lora.merge(), Contains("merged already"));
+    CHECK_THROWS_WITH(lora.enabled(false), Contains("unmerge() before enabled(false)"));
+    lora.unmerge();
+    CHECK(xt::amax(xt::abs(fc->weight.data() - Tensor({{1, 2}, {3, 4}}).data()))() <= 1e-6f);
+    CHECK_THROWS_WITH(lora.unmerge(), Contains("not merged"));
+
+    manual_seed(2);  // the same on random sizes, B drawn away from zero
+    nn::Linear big(48, 40);
+    const Tensor W0 = Tensor(big.weight.data());
+    nn::LoRA& l2 = nn::add_lora(big, nn::LoRAOptions().rank(4).alpha(16));
+    l2.B->weight.mutable_data() = randn({40, 4}).data();
+    const Tensor xb = randn({7, 48});
+    const Array before = big.forward(xb).data();
+    l2.merge();
+    CHECK(xt::amax(xt::abs(big.forward(xb).data() - before))() <= 1e-5f * xt::amax(xt::abs(before))());
+    l2.unmerge();
+    CHECK(xt::amax(xt::abs(big.weight.data() - W0.data()))() <= 1e-6f);
+}
+
+TEST_CASE("LoRA: enabled(false) runs the base alone, bit for bit", "[nn][lora]") {
+    const auto fc = hand_layer();
+    const Tensor x = Tensor({{1, 2}});
+    fc->lora()->enabled(false);
+    const Array off = fc->forward(x).data();
+    CHECK(off(0, 0) == 5.5f);
+    CHECK(off(0, 1) == 10.5f);
+    fc->lora()->enabled(true);
+    CHECK(fc->forward(x).data()(0, 0) == 17.5f);
+}
+
+TEST_CASE("LoRA: backward reaches A and B, and leaves the frozen W and b without gradient", "[nn][lora]") {
+    const auto fc = hand_layer();
+    CHECK_FALSE(fc->weight.requires_grad());
+    CHECK_FALSE(fc->bias.requires_grad());
+    const Tensor x = Tensor({{1, 2}}, true);
+    fc->forward(x).sum().backward();
+    CHECK_FALSE(fc->weight.grad().defined());
+    CHECK_FALSE(fc->bias.grad().defined());
+    // L = Σ y: dL/dB = s·(x Aᵀ) = [[6], [6]]; dL/dA = s·(Bᵀ·1)·x = 2·1·[1, 2] = [[2, 4]]
+    CHECK(bits_equal(fc->lora()->B->weight.grad().data(), Tensor({{6}, {6}}).data()));
+    CHECK(bits_equal(fc->lora()->A->weight.grad().data(), Tensor({{2, 4}}).data()));
+    // dL/dx = 1·W + s·(1·B)·A = [4, 6] + 2·1·[1, 1] = [6, 8]
+    CHECK(bits_equal(x.grad().data(), Tensor({{6, 8}}).data()));
+}
+
+TEST_CASE("LoRA: the adapter's parameters are named as PEFT names them", "[nn][lora]") {
+    Block block;
+    nn::apply_lora(block, {"attn.c_attn"}, nn::LoRAOptions().rank(2));
+    std::vector<std::string> names;
+    for (const auto& [name, tensor] : block.named_parameters()) names.push_back(name);
+    CHECK(std::find(names.begin(), names.end(), "attn.c_attn.lora_A.weight") != names.end());
+    CHECK(std::find(names.begin(), names.end(), "attn.c_attn.lora_B.weight") != names.end());
+    CHECK(block.attn->c_attn->lora()->A->weight.data().shape() == ArrayShape{2, 4});
+    CHECK(block.attn->c_attn->lora()->B->weight.data().shape() == ArrayShape{12, 2});
+}
+
+TEST_CASE("apply_lora: targets by name and by '*', everything else frozen, the counts", "[nn][lora]") {
+    Block block;
+    const std::size_t all = block.num_parameters();
+    const auto paths = nn::apply_lora(block, {"attn.c_attn", "mlp.*"}, nn::LoRAOptions().rank(2));
+    CHECK(paths == std::vector<std::string>{"attn.c_attn", "mlp.c_fc", "mlp.c_proj"});
+    CHECK(block.attn->c_proj->lora() == nullptr);
+    const nn::ParameterCounts counts = nn::count_parameters(block);
+    const std::size_t adapter = 2 * (4 + 12) + 2 * (4 + 16) + 2 * (16 + 4);  // r·(in + out) each
+    CHECK(counts.trainable == adapter);
+    CHECK(counts.frozen == all);
+    CHECK_FALSE(block.ln->weight.requires_grad());
+    CHECK_FALSE(block.attn->c_proj->weight.requires_grad());
+}
+
+TEST_CASE("apply_lora and add_lora refuse bad targets and options, leaving the model as it was",
+          "[nn][lora]") {
+    Block block;
+    CHECK_THROWS_WITH(nn::apply_lora(block, {"attn.q_proj"}),
+                      Contains("'attn.q_proj' matches no Linear") && Contains("attn.c_attn, attn.c_proj, mlp.c_fc"));
+    CHECK_THROWS_WITH(nn::apply_lora(block, {}), Contains("no target modules"));
+    CHECK_THROWS_WITH(nn::apply_lora(block, {"mlp.*"}, nn::LoRAOptions().rank(5)),
+                      Contains("rank r = 5 is outside [1, 4]"));
+    CHECK(nn::count_parameters(block).frozen == 0);  // nothing frozen by the refused calls
+    CHECK(block.mlp->c_fc->lora() == nullptr);
+
+    nn::Linear fc(3, 5);
+    CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(0)), Contains("rank r = 0 is outside [1, 3]"));
+    CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(2).alpha(0)), Contains("alpha = 0 must be finite and > 0"));
+    CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(2).alpha(std::numeric_limits<double>::quiet_NaN())),
+                      Contains("alpha = nan"));
+    CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(2).dropout(1)), Contains("dropout = 1 is outside [0, 1)"));
+    CHECK(fc.weight.requires_grad());
+    nn::add_lora(fc, nn::LoRAOptions().rank(2));
+    CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(2)), Contains("has an adapter already"));
+    CHECK_THROWS_AS(nn::add_lora(fc, nn::LoRAOptions().rank(2)), ValueError);
+}
+
+TEST_CASE("LoRA under AdamW: state for the adapter alone, 8 bytes per trainable scalar", "[nn][lora][optim]") {
+    manual_seed(5);
+    Block block;
+    nn::apply_lora(block, {"attn.c_attn", "mlp.*"}, nn::LoRAOptions().rank(2));
+    const Tensor W0 = Tensor(block.mlp->c_fc->weight.data());
+    optim::AdamW opt(block.named_parameters());
+    const Tensor x = randn({3, 4});
+    const Tensor h = block.mlp->c_fc->forward(narrow(block.attn->c_attn->forward(x), 1, 0, 4));
+    opt.zero_grad();
+    block.mlp->c_proj->forward(h).pow(2).sum().backward();
+    opt.step();
+    const optim::MemoryReport report = opt.memory_report();
+    const optim::MemoryRow total = report.total();
+    const std::size_t trainable = nn::count_parameters(block).trainable;
+    CHECK(total.exp_avg_bytes + total.exp_avg_sq_bytes == 2 * sizeof(float) * trainable);  // m and v
+    for (const optim::MemoryRow& row : report.rows) {
+        const bool adapter = row.name.find(".lora_") != std::string::npos;
+        INFO(row.name);
+        CHECK((row.grad_bytes > 0) == adapter);
+        CHECK((row.state_bytes() > 0) == adapter);
+    }
+    CHECK(bits_equal(block.mlp->c_fc->weight.data(), W0.data()));  // the base did not move
+}
