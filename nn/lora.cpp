@@ -95,19 +95,20 @@ namespace {
 // Every Linear below `model` with its dotted path, depth first in registration order (the order
 // of named_parameters), walked with a stack: a module tree may be deeper than the call stack.
 // A Linear's own children (an adapter's lora_A and lora_B) are not entered.
-std::vector<std::pair<std::string, Linear*>> linears_by_path(Module& model) {
+std::vector<std::pair<std::string, Linear*>> linears_by_path(const Module& model) {
     std::vector<std::pair<std::string, Linear*>> found;
-    std::vector<std::pair<std::string, Module*>> stack{{"", &model}};
+    std::vector<std::pair<std::string, Module*>> stack;
+    const auto push_children = [&stack](const Module& parent, const std::string& path) {
+        const auto children = parent.named_children();
+        for (auto it = children.rbegin(); it != children.rend(); ++it)
+            stack.emplace_back(path.empty() ? it->first : path + "." + it->first, it->second.get());
+    };
+    push_children(model, "");
     while (!stack.empty()) {
         auto [path, module] = stack.back();
         stack.pop_back();
-        if (auto* linear = dynamic_cast<Linear*>(module); linear && module != &model) {
-            found.emplace_back(path, linear);
-            continue;
-        }
-        const auto children = module->named_children();
-        for (auto it = children.rbegin(); it != children.rend(); ++it)
-            stack.emplace_back(path.empty() ? it->first : path + "." + it->first, it->second.get());
+        if (auto* linear = dynamic_cast<Linear*>(module)) found.emplace_back(path, linear);
+        else push_children(*module, path);
     }
     return found;
 }
@@ -165,6 +166,13 @@ std::vector<std::string> apply_lora(Module& model, const std::vector<std::string
         paths.push_back(linears[i].first);
     }
     return paths;
+}
+
+std::vector<std::pair<std::string, Linear*>> adapted_layers(const Module& model) {
+    auto layers = linears_by_path(model);
+    layers.erase(std::remove_if(layers.begin(), layers.end(), [](const auto& l) { return l.second->lora() == nullptr; }),
+                 layers.end());
+    return layers;
 }
 
 ParameterCounts count_parameters(const Module& model) {

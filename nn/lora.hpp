@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <xgrad/core/tensor.hpp>
@@ -93,6 +94,9 @@ LoRA& add_lora(Linear& layer, const LoRAOptions& options = {});
 // ref: PEFT, get_peft_model with LoraConfig(target_modules=[...])
 std::vector<std::string> apply_lora(Module& model, const std::vector<std::string>& targets,
                                     const LoRAOptions& options = {});
+
+// Every Linear of `model` that has an adapter, with its dotted path, in named_parameters() order.
+std::vector<std::pair<std::string, Linear*>> adapted_layers(const Module& model);
 
 // The model's parameters split by requires_grad: scalars trained and scalars frozen.
 struct ParameterCounts {

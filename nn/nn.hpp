@@ -2,7 +2,8 @@
 // RMSNorm, the SwiGLU feed-forward, Dropout, Sequential, ModuleList, attention (the module and
 // the composed, fused, tiled and cached kernels), the KV cache, the functional layers and losses,
 // initialisers (nn::init), safetensors checkpoints, weight tying, positional encodings,
-// generation from any causal language model (nn::CausalLM, nn::generate), and LoRA adapters.
+// generation from any causal language model (nn::CausalLM, nn::generate), and LoRA adapters
+// and their files.
 #pragma once
 
 #include <xgrad/core/ops.hpp>  // the core ops, for programs that include only this header
@@ -20,6 +21,7 @@
 #include <xgrad/nn/init.hpp>
 #include <xgrad/nn/linear.hpp>
 #include <xgrad/nn/lora.hpp>
+#include <xgrad/nn/lora_file.hpp>
 #include <xgrad/nn/module.hpp>
 #include <xgrad/nn/module_list.hpp>
 #include <xgrad/nn/normalization.hpp>

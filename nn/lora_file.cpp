@@ -1,0 +1,127 @@
+// nn/lora_file.cpp — save_adapter and load_adapter (nn/lora_file.hpp): PEFT's two files, the
+// tensors by nn/serialize and the config by nlohmann-json, tied together by the config's CRC-32.
+#include <xgrad/nn/lora_file.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <xgrad/core/error.hpp>
+#include <xgrad/io/atomic_file.hpp>
+#include <xgrad/io/checksum.hpp>
+#include <xgrad/nn/lora.hpp>
+#include <xgrad/nn/serialize.hpp>
+
+namespace xgrad::nn {
+
+namespace {
+
+constexpr const char* kTensorFile = "adapter_model.safetensors";
+constexpr const char* kConfigFile = "adapter_config.json";
+constexpr const char* kConfigCrcKey = "xgrad.adapter_config_crc32";
+
+std::string join(const std::string& dir, const char* file) { return (std::filesystem::path(dir) / file).string(); }
+
+// The adapters' tensors under PEFT's names, and the options they share (ValueError if they differ).
+NamedTensors adapter_tensors(const std::vector<std::pair<std::string, Linear*>>& layers, LoRAOptions& shared) {
+    NamedTensors tensors;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const auto& [path, layer] = layers[i];
+        const LoRAOptions& o = layer->lora()->options();
+        if (i == 0) shared = o;
+        check(o.rank() == shared.rank() && o.alpha() == shared.alpha() && o.dropout() == shared.dropout() &&
+                  o.use_rslora() == shared.use_rslora(),
+              "save_adapter", "the adapter of '{}' (r {}, alpha {}) differs from the first one's (r {}, alpha {}): "
+              "one adapter file holds one configuration", path, o.rank(), o.alpha(), shared.rank(), shared.alpha());
+        tensors.emplace_back("base_model.model." + path + ".lora_A.weight", layer->lora()->A->weight);
+        tensors.emplace_back("base_model.model." + path + ".lora_B.weight", layer->lora()->B->weight);
+    }
+    return tensors;
+}
+
+std::string config_text(const LoRAOptions& o, const std::vector<std::pair<std::string, Linear*>>& layers) {
+    nlohmann::json targets = nlohmann::json::array();
+    for (const auto& [path, layer] : layers) targets.push_back(path);
+    const nlohmann::json config = {{"peft_type", "LORA"}, {"r", o.rank()}, {"lora_alpha", o.alpha()},
+                                   {"lora_dropout", o.dropout()}, {"use_rslora", o.use_rslora()},
+                                   {"target_modules", targets}, {"fan_in_fan_out", false},
+                                   {"bias", "none"}, {"inference_mode", true}};
+    return config.dump(2) + "\n";
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ValueError(fmt::format("load_adapter: cannot read '{}' (missing?); an adapter folder holds {} and {}",
+                                          path, kTensorFile, kConfigFile));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+void save_adapter(const Module& model, const std::string& dir) {
+    const auto layers = adapted_layers(model);
+    check(!layers.empty(), "save_adapter", "the model has no LoRA adapter (nn::apply_lora or nn::add_lora first)");
+    LoRAOptions options;
+    const NamedTensors tensors = adapter_tensors(layers, options);
+    const std::string config = config_text(options, layers);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error(fmt::format("save_adapter: cannot create the folder '{}': {}", dir, ec.message()));
+    io::write_file_atomically(join(dir, kConfigFile), config, "save_adapter");
+    save_safetensors(join(dir, kTensorFile), tensors, {{kConfigCrcKey, fmt::format("{:08x}", io::crc32(config))}});
+}
+
+void load_adapter(Module& model, const std::string& dir) {
+    const std::string tensor_path = join(dir, kTensorFile), config_path = join(dir, kConfigFile);
+    const SafetensorsFile file = load_safetensors(tensor_path);  // refuses a damaged file
+    const std::string config = read_text(config_path);
+    const auto crc = file.metadata.find(kConfigCrcKey);
+    check(crc != file.metadata.end() && crc->second == fmt::format("{:08x}", io::crc32(config)), "load_adapter",
+          "'{}' is not the config saved with '{}' (its CRC-32 differs from the one the tensor file records)",
+          config_path, tensor_path);
+    nlohmann::json json;
+    try {
+        json = nlohmann::json::parse(config);
+    } catch (const nlohmann::json::exception& e) {
+        throw ValueError(fmt::format("load_adapter: '{}' is not JSON: {}", config_path, e.what()));
+    }
+    const auto layers = adapted_layers(model);
+    check(!layers.empty(), "load_adapter", "the model has no LoRA adapter: apply nn::apply_lora with the targets "
+                                           "of '{}' first", config_path);
+    LoRAOptions mine;
+    const NamedTensors targets = adapter_tensors(layers, mine);
+    const auto number = [&](const char* key) {
+        check(json.contains(key) && json[key].is_number(), "load_adapter", "'{}' has no number '{}'", config_path, key);
+        return json[key].get<double>();
+    };
+    check(number("r") == double(mine.rank()) && number("lora_alpha") == mine.alpha() &&
+              number("lora_dropout") == mine.dropout() && json.value("use_rslora", false) == mine.use_rslora(),
+          "load_adapter", "'{}' holds r {}, alpha {}, dropout {}, use_rslora {}; the model's adapters have r {}, "
+          "alpha {}, dropout {}, use_rslora {}", config_path, number("r"), number("lora_alpha"), number("lora_dropout"),
+          json.value("use_rslora", false), mine.rank(), mine.alpha(), mine.dropout(), mine.use_rslora());
+    std::map<std::string, const Tensor*> saved;
+    for (const auto& [name, tensor] : file.tensors) saved[name] = &tensor;
+    for (const auto& [name, target] : targets) {
+        const auto it = saved.find(name);
+        check(it != saved.end(), "load_adapter", "'{}' has no tensor '{}' (an adapter of another model?)",
+              tensor_path, name);
+        check(it->second->shape() == target.shape(), "load_adapter", "'{}': '{}' has shape {}, the model's {}",
+              tensor_path, name, shape_str(it->second->shape()), shape_str(target.shape()));
+    }
+    check(saved.size() == targets.size(), "load_adapter", "'{}' holds {} tensors, the model's adapters {}: it "
+          "adapts layers this model does not adapt", tensor_path, saved.size(), targets.size());
+    for (const auto& [name, target] : targets) {
+        Tensor t = target;
+        t.mutable_data() = saved.at(name)->data();
+    }
+}
+
+}  // namespace xgrad::nn
