@@ -28,6 +28,10 @@ void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& op
           "nothing a full update would not)", r, std::min(in, out), in, out);
     check(std::isfinite(options.alpha()) && options.alpha() > 0, "add_lora", "alpha = {} must be finite and > 0",
           options.alpha());
+    // s multiplies the adapter's output as a `real`: inf would turn B = 0 into NaN, 0 would mute the adapter.
+    const real s = real(options.scaling());
+    check(std::isfinite(s) && s > 0, "add_lora", "the scaling s = {} (alpha = {}, r = {}) is {} as a {}-byte real; "
+          "choose alpha nearer r", options.scaling(), options.alpha(), r, s > 0 ? "infinite" : "zero", sizeof(real));
     check(options.dropout() >= 0 && options.dropout() < 1, "add_lora", "dropout = {} is outside [0, 1)",
           options.dropout());
 }
@@ -139,12 +143,20 @@ std::vector<std::string> apply_lora(Module& model, const std::vector<std::string
                                     const LoRAOptions& options) {
     check(!targets.empty(), "apply_lora", "no target modules given (for example {{\"attn.c_attn\", \"mlp.*\"}})");
     const auto linears = linears_by_path(model);
+    // A Linear registered under several paths is one layer: chosen through any of them, it is adapted
+    // once, under its first path (the name named_parameters() gives its weight).
+    std::vector<std::size_t> first(linears.size());
+    for (std::size_t i = 0; i < linears.size(); ++i) {
+        first[i] = i;
+        for (std::size_t j = 0; j < i; ++j)
+            if (linears[j].second == linears[i].second) { first[i] = j; break; }
+    }
     std::vector<bool> chosen(linears.size(), false);
     for (const std::string& target : targets) {
         const auto want = dotted_components(target);
         bool any = false;
         for (std::size_t i = 0; i < linears.size(); ++i)
-            if (target_matches(dotted_components(linears[i].first), want)) chosen[i] = any = true;
+            if (target_matches(dotted_components(linears[i].first), want)) chosen[first[i]] = any = true;
         if (any) continue;
         std::string names;
         for (std::size_t i = 0; i < linears.size() && i < 12; ++i) names += (i ? ", " : "") + linears[i].first;

@@ -10,6 +10,11 @@ void tie_weights(Linear& head, const Embedding& table) {
           "differ; tying needs Linear(d, V) with Embedding(V, d)",
           shape_str(head.weight.shape()), head.in_features(), head.out_features(), shape_str(table.weight.shape()),
           table.num_embeddings(), table.embedding_dim());
+    // An adapter holds the head's W (nn/lora.hpp): merge() would write into the untied W, and the
+    // frozen base would read the table, trainable. Tie first, then adapt.
+    check(head.lora() == nullptr, "tie_weights",
+          "the head (Linear({}, {})) has a LoRA adapter; call tie_weights before nn::add_lora / nn::apply_lora",
+          head.in_features(), head.out_features());
     head.weight = table.weight;                    // what forward reads
     head.replace_parameter("weight", table.weight);  // what named_parameters(), optimizers and save() see
 }

@@ -17,12 +17,12 @@ namespace xgrad::nn {
 
 // Makes `head` (Linear(d, V)) use `table`'s weight (Embedding(V, d)) as its registered "weight":
 // one parameter, listed, stepped and saved once under its first name (register the table's
-// module first). The head keeps its bias. Call it before building the optimizer.
+// module first). The head keeps its bias. Call it before building the optimizer and adapting it.
 // The table keeps Embedding's N(0, 1), right for a lookup but not for a head: logits of std ≈ ‖h‖
 // give a first loss far above ln V nats. Re-initialise it as GPT-2 does (nn/init.hpp):
 //     nn::tie_weights(*head, *wte);
 //     nn::init::normal_(wte->weight, 0.0, 0.02);   // first loss ≈ ln V
-// Throws ValueError naming both shapes if head.weight is not (V, d) for table (V, d).
+// Throws ValueError naming both shapes if head.weight is not table's (V, d), or if head has LoRA.
 void tie_weights(Linear& head, const Embedding& table);
 
 }  // namespace xgrad::nn

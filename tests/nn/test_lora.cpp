@@ -198,3 +198,53 @@ TEST_CASE("LoRA under AdamW: state for the adapter alone, 8 bytes per trainable 
     }
     CHECK(bits_equal(block.mlp->c_fc->weight.data(), W0.data()));  // the base did not move
 }
+
+TEST_CASE("apply_lora adapts a Linear registered under two names once, and refuses nothing", "[nn][lora][regression]") {
+    // One Linear 4 → 4 shared as "a" and "b", and its own Linear 4 → 4 as "c": "*" names three
+    // paths but two layers. Adapting the shared one twice would throw after freezing the model.
+    struct Shared : nn::Module {
+        std::shared_ptr<nn::Linear> fc = std::make_shared<nn::Linear>(4, 4);
+        std::shared_ptr<nn::Linear> c = std::make_shared<nn::Linear>(4, 4);
+        Shared() {
+            register_module("a", fc);
+            register_module("b", fc);
+            register_module("c", c);
+        }
+    } model;
+    const auto paths = nn::apply_lora(model, {"*"}, nn::LoRAOptions().rank(2));
+    CHECK(paths == std::vector<std::string>{"a", "c"});  // the shared layer under its first name
+    REQUIRE(model.fc->lora() != nullptr);
+    REQUIRE(model.c->lora() != nullptr);
+    const nn::ParameterCounts counts = nn::count_parameters(model);
+    CHECK(counts.trainable == 2 * 2 * (4 + 4));  // two adapters of r·(in + out)
+    CHECK(counts.frozen == 2 * (16 + 4));        // two bases of W (4, 4) and b (4)
+}
+
+TEST_CASE("add_lora refuses an α whose scaling s is not a finite non-zero real", "[nn][lora][regression]") {
+    // s = α/r computed in double and applied as `real`: past real's largest value s becomes inf, and
+    // inf·(B = 0) makes every output NaN; below its smallest it becomes 0, an adapter that does nothing.
+    const double too_big = 4.0 * double(std::numeric_limits<real>::max());
+    const double too_small = double(std::numeric_limits<real>::denorm_min()) / 4;
+    nn::Linear fc(4, 4);
+    if (std::isfinite(too_big))  // in a float build; in a double build α = inf is refused as not finite
+        CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(1).alpha(too_big)), Contains("scaling"));
+    else
+        CHECK_THROWS_AS(nn::add_lora(fc, nn::LoRAOptions().rank(1).alpha(too_big)), ValueError);
+    CHECK(fc.lora() == nullptr);
+    CHECK(fc.weight.requires_grad());
+    nn::Linear fc2(4, 4);
+    CHECK_THROWS_AS(nn::add_lora(fc2, nn::LoRAOptions().rank(1).alpha(too_small)), ValueError);
+    CHECK(fc2.lora() == nullptr);
+}
+
+TEST_CASE("tie_weights refuses a head that has a LoRA adapter", "[nn][lora][regression]") {
+    // The adapter holds the head's W: tied afterwards, the head would read the table while merge()
+    // wrote into the old W, and the table (trainable) would come back into the frozen base.
+    nn::Embedding wte(10, 4);
+    nn::Linear head(4, 10, /*bias=*/false);
+    nn::add_lora(head, nn::LoRAOptions().rank(2));
+    const TensorImpl* before = head.weight.impl();
+    CHECK_THROWS_WITH(nn::tie_weights(head, wte), Contains("LoRA adapter") && Contains("tie_weights"));
+    CHECK(head.weight.impl() == before);
+    CHECK_FALSE(head.weight.requires_grad());
+}
