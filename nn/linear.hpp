@@ -43,6 +43,8 @@ public:
     std::int64_t out_features() const { return out_; }
     // The adapter nn::add_lora gave this layer, or null.
     LoRA* lora() const { return lora_.get(); }
+    // True once nn::tie_weights made W an Embedding's table.
+    bool tied() const { return tied_; }
 
     // The registered parameters: change values in place (mutable_data(), nn::init), never reassign.
     Tensor weight;  // (out, in)
@@ -55,6 +57,7 @@ private:
     std::int64_t in_, out_;
     bool has_bias_;
     std::shared_ptr<LoRA> lora_;
+    bool tied_ = false;
 };
 
 }  // namespace xgrad::nn

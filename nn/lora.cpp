@@ -79,9 +79,20 @@ void LoRA::enabled(bool on) {
     enabled_ = on;
 }
 
+namespace {
+// W shared with the token table: freezing it would freeze the table, merge() would move every lookup.
+void check_not_tied(const Linear& layer, const std::string& path) {
+    check(!layer.tied(), "add_lora", "the Linear{} ({} → {} features) is tied to an Embedding's table "
+          "(nn::tie_weights): an adapter would freeze the table too, and merge() would change every token's "
+          "lookup; leave it out of the targets", path.empty() ? "" : " '" + path + "'", layer.in_features(),
+          layer.out_features());
+}
+}  // namespace
+
 LoRA& add_lora(Linear& layer, const LoRAOptions& options) {
     check(layer.lora_ == nullptr, "add_lora", "this Linear ({} → {} features) has an adapter already",
           layer.in_features(), layer.out_features());
+    check_not_tied(layer, "");
     auto adapter = std::make_shared<LoRA>(layer, options);  // checks the options
     adapter->A->train(layer.is_training());
     adapter->B->train(layer.is_training());
@@ -168,6 +179,7 @@ std::vector<std::string> apply_lora(Module& model, const std::vector<std::string
         if (!chosen[i]) continue;
         const Linear& layer = *linears[i].second;
         check(layer.lora() == nullptr, "apply_lora", "the Linear '{}' has an adapter already", linears[i].first);
+        check_not_tied(layer, linears[i].first);
         check_lora_options(layer.in_features(), layer.out_features(), options);
     }
     for (Tensor& p : model.parameters()) p.requires_grad_(false);

@@ -81,8 +81,9 @@ private:
 
 // Adds a LoRA adapter to `layer` and freezes its weight and bias (requires_grad off), so that
 // its backward computes dX alone (nn/linear.cpp). Returns the adapter, which `layer` owns.
-// Throws ValueError if `layer` has an adapter already, r is outside [1, min(in, out)], α is not
-// finite and > 0 or gives a scaling s infinite or zero as a real, or dropout is outside [0, 1).
+// Throws ValueError if `layer` has an adapter already or is tied to an Embedding's table
+// (nn/tying.hpp), r is outside [1, min(in, out)], α is not finite and > 0 or gives a scaling s
+// infinite or zero as a real, or dropout is outside [0, 1).
 LoRA& add_lora(Linear& layer, const LoRAOptions& options = {});
 
 // Adds an adapter to every Linear of `model` whose dotted path matches one of `targets`, and
@@ -90,8 +91,8 @@ LoRA& add_lora(Linear& layer, const LoRAOptions& options = {});
 // "." + target, and "*" stands for one whole component: "attn.c_attn" adapts every block's
 // attn.c_attn, "mlp.*" every Linear directly under an "mlp"; a Linear registered under several
 // paths is adapted once, under its first. Returns the adapted paths in named_parameters() order.
-// Throws ValueError for an empty target list, or a target that matches no Linear (naming it and
-// the model's Linear paths), before anything is changed.
+// Throws ValueError, before anything is changed, for an empty target list, a target that matches
+// no Linear (naming it and the model's Linear paths), or a matched layer add_lora refuses.
 // ref: PEFT, get_peft_model with LoraConfig(target_modules=[...])
 std::vector<std::string> apply_lora(Module& model, const std::vector<std::string>& targets,
                                     const LoRAOptions& options = {});

@@ -17,6 +17,7 @@ void tie_weights(Linear& head, const Embedding& table) {
           head.in_features(), head.out_features());
     head.weight = table.weight;                    // what forward reads
     head.replace_parameter("weight", table.weight);  // what named_parameters(), optimizers and save() see
+    head.tied_ = true;
 }
 
 }  // namespace xgrad::nn

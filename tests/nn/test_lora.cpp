@@ -248,3 +248,20 @@ TEST_CASE("tie_weights refuses a head that has a LoRA adapter", "[nn][lora][regr
     CHECK(head.weight.impl() == before);
     CHECK_FALSE(head.weight.requires_grad());
 }
+
+// A head tied to the token table (nn::tie_weights) shares its W with the table: adapting it would
+// freeze the table, and merge() would change every token's lookup too. Refused, before any change.
+TEST_CASE("add_lora and apply_lora refuse a head tied to an Embedding's table", "[nn][lora][regression]") {
+    struct Tied : nn::Module {
+        std::shared_ptr<nn::Embedding> wte = register_module("wte", std::make_shared<nn::Embedding>(10, 4));
+        std::shared_ptr<nn::Linear> lm_head = register_module("lm_head", std::make_shared<nn::Linear>(4, 10, false));
+        Tied() { nn::tie_weights(*lm_head, *wte); }
+    };
+    Tied model;
+    CHECK_THROWS_WITH(nn::add_lora(*model.lm_head, nn::LoRAOptions().rank(2)),
+                      Contains("tied to an Embedding's table") && Contains("nn::tie_weights"));
+    CHECK_THROWS_WITH(nn::apply_lora(model, {"lm_head"}, nn::LoRAOptions().rank(2)),
+                      Contains("'lm_head'") && Contains("tied to an Embedding's table"));
+    CHECK(model.wte->weight.requires_grad());
+    CHECK(model.lm_head->lora() == nullptr);
+}
