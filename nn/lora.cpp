@@ -49,7 +49,7 @@ LoRA::LoRA(Linear& host, const LoRAOptions& options) : weight_(host.weight), opt
 // A and B through their own Linear products; the host's frozen W takes no part in it.
 Tensor LoRA::apply(const Tensor& x, const Tensor& y) const {
     if (!enabled_ || merged_) return y;
-    const Tensor h = options_.dropout() > 0 ? functional::dropout(x, options_.dropout(), A->is_training()) : x;
+    const Tensor h = functional::dropout(x, options_.dropout(), A->is_training());  // x itself at p = 0 or in eval
     return y + B->forward(A->forward(h)) * real(options_.scaling());
 }
 
@@ -162,12 +162,14 @@ std::vector<std::string> apply_lora(Module& model, const std::vector<std::string
         for (std::size_t j = 0; j < i; ++j)
             if (linears[j].second == linears[i].second) { first[i] = j; break; }
     }
+    std::vector<std::vector<std::string>> paths_split;
+    for (const auto& [path, linear] : linears) paths_split.push_back(dotted_components(path));
     std::vector<bool> chosen(linears.size(), false);
     for (const std::string& target : targets) {
         const auto want = dotted_components(target);
         bool any = false;
         for (std::size_t i = 0; i < linears.size(); ++i)
-            if (target_matches(dotted_components(linears[i].first), want)) chosen[first[i]] = any = true;
+            if (target_matches(paths_split[i], want)) chosen[first[i]] = any = true;
         if (any) continue;
         std::string names;
         for (std::size_t i = 0; i < linears.size() && i < 12; ++i) names += (i ? ", " : "") + linears[i].first;

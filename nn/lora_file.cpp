@@ -28,8 +28,10 @@ constexpr const char* kConfigCrcKey = "xgrad.adapter_config_crc32";
 
 std::string join(const std::string& dir, const char* file) { return (std::filesystem::path(dir) / file).string(); }
 
-// The adapters' tensors under PEFT's names, and the options they share (ValueError if they differ).
-NamedTensors adapter_tensors(const std::vector<std::pair<std::string, Linear*>>& layers, LoRAOptions& shared) {
+// The adapters' tensors under PEFT's names, and the options they share (ValueError, naming `op`, if
+// they differ).
+NamedTensors adapter_tensors(const std::vector<std::pair<std::string, Linear*>>& layers, LoRAOptions& shared,
+                             const char* op) {
     NamedTensors tensors;
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const auto& [path, layer] = layers[i];
@@ -37,7 +39,7 @@ NamedTensors adapter_tensors(const std::vector<std::pair<std::string, Linear*>>&
         if (i == 0) shared = o;
         check(o.rank() == shared.rank() && o.alpha() == shared.alpha() && o.dropout() == shared.dropout() &&
                   o.use_rslora() == shared.use_rslora(),
-              "save_adapter", "the adapter of '{}' (r {}, alpha {}) differs from the first one's (r {}, alpha {}): "
+              op, "the adapter of '{}' (r {}, alpha {}) differs from the first one's (r {}, alpha {}): "
               "one adapter file holds one configuration", path, o.rank(), o.alpha(), shared.rank(), shared.alpha());
         tensors.emplace_back("base_model.model." + path + ".lora_A.weight", layer->lora()->A->weight);
         tensors.emplace_back("base_model.model." + path + ".lora_B.weight", layer->lora()->B->weight);
@@ -70,7 +72,7 @@ void save_adapter(const Module& model, const std::string& dir) {
     const auto layers = adapted_layers(model);
     check(!layers.empty(), "save_adapter", "the model has no LoRA adapter (nn::apply_lora or nn::add_lora first)");
     LoRAOptions options;
-    const NamedTensors tensors = adapter_tensors(layers, options);
+    const NamedTensors tensors = adapter_tensors(layers, options, "save_adapter");
     const std::string config = config_text(options, layers);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -97,7 +99,7 @@ void load_adapter(Module& model, const std::string& dir) {
     check(!layers.empty(), "load_adapter", "the model has no LoRA adapter: apply nn::apply_lora with the targets "
                                            "of '{}' first", config_path);
     LoRAOptions mine;
-    const NamedTensors targets = adapter_tensors(layers, mine);
+    const NamedTensors targets = adapter_tensors(layers, mine, "load_adapter");
     const auto number = [&](const char* key) {
         check(json.contains(key) && json[key].is_number(), "load_adapter", "'{}' has no number '{}'", config_path, key);
         return json[key].get<double>();
