@@ -7,10 +7,13 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/error.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/slicing.hpp>
 #include <xgrad/nn/dropout.hpp>
 
 namespace xgrad::nn {
@@ -20,12 +23,35 @@ double LoRAOptions::scaling() const {
 }
 
 namespace {
+
+// Throws ValueError unless the parts are positive sizes summing to `out`, a flag each, one adapted.
+// Returns the smallest adapted part's size (`out` without parts).
+std::int64_t check_parts(std::int64_t out, const LoRAOptions& options) {
+    const auto& sizes = options.part_sizes();
+    const auto& adapted = options.part_adapted();
+    if (sizes.empty() && adapted.empty()) return out;
+    check(sizes.size() == adapted.size(), "add_lora", "parts: {} sizes but {} adapted flags (one each)",
+          sizes.size(), adapted.size());
+    std::int64_t sum = 0, smallest = out;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        check(sizes[i] >= 1, "add_lora", "parts: size {} of part {} is not positive", sizes[i], i);
+        sum += sizes[i];
+        if (adapted[i]) smallest = std::min(smallest, sizes[i]);
+    }
+    check(sum == out, "add_lora", "parts: the sizes {} sum to {}, the Linear has out_features = {}",
+          fmt::join(sizes, ", "), sum, out);
+    check(std::find(adapted.begin(), adapted.end(), true) != adapted.end(), "add_lora",
+          "parts: no part is adapted (mark at least one true)");
+    return smallest;
+}
+
 // Throws ValueError, naming the value and its range, for options no adapter of an in → out layer takes.
 void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& options) {
-    const std::int64_t r = options.rank();
-    check(r >= 1 && r <= std::min(in, out), "add_lora",
-          "rank r = {} is outside [1, {}] for a Linear of {} → {} features (r above min(in, out) adds "
-          "nothing a full update would not)", r, std::min(in, out), in, out);
+    const std::int64_t r = options.rank(), rows = check_parts(out, options), most = std::min(in, rows);
+    check(r >= 1 && r <= most, "add_lora",
+          "rank r = {} is outside [1, {}] for a Linear of {} → {} features{} (r above min(in, out) adds "
+          "nothing a full update would not)", r, most, in, out,
+          rows == out ? "" : fmt::format(" whose smallest adapted part has {} rows", rows));
     check(std::isfinite(options.alpha()) && options.alpha() > 0, "add_lora", "alpha = {} must be finite and > 0",
           options.alpha());
     // s multiplies the adapter's output as a `real`: inf would turn B = 0 into NaN, 0 would mute the adapter.
@@ -37,39 +63,73 @@ void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& op
 }
 }  // namespace
 
-LoRA::LoRA(Linear& host, const LoRAOptions& options) : weight_(host.weight), options_(options) {
-    const std::int64_t in = host.in_features(), out = host.out_features(), r = options.rank();
-    check_lora_options(in, out, options);
-    A = std::make_shared<Linear>(in, r, /*bias=*/false);   // (r, in) ~ U(±1/√in), as PEFT's kaiming_uniform(a = √5)
-    B = std::make_shared<Linear>(r, out, /*bias=*/false);  // (out, r)
+LoRA::LoRA(Linear& host, const LoRAOptions& options)
+    : weight_(host.weight), out_(host.out_features()), options_(options) {
+    const std::int64_t in = host.in_features(), r = options.rank();
+    check_lora_options(in, out_, options);
+    // The adapted parts as blocks of W's rows; without parts, one block of every row.
+    std::vector<std::int64_t> sizes = options.part_sizes();
+    std::vector<bool> adapted = options.part_adapted();
+    if (sizes.empty()) {
+        sizes = {out_};
+        adapted = {true};
+    }
+    std::int64_t row = 0, a_row = 0, b_row = 0;
+    for (std::size_t i = 0; i < sizes.size(); row += sizes[i], ++i) {
+        if (!adapted[i]) continue;
+        blocks_.push_back({row, sizes[i], a_row, b_row});
+        a_row += r;
+        b_row += sizes[i];
+    }
+    A = std::make_shared<Linear>(in, a_row, /*bias=*/false);   // (k·r, in) ~ U(±1/√in), as PEFT's kaiming_uniform(a = √5)
+    B = std::make_shared<Linear>(r, b_row, /*bias=*/false);    // (Σ n_j, r)
     B->weight.mutable_data().fill(0);  // B = 0: s·B·A = 0, the adapted layer starts as the base
 }
 
 // x (..., in) → A → (..., r) → B → (..., out), times s, added to the base's y. Backward reaches
 // A and B through their own Linear products; the host's frozen W takes no part in it.
+// With parts: xA (..., k·r) holds every x A_jᵀ side by side; part j's slice of y gets
+// s·(x A_jᵀ) B_jᵀ, the other parts' slices pass as they are, and the slices are joined again.
 Tensor LoRA::apply(const Tensor& x, const Tensor& y) const {
     if (!enabled_ || merged_) return y;
     const Tensor h = functional::dropout(x, options_.dropout(), A->is_training());  // x itself at p = 0 or in eval
-    return y + B->forward(A->forward(h)) * real(options_.scaling());
+    const real s = real(options_.scaling());
+    if (blocks_.size() == 1 && blocks_[0].rows == out_) return y + B->forward(A->forward(h)) * s;
+    const Tensor xA = A->forward(h);  // (..., k·r)
+    std::vector<Tensor> slices;
+    std::int64_t row = 0;
+    for (const Block& b : blocks_) {
+        if (b.row > row) slices.push_back(narrow(y, -1, row, b.row - row));  // rows not adapted
+        const Tensor B_j = narrow(B->weight, 0, b.b_row, b.rows);            // (n_j, r)
+        const Tensor xA_j = narrow(xA, -1, b.a_row, options_.rank());        // (..., r)
+        slices.push_back(narrow(y, -1, b.row, b.rows) + functional::linear(xA_j, B_j) * s);
+        row = b.row + b.rows;
+    }
+    if (row < out_) slices.push_back(narrow(y, -1, row, out_ - row));
+    return concat(slices, -1);
 }
 
-namespace {
-// W (out, in) += s · B (out, r) · A (r, in): one gemm, accumulated into W (beta = 1).
-void add_scaled_lora_update(Tensor W, const Tensor& B, const Tensor& A, double s) {
-    const std::size_t out = B.data().shape()[0], r = B.data().shape()[1], in = A.data().shape()[1];
-    gemm(false, false, out, in, r, real(s), B.data().data(), r, A.data().data(), in, 1, W.mutable_data().data(), in);
+// W (out, in) += s · B (out, r) · A (r, in): one gemm per block, accumulated into W (beta = 1);
+// block j: W's rows of part j (n_j, in) += s · B_j (n_j, r) · A_j (r, in).
+void LoRA::add_to_weight(double s) {
+    const std::size_t in = std::size_t(A->in_features()), r = std::size_t(options_.rank());
+    const real* pa = A->weight.data().data();
+    const real* pb = B->weight.data().data();
+    real* pw = weight_.mutable_data().data();
+    for (const Block& b : blocks_)
+        gemm(false, false, std::size_t(b.rows), in, r, real(s), pb + std::size_t(b.b_row) * r, r,
+             pa + std::size_t(b.a_row) * in, in, 1, pw + std::size_t(b.row) * in, in);
 }
-}  // namespace
 
 void LoRA::merge() {
     check(!merged_, "LoRA::merge", "the adapter is merged already (unmerge() first)");
-    add_scaled_lora_update(weight_, B->weight, A->weight, options_.scaling());
+    add_to_weight(options_.scaling());
     merged_ = true;
 }
 
 void LoRA::unmerge() {
     check(merged_, "LoRA::unmerge", "the adapter is not merged (merge() first)");
-    add_scaled_lora_update(weight_, B->weight, A->weight, -options_.scaling());
+    add_to_weight(-options_.scaling());
     merged_ = false;
 }
 

@@ -30,11 +30,22 @@ public:
     LoRAOptions& alpha(double v) { alpha_ = v; return *this; }        // α, lora_alpha (8)
     LoRAOptions& dropout(double v) { dropout_ = v; return *this; }    // on the adapter's input (0)
     LoRAOptions& use_rslora(bool v) { rslora_ = v; return *this; }    // s = α/√r instead of α/r (false)
+    // The host's output rows split into parts of `sizes` (Σ = out_features), only those marked in
+    // `adapted` getting an update: the fused q|k|v projection d → d + 2e of grouped-query attention,
+    // adapted at q and v, is .parts({d, e, e}, {true, false, true}). Empty (the default): one part,
+    // the whole output. Checked by add_lora. ref: loralib, MergedLinear(enable_lora=[...])
+    LoRAOptions& parts(std::vector<std::int64_t> sizes, std::vector<bool> adapted) {
+        part_sizes_ = std::move(sizes);
+        part_adapted_ = std::move(adapted);
+        return *this;
+    }
 
     std::int64_t rank() const { return rank_; }
     double alpha() const { return alpha_; }
     double dropout() const { return dropout_; }
     bool use_rslora() const { return rslora_; }
+    const std::vector<std::int64_t>& part_sizes() const { return part_sizes_; }
+    const std::vector<bool>& part_adapted() const { return part_adapted_; }
     // s: α/r, or α/√r with use_rslora (Kalajdzievski 2023, "A Rank Stabilization Scaling Factor").
     double scaling() const;
 
@@ -43,11 +54,19 @@ private:
     double alpha_ = 8;
     double dropout_ = 0;
     bool rslora_ = false;
+    std::vector<std::int64_t> part_sizes_;
+    std::vector<bool> part_adapted_;
 };
 
 // The adapter of one Linear (nn::add_lora makes it). A and B are Linear modules without bias,
 // registered on the host layer as its children lora_A and lora_B, so that their parameters are
 // named "<layer>.lora_A.weight" (r, in) and "<layer>.lora_B.weight" (out, r), as PEFT names them.
+//
+// With parts (LoRAOptions::parts), each of the k adapted parts j, of n_j output rows, has its own
+// A_j (r, in) and B_j (n_j, r), stacked in part order as loralib's MergedLinear stacks them, under
+// the same two names: lora_A.weight (k·r, in) = [A_0; A_1; ...], lora_B.weight (Σ n_j, r) =
+// [B_0; B_1; ...]. The update is block-diagonal: part j's rows of y get s·(x A_jᵀ) B_jᵀ, the other
+// parts' rows are the base's, bit for bit. For q|k|v adapted at (q, v): ΔW = s·[B_0 A_0; 0; B_1 A_1].
 class LoRA {
 public:
     LoRA(Linear& host, const LoRAOptions& options);
@@ -56,8 +75,8 @@ public:
     // (the merged W already holds s·B·A). x (..., in), y (..., out).
     Tensor apply(const Tensor& x, const Tensor& y) const;
 
-    // W += s·B·A: the host then computes the adapted layer in one product (for inference).
-    // Throws ValueError if already merged.
+    // W += s·B·A (with parts, W's rows of part j += s·B_j·A_j): the host then computes the adapted
+    // layer in one product (for inference). Throws ValueError if already merged.
     void merge();
     // W -= s·B·A, W back to the base to rounding. Throws ValueError if not merged.
     void unmerge();
@@ -69,11 +88,21 @@ public:
     bool enabled() const { return enabled_; }
 
     const LoRAOptions& options() const { return options_; }
-    std::shared_ptr<Linear> A;  // (r, in): lora_A
-    std::shared_ptr<Linear> B;  // (out, r): lora_B
+    std::shared_ptr<Linear> A;  // (r, in): lora_A; with parts (k·r, in)
+    std::shared_ptr<Linear> B;  // (out, r): lora_B; with parts (Σ n_j, r)
 
 private:
+    // One adapted part: its rows of the host's output and of W, and where its A_j and B_j start.
+    struct Block {
+        std::int64_t row, rows;  // W's rows [row, row + rows): the part's output features
+        std::int64_t a_row;      // A_j = A's rows [a_row, a_row + r)
+        std::int64_t b_row;      // B_j = B's rows [b_row, b_row + rows)
+    };
+    void add_to_weight(double s);  // W += s·ΔW, block by block
+
     Tensor weight_;  // the host's W (a shared handle)
+    std::int64_t out_;
+    std::vector<Block> blocks_;  // one block covering every row without parts
     LoRAOptions options_;
     bool merged_ = false;
     bool enabled_ = true;
@@ -82,8 +111,9 @@ private:
 // Adds a LoRA adapter to `layer` and freezes its weight and bias (requires_grad off), so that
 // its backward computes dX alone (nn/linear.cpp). Returns the adapter, which `layer` owns.
 // Throws ValueError if `layer` has an adapter already or is tied to an Embedding's table
-// (nn/tying.hpp), r is outside [1, min(in, out)], α is not finite and > 0 or gives a scaling s
-// infinite or zero as a real, or dropout is outside [0, 1).
+// (nn/tying.hpp), r is outside [1, min(in, out)] (with parts, [1, min(in, smallest adapted part)]),
+// α is not finite and > 0 or gives a scaling s infinite or zero as a real, dropout is outside
+// [0, 1), or the parts are not positive sizes summing to out with a flag each, one at least adapted.
 LoRA& add_lora(Linear& layer, const LoRAOptions& options = {});
 
 // Adds an adapter to every Linear of `model` whose dotted path matches one of `targets`, and

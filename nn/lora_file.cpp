@@ -25,6 +25,7 @@ namespace {
 constexpr const char* kTensorFile = "adapter_model.safetensors";
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kConfigCrcKey = "xgrad.adapter_config_crc32";
+constexpr const char* kPartsKey = "xgrad_lora_parts";  // not PEFT's: loralib's MergedLinear layout
 
 std::string join(const std::string& dir, const char* file) { return (std::filesystem::path(dir) / file).string(); }
 
@@ -47,14 +48,39 @@ NamedTensors adapter_tensors(const std::vector<std::pair<std::string, Linear*>>&
     return tensors;
 }
 
+// An adapter's parts as the config records them, {"sizes": [...], "adapted": [...]}; null without parts.
+nlohmann::json parts_json(const LoRAOptions& o) {
+    if (o.part_sizes().empty()) return nullptr;
+    return {{"sizes", o.part_sizes()}, {"adapted", o.part_adapted()}};
+}
+
 std::string config_text(const LoRAOptions& o, const std::vector<std::pair<std::string, Linear*>>& layers) {
     nlohmann::json targets = nlohmann::json::array();
-    for (const auto& [path, layer] : layers) targets.push_back(path);
-    const nlohmann::json config = {{"peft_type", "LORA"}, {"r", o.rank()}, {"lora_alpha", o.alpha()},
-                                   {"lora_dropout", o.dropout()}, {"use_rslora", o.use_rslora()},
-                                   {"target_modules", targets}, {"fan_in_fan_out", false},
-                                   {"bias", "none"}, {"inference_mode", true}};
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& [path, layer] : layers) {
+        targets.push_back(path);
+        if (nlohmann::json p = parts_json(layer->lora()->options()); !p.is_null()) parts[path] = p;
+    }
+    nlohmann::json config = {{"peft_type", "LORA"}, {"r", o.rank()}, {"lora_alpha", o.alpha()},
+                             {"lora_dropout", o.dropout()}, {"use_rslora", o.use_rslora()},
+                             {"target_modules", targets}, {"fan_in_fan_out", false},
+                             {"bias", "none"}, {"inference_mode", true}};
+    if (!parts.empty()) config[kPartsKey] = parts;
     return config.dump(2) + "\n";
+}
+
+// Throws ValueError unless the config records, for every adapted layer, the parts its adapter has.
+void check_parts(const nlohmann::json& config, const std::vector<std::pair<std::string, Linear*>>& layers,
+                 const std::string& config_path) {
+    const nlohmann::json none = nlohmann::json::object();
+    const nlohmann::json& saved = config.contains(kPartsKey) ? config[kPartsKey] : none;
+    for (const auto& [path, layer] : layers) {
+        const nlohmann::json mine = parts_json(layer->lora()->options());
+        const nlohmann::json theirs = saved.is_object() && saved.contains(path) ? saved[path] : nlohmann::json();
+        check(mine == theirs, "load_adapter", "'{}' adapts '{}' in parts {}, the model's adapter in parts {} "
+              "(\"{}\": sizes of the output's parts and which are adapted; null: the whole output)", config_path,
+              path, theirs.dump(), mine.dump(), kPartsKey);
+    }
 }
 
 std::string read_text(const std::string& path) {
@@ -109,6 +135,7 @@ void load_adapter(Module& model, const std::string& dir) {
           "load_adapter", "'{}' holds r {}, alpha {}, dropout {}, use_rslora {}; the model's adapters have r {}, "
           "alpha {}, dropout {}, use_rslora {}", config_path, number("r"), number("lora_alpha"), number("lora_dropout"),
           json.value("use_rslora", false), mine.rank(), mine.alpha(), mine.dropout(), mine.use_rslora());
+    check_parts(json, layers, config_path);
     std::map<std::string, const Tensor*> saved;
     for (const auto& [name, tensor] : file.tensors) saved[name] = &tensor;
     for (const auto& [name, target] : targets) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <xtensor/xview.hpp>
+
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
 #include "test_helpers.hpp"
@@ -264,4 +266,80 @@ TEST_CASE("add_lora and apply_lora refuse a head tied to an Embedding's table", 
                       Contains("'lm_head'") && Contains("tied to an Embedding's table"));
     CHECK(model.wte->weight.requires_grad());
     CHECK(model.lm_head->lora() == nullptr);
+}
+
+// ---- parts of a fused output (LoRAOptions::parts) -------------------------------------------------
+
+namespace {
+// The fused q|k|v of grouped-query attention in miniature: Linear 2 → 4, parts q (2 rows), k (1), v (1),
+// adapted at q and v with r = 1, α = 2 (s = 2). W = [[1, 2], [3, 4], [5, 6], [7, 8]], no bias;
+// A = [A_q; A_v] = [[1, 1], [1, -1]], B = [B_q; B_v] = [[1], [2], [-1]].
+std::shared_ptr<nn::Linear> hand_qkv() {
+    auto fc = std::make_shared<nn::Linear>(2, 4, /*bias=*/false);
+    fc->weight.mutable_data() = Tensor({{1, 2}, {3, 4}, {5, 6}, {7, 8}}).data();
+    nn::LoRA& lora = nn::add_lora(*fc, nn::LoRAOptions().rank(1).alpha(2).parts({2, 1, 1}, {true, false, true}));
+    lora.A->weight.mutable_data() = Tensor({{1, 1}, {1, -1}}).data();
+    lora.B->weight.mutable_data() = Tensor({{1}, {2}, {-1}}).data();
+    return fc;
+}
+}  // namespace
+
+TEST_CASE("LoRA parts: q and v adapted, k the base's, on hand numbers; merge touches their rows alone", "[nn][lora]") {
+    const auto fc = hand_qkv();
+    nn::LoRA& lora = *fc->lora();
+    CHECK(lora.A->weight.data().shape() == ArrayShape{2, 2});  // (k·r, in), k = 2 adapted parts
+    CHECK(lora.B->weight.data().shape() == ArrayShape{3, 1});  // (n_q + n_v, r)
+    // x = [1, 2]: x Wᵀ = [5, 11, 17, 23]; x A_qᵀ = 3 → q += 2·3·[1, 2] = [6, 12]; x A_vᵀ = -1 → v += 2·(-1)·(-1) = 2
+    const Tensor x = Tensor({{1, 2}});
+    CHECK(bits_equal(fc->forward(x).data(), Tensor({{11, 23, 17, 25}}).data()));
+    lora.merge();
+    // rows q += 2·B_q·A_q = [[2, 2], [4, 4]]; row k as it was; row v += 2·B_v·A_v = [-2, 2]
+    CHECK(bits_equal(fc->weight.data(), Tensor({{3, 4}, {7, 8}, {5, 6}, {5, 10}}).data()));
+    CHECK(bits_equal(fc->forward(x).data(), Tensor({{11, 23, 17, 25}}).data()));
+    lora.unmerge();
+    CHECK(bits_equal(fc->weight.data(), Tensor({{1, 2}, {3, 4}, {5, 6}, {7, 8}}).data()));
+}
+
+TEST_CASE("LoRA parts: merged equals unmerged, the parts not adapted equal the base bit for bit", "[nn][lora]") {
+    manual_seed(11);
+    const std::int64_t d = 8, e = 4;  // q (d), k (e), v (e): Linear d → d + 2e
+    for (const std::vector<bool>& adapted : {std::vector<bool>{true, false, true}, std::vector<bool>{false, true, true},
+                                              std::vector<bool>{true, false, false}}) {
+        nn::Linear qkv(d, d + 2 * e);
+        const Tensor W0 = Tensor(qkv.weight.data());
+        const Tensor x = randn({2, 3, d});
+        const Array base = qkv.forward(x).data();
+        nn::LoRA& lora = nn::add_lora(qkv, nn::LoRAOptions().rank(2).alpha(5).parts({d, e, e}, adapted));
+        lora.B->weight.mutable_data() = randn(lora.B->weight.shape()).data();
+        const Array unmerged = qkv.forward(x).data();
+        const std::int64_t starts[] = {0, d, d + e}, sizes[] = {d, e, e};
+        for (int part = 0; part < 3; ++part) {
+            const Array mine = xt::view(unmerged, xt::all(), xt::all(), xt::range(starts[part], starts[part] + sizes[part]));
+            const Array theirs = xt::view(base, xt::all(), xt::all(), xt::range(starts[part], starts[part] + sizes[part]));
+            INFO("part " << part);
+            CHECK(bits_equal(mine, theirs) == !adapted[part]);  // a non-zero B moves the adapted parts only
+        }
+        lora.enabled(false);
+        CHECK(bits_equal(qkv.forward(x).data(), base));
+        lora.enabled(true);
+        lora.merge();
+        CHECK(xt::amax(xt::abs(qkv.forward(x).data() - unmerged))() <= 1e-5f * xt::amax(xt::abs(unmerged))());
+        lora.unmerge();
+        CHECK(xt::amax(xt::abs(qkv.weight.data() - W0.data()))() <= 1e-6f);
+    }
+}
+
+TEST_CASE("LoRA parts: add_lora refuses parts that do not describe the output", "[nn][lora]") {
+    nn::Linear qkv(8, 16);
+    const auto refuse = [&qkv](std::vector<std::int64_t> sizes, std::vector<bool> adapted, std::int64_t r = 2) {
+        return message_of<ValueError>([&] { nn::add_lora(qkv, nn::LoRAOptions().rank(r).parts(sizes, adapted)); });
+    };
+    CHECK_THAT(refuse({8, 4, 2}, {true, false, true}), Contains("the sizes 8, 4, 2 sum to 14, the Linear has out_features = 16"));
+    CHECK_THAT(refuse({8, 4, 4}, {true, false}), Contains("3 sizes but 2 adapted flags"));
+    CHECK_THAT(refuse({8, 8, 0}, {true, false, false}), Contains("size 0 of part 2 is not positive"));
+    CHECK_THAT(refuse({8, 4, 4}, {false, false, false}), Contains("no part is adapted"));
+    CHECK_THAT(refuse({8, 4, 4}, {true, false, true}, 5), Contains("rank r = 5 is outside [1, 4]") &&
+                                                         Contains("smallest adapted part has 4 rows"));
+    CHECK(qkv.lora() == nullptr);
+    CHECK(qkv.weight.requires_grad());
 }
