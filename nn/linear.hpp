@@ -24,7 +24,7 @@ class Embedding;
 class Linear;
 class LoRA;
 class LoRAOptions;
-void tie_weights(Linear& head, const Embedding& table);  // nn/tying.hpp
+void tie_weights(Linear& head, Embedding& table);  // nn/tying.hpp
 LoRA& add_lora(Linear& layer, const LoRAOptions& options);  // nn/lora.hpp
 
 class Linear : public Module {
@@ -51,7 +51,7 @@ public:
     Tensor bias;    // (out), or undefined when bias = false
 
 private:
-    friend void tie_weights(Linear& head, const Embedding& table);
+    friend void tie_weights(Linear& head, Embedding& table);
     friend LoRA& add_lora(Linear& layer, const LoRAOptions& options);
 
     std::int64_t in_, out_;

@@ -14,6 +14,7 @@
 #include <xgrad/core/error.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/slicing.hpp>
+#include <xgrad/nn/detail/lora.hpp>
 #include <xgrad/nn/dropout.hpp>
 
 namespace xgrad::nn {
@@ -45,13 +46,9 @@ std::int64_t check_parts(std::int64_t out, const LoRAOptions& options) {
     return smallest;
 }
 
-// Throws ValueError, naming the value and its range, for options no adapter of an in → out layer takes.
-void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& options) {
-    const std::int64_t r = options.rank(), rows = check_parts(out, options), most = std::min(in, rows);
-    check(r >= 1 && r <= most, "add_lora",
-          "rank r = {} is outside [1, {}] for a Linear of {} → {} features{} (r above min(in, out) adds "
-          "nothing a full update would not)", r, most, in, out,
-          rows == out ? "" : fmt::format(" whose smallest adapted part has {} rows", rows));
+// α, the scaling s it gives, and dropout: what every adapter checks.
+void check_alpha_and_dropout(const LoRAOptions& options) {
+    const std::int64_t r = options.rank();
     check(std::isfinite(options.alpha()) && options.alpha() > 0, "add_lora", "alpha = {} must be finite and > 0",
           options.alpha());
     // s multiplies the adapter's output as a `real`: inf would turn B = 0 into NaN, 0 would mute the adapter.
@@ -63,10 +60,48 @@ void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& op
 }
 }  // namespace
 
+namespace detail {
+void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& options) {
+    const std::int64_t r = options.rank(), rows = check_parts(out, options), most = std::min(in, rows);
+    check(r >= 1 && r <= most, "add_lora",
+          "rank r = {} is outside [1, {}] for a Linear of {} → {} features{} (r above min(in, out) adds "
+          "nothing a full update would not)", r, most, in, out,
+          rows == out ? "" : fmt::format(" whose smallest adapted part has {} rows", rows));
+    check_alpha_and_dropout(options);
+}
+
+void check_embedding_lora_options(std::int64_t V, std::int64_t d, const LoRAOptions& options) {
+    const std::int64_t r = options.rank();
+    check(r >= 1 && r <= std::min(V, d), "add_lora", "rank r = {} is outside [1, {}] for an Embedding of {} rows "
+          "of {} features", r, std::min(V, d), V, d);
+    check(options.part_sizes().empty() && options.part_adapted().empty(), "add_lora",
+          "parts split a Linear's output; an Embedding's adapter takes none");
+    check_alpha_and_dropout(options);
+}
+}  // namespace detail
+
+void LoRAAdapter::merge() {
+    check(!merged_, "LoRA::merge", "the adapter is merged already (unmerge() first)");
+    add_to_weight(options_.scaling());
+    merged_ = true;
+}
+
+void LoRAAdapter::unmerge() {
+    check(merged_, "LoRA::unmerge", "the adapter is not merged (merge() first)");
+    add_to_weight(-options_.scaling());
+    merged_ = false;
+}
+
+void LoRAAdapter::enabled(bool on) {
+    check(!merged_ || on, "LoRA::enabled", "the adapter is merged into W, which is no longer the base: "
+                                           "unmerge() before enabled(false)");
+    enabled_ = on;
+}
+
 LoRA::LoRA(Linear& host, const LoRAOptions& options)
-    : weight_(host.weight), out_(host.out_features()), options_(options) {
+    : LoRAAdapter(options), weight_(host.weight), out_(host.out_features()) {
     const std::int64_t in = host.in_features(), r = options.rank();
-    check_lora_options(in, out_, options);
+    detail::check_lora_options(in, out_, options);
     // The adapted parts as blocks of W's rows; without parts, one block of every row.
     std::vector<std::int64_t> sizes = options.part_sizes();
     std::vector<bool> adapted = options.part_adapted();
@@ -91,7 +126,7 @@ LoRA::LoRA(Linear& host, const LoRAOptions& options)
 // With parts: xA (..., k·r) holds every x A_jᵀ side by side; part j's slice of y gets
 // s·(x A_jᵀ) B_jᵀ, the other parts' slices pass as they are, and the slices are joined again.
 Tensor LoRA::apply(const Tensor& x, const Tensor& y) const {
-    if (!enabled_ || merged_) return y;
+    if (!active()) return y;
     const Tensor h = functional::dropout(x, options_.dropout(), A->is_training());  // x itself at p = 0 or in eval
     const real s = real(options_.scaling());
     if (blocks_.size() == 1 && blocks_[0].rows == out_) return y + B->forward(A->forward(h)) * s;
@@ -119,24 +154,6 @@ void LoRA::add_to_weight(double s) {
     for (const Block& b : blocks_)
         gemm(false, false, std::size_t(b.rows), in, r, real(s), pb + std::size_t(b.b_row) * r, r,
              pa + std::size_t(b.a_row) * in, in, 1, pw + std::size_t(b.row) * in, in);
-}
-
-void LoRA::merge() {
-    check(!merged_, "LoRA::merge", "the adapter is merged already (unmerge() first)");
-    add_to_weight(options_.scaling());
-    merged_ = true;
-}
-
-void LoRA::unmerge() {
-    check(merged_, "LoRA::unmerge", "the adapter is not merged (merge() first)");
-    add_to_weight(-options_.scaling());
-    merged_ = false;
-}
-
-void LoRA::enabled(bool on) {
-    check(!merged_ || on, "LoRA::enabled", "the adapter is merged into W, which is no longer the base: "
-                                           "unmerge() before enabled(false)");
-    enabled_ = on;
 }
 
 namespace {
@@ -167,11 +184,20 @@ LoRA& add_lora(Linear& layer, const LoRAOptions& options) {
 
 namespace {
 
-// Every Linear below `model` with its dotted path, depth first in registration order (the order
-// of named_parameters), walked with a stack: a module tree may be deeper than the call stack.
-// A Linear's own children (an adapter's lora_A and lora_B) are not entered.
-std::vector<std::pair<std::string, Linear*>> linears_by_path(const Module& model) {
-    std::vector<std::pair<std::string, Linear*>> found;
+// A layer an adapter can be added to, a Linear or an Embedding, with its dotted path.
+struct Host {
+    std::string path;
+    Linear* linear = nullptr;
+    Embedding* embedding = nullptr;
+    LoRAAdapter* adapter() const { return linear ? static_cast<LoRAAdapter*>(linear->lora()) : embedding->lora(); }
+    const Module* module() const { return linear ? static_cast<const Module*>(linear) : embedding; }
+};
+
+// Every Linear and Embedding below `model` with its dotted path, depth first in registration order
+// (the order of named_parameters), walked with a stack: a module tree may be deeper than the call
+// stack. A host's own children (its adapter's A and B) are not entered.
+std::vector<Host> hosts_by_path(const Module& model) {
+    std::vector<Host> found;
     std::vector<std::pair<std::string, Module*>> stack;
     const auto push_children = [&stack](const Module& parent, const std::string& path) {
         const auto children = parent.named_children();
@@ -182,7 +208,8 @@ std::vector<std::pair<std::string, Linear*>> linears_by_path(const Module& model
     while (!stack.empty()) {
         auto [path, module] = stack.back();
         stack.pop_back();
-        if (auto* linear = dynamic_cast<Linear*>(module)) found.emplace_back(path, linear);
+        if (auto* linear = dynamic_cast<Linear*>(module)) found.push_back({path, linear, nullptr});
+        else if (auto* table = dynamic_cast<Embedding*>(module)) found.push_back({path, nullptr, table});
         else push_children(*module, path);
     }
     return found;
@@ -208,57 +235,73 @@ bool target_matches(const std::vector<std::string>& path, const std::vector<std:
     return true;
 }
 
+// chosen[i]: some target matches hosts[i]. A layer registered under several paths is one layer:
+// chosen through any of them, it is marked once, at its first path (the name named_parameters()
+// gives its weight). Throws ValueError for a target that matches no host.
+std::vector<bool> choose_hosts(const std::vector<Host>& hosts, const std::vector<std::string>& targets) {
+    std::vector<std::size_t> first(hosts.size());
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        first[i] = i;
+        for (std::size_t j = 0; j < i; ++j)
+            if (hosts[j].module() == hosts[i].module()) { first[i] = j; break; }
+    }
+    std::vector<std::vector<std::string>> paths_split;
+    for (const Host& host : hosts) paths_split.push_back(dotted_components(host.path));
+    std::vector<bool> chosen(hosts.size(), false);
+    for (const std::string& target : targets) {
+        const auto want = dotted_components(target);
+        bool any = false;
+        for (std::size_t i = 0; i < hosts.size(); ++i)
+            if (target_matches(paths_split[i], want)) chosen[first[i]] = any = true;
+        if (any) continue;
+        std::string names;
+        for (std::size_t i = 0; i < hosts.size() && i < 12; ++i) names += (i ? ", " : "") + hosts[i].path;
+        if (hosts.size() > 12) names += ", ...";
+        throw ValueError(fmt::format("apply_lora: the target '{}' matches no Linear or Embedding of the model; its "
+                                     "Linear and Embedding modules are: {}", target, hosts.empty() ? "(none)" : names));
+    }
+    return chosen;
+}
+
+// add_lora's refusals of a chosen host, named by its path.
+void check_host(const Host& host, const LoRAOptions& options) {
+    check(host.adapter() == nullptr, "apply_lora", "the {} '{}' has an adapter already",
+          host.linear ? "Linear" : "Embedding", host.path);
+    if (host.linear) {
+        check_not_tied(*host.linear, host.path);
+        detail::check_lora_options(host.linear->in_features(), host.linear->out_features(), options);
+    } else {
+        detail::check_embedding_lora_options(host.embedding->num_embeddings(), host.embedding->embedding_dim(), options);
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> apply_lora(Module& model, const std::vector<std::string>& targets,
                                     const LoRAOptions& options) {
     check(!targets.empty(), "apply_lora", "no target modules given (for example {{\"attn.c_attn\", \"mlp.*\"}})");
-    const auto linears = linears_by_path(model);
-    // A Linear registered under several paths is one layer: chosen through any of them, it is adapted
-    // once, under its first path (the name named_parameters() gives its weight).
-    std::vector<std::size_t> first(linears.size());
-    for (std::size_t i = 0; i < linears.size(); ++i) {
-        first[i] = i;
-        for (std::size_t j = 0; j < i; ++j)
-            if (linears[j].second == linears[i].second) { first[i] = j; break; }
-    }
-    std::vector<std::vector<std::string>> paths_split;
-    for (const auto& [path, linear] : linears) paths_split.push_back(dotted_components(path));
-    std::vector<bool> chosen(linears.size(), false);
-    for (const std::string& target : targets) {
-        const auto want = dotted_components(target);
-        bool any = false;
-        for (std::size_t i = 0; i < linears.size(); ++i)
-            if (target_matches(paths_split[i], want)) chosen[first[i]] = any = true;
-        if (any) continue;
-        std::string names;
-        for (std::size_t i = 0; i < linears.size() && i < 12; ++i) names += (i ? ", " : "") + linears[i].first;
-        if (linears.size() > 12) names += ", ...";
-        throw ValueError(fmt::format("apply_lora: the target '{}' matches no Linear of the model; its Linear "
-                                     "modules are: {}", target, linears.empty() ? "(none)" : names));
-    }
-    for (std::size_t i = 0; i < linears.size(); ++i) {  // every refusal before the first change
-        if (!chosen[i]) continue;
-        const Linear& layer = *linears[i].second;
-        check(layer.lora() == nullptr, "apply_lora", "the Linear '{}' has an adapter already", linears[i].first);
-        check_not_tied(layer, linears[i].first);
-        check_lora_options(layer.in_features(), layer.out_features(), options);
-    }
+    const std::vector<Host> hosts = hosts_by_path(model);
+    const std::vector<bool> chosen = choose_hosts(hosts, targets);
+    for (std::size_t i = 0; i < hosts.size(); ++i)  // every refusal before the first change
+        if (chosen[i]) check_host(hosts[i], options);
     for (Tensor& p : model.parameters()) p.requires_grad_(false);
     std::vector<std::string> paths;
-    for (std::size_t i = 0; i < linears.size(); ++i) {
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
         if (!chosen[i]) continue;
-        add_lora(*linears[i].second, options);
-        paths.push_back(linears[i].first);
+        if (hosts[i].linear) add_lora(*hosts[i].linear, options);
+        else add_lora(*hosts[i].embedding, options);
+        paths.push_back(hosts[i].path);
     }
     return paths;
 }
 
-std::vector<std::pair<std::string, Linear*>> adapted_layers(const Module& model) {
-    auto layers = linears_by_path(model);
-    layers.erase(std::remove_if(layers.begin(), layers.end(), [](const auto& l) { return l.second->lora() == nullptr; }),
-                 layers.end());
-    return layers;
+std::vector<std::pair<std::string, LoRAAdapter*>> adapted_layers(const Module& model) {
+    std::vector<std::pair<std::string, LoRAAdapter*>> found;
+    for (const Host& host : hosts_by_path(model)) {
+        const bool seen = std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.second == host.adapter(); });
+        if (host.adapter() && !seen) found.emplace_back(host.path, host.adapter());  // a shared layer once, at its first path
+    }
+    return found;
 }
 
 ParameterCounts count_parameters(const Module& model) {

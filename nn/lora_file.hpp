@@ -1,6 +1,7 @@
 // nn/lora_file.hpp — a LoRA adapter saved alone, in the folder layout Hugging Face PEFT writes:
 //
-//   dir/adapter_model.safetensors   base_model.model.<path>.lora_A.weight (r, in), .lora_B.weight (out, r)
+//   dir/adapter_model.safetensors   base_model.model.<path>.lora_A.weight (r, in), .lora_B.weight (out, r);
+//                                   an Embedding's .lora_embedding_A (r, V), .lora_embedding_B (d, r)
 //   dir/adapter_config.json         {"peft_type": "LORA", "r", "lora_alpha", "lora_dropout", "use_rslora",
 //                                    "target_modules": [<path>, ...], "fan_in_fan_out": false, ...}
 //

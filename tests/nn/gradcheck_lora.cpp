@@ -1,6 +1,7 @@
 // tests/nn/gradcheck_lora.cpp — a Linear with a LoRA adapter (nn/lora.hpp): the gradients of the
 // input, A and B against finite differences, with B away from zero (at B = 0, dA = 0 and a wrong
-// dA would pass), at α/r and rsLoRA's α/√r, on a (B, T, in) input, and on parts of a fused q|k|v.
+// dA would pass), at α/r and rsLoRA's α/√r, on a (B, T, in) input, on parts of a fused q|k|v;
+// and the adapter of an Embedding, its A and B.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
@@ -41,4 +42,16 @@ TEST_CASE("gradcheck LoRA on parts of a fused q|k|v: x, A and B - (q, v) and (k,
         REQUIRE_GRADCHECK([&qkv](const auto& v) { return qkv.forward(v[0]); }, leaf({3, 5}), A, B);
         REQUIRE_GRADCHECK([&qkv](const auto& v) { return qkv.forward(v[0]); }, leaf({2, 3, 5}), A, B);
     }
+}
+
+TEST_CASE("gradcheck LoRA Embedding: A and B, a token repeated", "[gradcheck][nn][lora]") {
+    manual_seed(5);
+    // Aᵀ drawn away from zero (at A = 0, dB = 0 and a wrong dB would pass); ID 3 twice. (A padding
+    // row is read but gets no gradient by definition, as in PyTorch, so it is left out here.)
+    nn::Embedding table(7, 4);
+    nn::LoRAEmbedding& lora = nn::add_lora(table, nn::LoRAOptions().rank(2).alpha(3));
+    lora.A->weight.mutable_data() = randn({7, 2}).data();
+    const Tensor A = lora.A->weight, B = lora.B->weight;
+    const IndexTensor ids{{3, 1, 3}, {0, 6, 2}};
+    REQUIRE_GRADCHECK([&table, &ids](const auto&) { return table.forward(ids); }, A, B);
 }

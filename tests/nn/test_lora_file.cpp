@@ -33,8 +33,10 @@ struct Small : nn::Module {
 // `model` adapted at proj and head.fc with r = 2, α = 4, its B drawn away from zero.
 void adapt(Small& model, std::int64_t rank = 2) {
     nn::apply_lora(model, {"proj", "head.fc"}, nn::LoRAOptions().rank(rank).alpha(4));
-    for (const auto& [path, layer] : nn::adapted_layers(model))
-        layer->lora()->B->weight.mutable_data() = randn(layer->lora()->B->weight.shape()).data();
+    for (const auto& [path, adapter] : nn::adapted_layers(model)) {
+        Tensor B = adapter->parameters()[1];
+        B.mutable_data() = randn(B.shape()).data();
+    }
 }
 
 }  // namespace
