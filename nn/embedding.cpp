@@ -174,4 +174,8 @@ Tensor Embedding::forward(const IndexTensor& ids) const {
     return lora_ ? lora_->apply(ids, y) : y;
 }
 
+void Embedding::check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const {
+    if (lora_) lora_->check_state(path, loading, op);
+}
+
 }  // namespace xgrad::nn

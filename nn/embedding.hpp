@@ -88,6 +88,10 @@ public:
 
     Tensor weight;  // (V, d), the registered parameter: change values in place, never reassign
 
+protected:
+    // As Linear's: its adapter's merged state, or a state dict without it, refused (LoRAAdapter::check_state).
+    void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const override;
+
 private:
     friend void tie_weights(Linear& head, Embedding& table);
     friend LoRAEmbedding& add_lora(Embedding& table, const LoRAOptions& options);

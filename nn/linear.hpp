@@ -50,6 +50,10 @@ public:
     Tensor weight;  // (out, in)
     Tensor bias;    // (out), or undefined when bias = false
 
+protected:
+    // Refuses a state dict while the adapter is merged, or one without the adapter to load (LoRAAdapter::check_state).
+    void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const override;
+
 private:
     friend void tie_weights(Linear& head, Embedding& table);
     friend LoRA& add_lora(Linear& layer, const LoRAOptions& options);

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/error.hpp>
@@ -82,14 +85,40 @@ void check_embedding_lora_options(std::int64_t V, std::int64_t d, const LoRAOpti
 
 void LoRAAdapter::merge() {
     check(!merged_, "LoRA::merge", "the adapter is merged already (unmerge() first)");
-    add_to_weight(options_.scaling());
+    add_update(options_.scaling(), weight_.mutable_data().data());
     merged_ = true;
 }
 
 void LoRAAdapter::unmerge() {
     check(merged_, "LoRA::unmerge", "the adapter is not merged (merge() first)");
-    add_to_weight(-options_.scaling());
+    add_update(-options_.scaling(), weight_.mutable_data().data());
     merged_ = false;
+}
+
+Array LoRAAdapter::merged_weight() const {
+    Array W = weight_.data();
+    if (!merged_) add_update(options_.scaling(), W.data());
+    return W;
+}
+
+bool LoRAAdapter::active(bool training) const {
+    check(!(merged_ && training && grad_enabled() && parameters()[0].requires_grad()), "LoRA",
+          "the adapter is merged into the weight while the model trains: the forward would use the frozen "
+          "merged weight, and A and B would get no gradient; unmerge() before training (or eval() to run merged)");
+    return enabled_ && !merged_;
+}
+
+void LoRAAdapter::check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const {
+    const std::string where = path.empty() ? "the model" : "'" + path + "'";
+    check(!merged_, op, "the LoRA adapter of {} is merged into its weight, and a state dict keeps the base "
+          "weight and the adapter apart with no mark of a merge: unmerge() first (nn::merged_state_dict gives "
+          "the merged weights under the base's names)", where);
+    if (!loading) return;
+    const std::string prefix = path.empty() ? "lora_" : path + ".lora_";
+    const auto it = loading->lower_bound(prefix);
+    check(it != loading->end() && it->compare(0, prefix.size(), prefix) == 0, op,
+          "the state dict has no tensor of the LoRA adapter of {} ('{}...'): a base checkpoint? load the base "
+          "weights before nn::apply_lora, then the adapter with nn::load_adapter", where, prefix);
 }
 
 void LoRAAdapter::enabled(bool on) {
@@ -99,7 +128,7 @@ void LoRAAdapter::enabled(bool on) {
 }
 
 LoRA::LoRA(Linear& host, const LoRAOptions& options)
-    : LoRAAdapter(options), weight_(host.weight), out_(host.out_features()) {
+    : LoRAAdapter(options, host.weight), out_(host.out_features()) {
     const std::int64_t in = host.in_features(), r = options.rank();
     detail::check_lora_options(in, out_, options);
     // The adapted parts as blocks of W's rows; without parts, one block of every row.
@@ -126,7 +155,7 @@ LoRA::LoRA(Linear& host, const LoRAOptions& options)
 // With parts: xA (..., k·r) holds every x A_jᵀ side by side; part j's slice of y gets
 // s·(x A_jᵀ) B_jᵀ, the other parts' slices pass as they are, and the slices are joined again.
 Tensor LoRA::apply(const Tensor& x, const Tensor& y) const {
-    if (!active()) return y;
+    if (!active(A->is_training())) return y;
     const Tensor h = functional::dropout(x, options_.dropout(), A->is_training());  // x itself at p = 0 or in eval
     const real s = real(options_.scaling());
     if (blocks_.size() == 1 && blocks_[0].rows == out_) return y + B->forward(A->forward(h)) * s;
@@ -146,11 +175,10 @@ Tensor LoRA::apply(const Tensor& x, const Tensor& y) const {
 
 // W (out, in) += s · B (out, r) · A (r, in): one gemm per block, accumulated into W (beta = 1);
 // block j: W's rows of part j (n_j, in) += s · B_j (n_j, r) · A_j (r, in).
-void LoRA::add_to_weight(double s) {
+void LoRA::add_update(double s, real* pw) const {
     const std::size_t in = std::size_t(A->in_features()), r = std::size_t(options_.rank());
     const real* pa = A->weight.data().data();
     const real* pb = B->weight.data().data();
-    real* pw = weight_.mutable_data().data();
     for (const Block& b : blocks_)
         gemm(false, false, std::size_t(b.rows), in, r, real(s), pb + std::size_t(b.b_row) * r, r,
              pa + std::size_t(b.a_row) * in, in, 1, pw + std::size_t(b.row) * in, in);
@@ -258,7 +286,7 @@ std::vector<bool> choose_hosts(const std::vector<Host>& hosts, const std::vector
         for (std::size_t i = 0; i < hosts.size() && i < 12; ++i) names += (i ? ", " : "") + hosts[i].path;
         if (hosts.size() > 12) names += ", ...";
         throw ValueError(fmt::format("apply_lora: the target '{}' matches no Linear or Embedding of the model; its "
-                                     "Linear and Embedding modules are: {}", target, hosts.empty() ? "(none)" : names));
+                                     "Linear and Embedding modules are: {}", target, names));
     }
     return chosen;
 }
@@ -281,10 +309,16 @@ std::vector<std::string> apply_lora(Module& model, const std::vector<std::string
                                     const LoRAOptions& options) {
     check(!targets.empty(), "apply_lora", "no target modules given (for example {{\"attn.c_attn\", \"mlp.*\"}})");
     const std::vector<Host> hosts = hosts_by_path(model);
+    check(!hosts.empty(), "apply_lora", "the model has no Linear or Embedding to adapt");
     const std::vector<bool> chosen = choose_hosts(hosts, targets);
     for (std::size_t i = 0; i < hosts.size(); ++i)  // every refusal before the first change
         if (chosen[i]) check_host(hosts[i], options);
-    for (Tensor& p : model.parameters()) p.requires_grad_(false);
+    // The base frozen; adapters added by an earlier call stay trainable.
+    std::set<const TensorImpl*> adapters;
+    for (const auto& [path, adapter] : adapted_layers(model))
+        for (const Tensor& p : adapter->parameters()) adapters.insert(p.impl());
+    for (Tensor& p : model.parameters())
+        if (!adapters.count(p.impl())) p.requires_grad_(false);
     std::vector<std::string> paths;
     for (std::size_t i = 0; i < hosts.size(); ++i) {
         if (!chosen[i]) continue;
@@ -302,6 +336,23 @@ std::vector<std::pair<std::string, LoRAAdapter*>> adapted_layers(const Module& m
         if (host.adapter() && !seen) found.emplace_back(host.path, host.adapter());  // a shared layer once, at its first path
     }
     return found;
+}
+
+NamedTensors merged_state_dict(const Module& model) {
+    const NamedTensors state = model.state_dict();  // refuses a merged adapter
+    std::set<const TensorImpl*> adapter_tensors;
+    std::map<const TensorImpl*, Array> merged;  // a host's W → W + s·ΔW
+    for (const auto& [path, adapter] : adapted_layers(model)) {
+        for (const Tensor& p : adapter->parameters()) adapter_tensors.insert(p.impl());
+        if (adapter->enabled()) merged[adapter->host_weight().impl()] = adapter->merged_weight();
+    }
+    NamedTensors out;
+    for (const auto& [name, t] : state) {
+        if (adapter_tensors.count(t.impl())) continue;
+        const auto it = merged.find(t.impl());
+        out.emplace_back(name, it == merged.end() ? t : Tensor(std::move(it->second)));
+    }
+    return out;
 }
 
 ParameterCounts count_parameters(const Module& model) {

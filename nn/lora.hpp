@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,8 +66,9 @@ class LoRAAdapter {
 public:
     virtual ~LoRAAdapter() = default;
 
-    // W += s·ΔW: the host then computes the adapted layer in one product or lookup (for
-    // inference). Throws ValueError if already merged.
+    // W += s·ΔW: the host then computes the adapted layer in one product or lookup, for inference:
+    // merged, a forward in training mode with gradients on throws ValueError (A and B would get no
+    // gradient; unmerge() to train). Throws ValueError if already merged.
     void merge();
     // W -= s·ΔW, W back to the base to rounding. Throws ValueError if not merged.
     void unmerge();
@@ -80,14 +82,28 @@ public:
     const LoRAOptions& options() const { return options_; }
     // The adapter's trainable tensors: A's and B's weights.
     virtual std::vector<Tensor> parameters() const = 0;
+    // The host's W (or E), a shared handle; and W + s·ΔW, a new array (W unchanged; W itself once
+    // merged). merged_weight throws ValueError where merge() would.
+    const Tensor& host_weight() const { return weight_; }
+    Array merged_weight() const;
+
+    // The host's state_dict() and load_state_dict() hook (nn/module.hpp): refuses (ValueError) while
+    // merged, since a state dict keeps W and the adapter apart and has no mark of a merge ("unmerge()
+    // first"), and a state dict to load without this adapter's tensors (a base checkpoint: load it
+    // before nn::apply_lora).
+    void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const;
 
 protected:
-    explicit LoRAAdapter(const LoRAOptions& options) : options_(options) {}
-    // True if the host adds the adapter's term: enabled and not merged.
-    bool active() const { return enabled_ && !merged_; }
-    virtual void add_to_weight(double s) = 0;  // W += s·ΔW
+    LoRAAdapter(const LoRAOptions& options, Tensor weight) : options_(options), weight_(std::move(weight)) {}
+    // True if the host adds the adapter's term: enabled and not merged. Throws ValueError when merged
+    // in training mode with gradients on (`training`: the adapter's mode): the merged W is frozen, so
+    // A and B would silently get no gradient.
+    bool active(bool training) const;
+    // W += s·ΔW for the host's W (out, in) or E (V, d) at `W`, row-major.
+    virtual void add_update(double s, real* W) const = 0;
 
     LoRAOptions options_;
+    Tensor weight_;  // the host's W or E (a shared handle)
 
 private:
     bool merged_ = false;
@@ -122,9 +138,8 @@ private:
         std::int64_t a_row;      // A_j = A's rows [a_row, a_row + r)
         std::int64_t b_row;      // B_j = B's rows [b_row, b_row + rows)
     };
-    void add_to_weight(double s) override;  // W's rows of each block += s·B_j·A_j
+    void add_update(double s, real* W) const override;  // W's rows of each block += s·B_j·A_j
 
-    Tensor weight_;  // the host's W (a shared handle)
     std::int64_t out_;
     std::vector<Block> blocks_;  // one block covering every row without parts
 };
@@ -150,9 +165,8 @@ public:
     std::shared_ptr<Linear> B;     // (d, r): lora_embedding_B, N(0, 1)
 
 private:
-    void add_to_weight(double s) override;  // E (V, d) += s · Aᵀ (V, r) · Bᵀ (r, d)
+    void add_update(double s, real* E) const override;  // E (V, d) += s · Aᵀ (V, r) · Bᵀ (r, d)
 
-    Tensor weight_;  // the host's E (a shared handle)
     const Embedding* host_;
 };
 
@@ -170,7 +184,8 @@ LoRA& add_lora(Linear& layer, const LoRAOptions& options = {});
 LoRAEmbedding& add_lora(Embedding& table, const LoRAOptions& options = {});
 
 // Adds an adapter to every Linear and Embedding of `model` whose dotted path matches one of
-// `targets`, and freezes every other parameter of the model. A target matches a path that equals
+// `targets`, and freezes every parameter of the model but the adapters' (those of an earlier call
+// stay trainable, as PEFT keeps them). A target matches a path that equals
 // it or ends in "." + target, and "*" stands for one whole component: "attn.c_attn" adapts every
 // block's attn.c_attn, "mlp.*" every layer directly under an "mlp", "wte" the token table; a layer
 // registered under several paths is adapted once, under its first. Returns the adapted paths in
@@ -184,6 +199,12 @@ std::vector<std::string> apply_lora(Module& model, const std::vector<std::string
 // Every adapter of `model` (of a Linear: a LoRA, of an Embedding: a LoRAEmbedding) with its host's
 // dotted path, in named_parameters() order: `for (auto& [path, a] : adapted_layers(m)) a->merge();`
 std::vector<std::pair<std::string, LoRAAdapter*>> adapted_layers(const Module& model);
+
+// The weights the model computes with, under the base model's names: each enabled adapter's W + s·ΔW
+// (a copy; the model is not changed), the adapters' own tensors left out, for a copy of the model
+// without adapters (a merged checkpoint). Throws ValueError as state_dict() does for a merged
+// adapter, and for a table tied to a head (merging it would move the head too).
+NamedTensors merged_state_dict(const Module& model);
 
 // The model's parameters split by requires_grad: scalars trained and scalars frozen.
 struct ParameterCounts {

@@ -16,7 +16,7 @@
 namespace xgrad::nn {
 
 LoRAEmbedding::LoRAEmbedding(Embedding& host, const LoRAOptions& options)
-    : LoRAAdapter(options), weight_(host.weight), host_(&host) {
+    : LoRAAdapter(options, host.weight), host_(&host) {
     const std::int64_t V = host.num_embeddings(), d = host.embedding_dim(), r = options.rank();
     detail::check_embedding_lora_options(V, d, options);
     // Aᵀ looked up as the host looks up E: the padding row gets no gradient, sparse gives row-sparse ones.
@@ -30,20 +30,19 @@ LoRAEmbedding::LoRAEmbedding(Embedding& host, const LoRAOptions& options)
 // ids (...) → Aᵀ[ids] (..., r) → B → (..., d), times s, added to the base's E[ids]. Backward scatters
 // into the rows of Aᵀ looked up, and reaches B through its Linear product; the frozen E gets nothing.
 Tensor LoRAEmbedding::apply(const IndexTensor& ids, const Tensor& y) const {
-    if (!active()) return y;
+    if (!active(A->is_training())) return y;
     return y + B->forward(A->forward(ids)) * real(options_.scaling());
 }
 
 // E (V, d) += s · Aᵀ (V, r) · Bᵀ (r, d): one gemm, accumulated into E (beta = 1). Refused for a
 // table tied to a head, before any change: the head's W is E, so every logit would move too.
-void LoRAEmbedding::add_to_weight(double s) {
+void LoRAEmbedding::add_update(double s, real* E) const {
     check(!host_->tied(), "LoRA::merge", "the Embedding ({} × {}) is tied to an output head (nn::tie_weights): "
           "merging s·(B·A)ᵀ into the table would change the head's W, and every logit, too; run the adapter "
           "unmerged", host_->num_embeddings(), host_->embedding_dim());
     const std::size_t V = std::size_t(host_->num_embeddings()), d = std::size_t(host_->embedding_dim()),
                       r = std::size_t(options_.rank());
-    gemm(false, true, V, d, r, real(s), A->weight.data().data(), r, B->weight.data().data(), r, 1,
-         weight_.mutable_data().data(), d);
+    gemm(false, true, V, d, r, real(s), A->weight.data().data(), r, B->weight.data().data(), r, 1, E, d);
 }
 
 LoRAEmbedding& add_lora(Embedding& table, const LoRAOptions& options) {

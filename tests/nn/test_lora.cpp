@@ -78,6 +78,7 @@ TEST_CASE("LoRA: at B = 0 the adapted layer equals the base bit for bit", "[nn][
 TEST_CASE("LoRA: merge adds s·B·A to W, unmerge takes it back, with a non-zero B", "[nn][lora]") {
     const auto fc = hand_layer();
     nn::LoRA& lora = *fc->lora();
+    fc->eval();  // merging is for inference: a merged adapter refuses to train
     const Tensor x = Tensor({{1, 2}, {-3, 0.25}});
     const Array unmerged = fc->forward(x).data();
     lora.merge();
@@ -94,6 +95,7 @@ TEST_CASE("LoRA: merge adds s·B·A to W, unmerge takes it back, with a non-zero
     nn::Linear big(48, 40);
     const Tensor W0 = Tensor(big.weight.data());
     nn::LoRA& l2 = nn::add_lora(big, nn::LoRAOptions().rank(4).alpha(16));
+    big.eval();
     l2.B->weight.mutable_data() = randn({40, 4}).data();
     const Tensor xb = randn({7, 48});
     const Array before = big.forward(xb).data();
@@ -292,6 +294,7 @@ TEST_CASE("LoRA parts: q and v adapted, k the base's, on hand numbers; merge tou
     // x = [1, 2]: x Wᵀ = [5, 11, 17, 23]; x A_qᵀ = 3 → q += 2·3·[1, 2] = [6, 12]; x A_vᵀ = -1 → v += 2·(-1)·(-1) = 2
     const Tensor x = Tensor({{1, 2}});
     CHECK(bits_equal(fc->forward(x).data(), Tensor({{11, 23, 17, 25}}).data()));
+    fc->eval();
     lora.merge();
     // rows q += 2·B_q·A_q = [[2, 2], [4, 4]]; row k as it was; row v += 2·B_v·A_v = [-2, 2]
     CHECK(bits_equal(fc->weight.data(), Tensor({{3, 4}, {7, 8}, {5, 6}, {5, 10}}).data()));
@@ -322,6 +325,7 @@ TEST_CASE("LoRA parts: merged equals unmerged, the parts not adapted equal the b
         lora.enabled(false);
         CHECK(bits_equal(qkv.forward(x).data(), base));
         lora.enabled(true);
+        qkv.eval();
         lora.merge();
         CHECK(xt::amax(xt::abs(qkv.forward(x).data() - unmerged))() <= 1e-5f * xt::amax(xt::abs(unmerged))());
         lora.unmerge();
@@ -342,4 +346,67 @@ TEST_CASE("LoRA parts: add_lora refuses parts that do not describe the output", 
                                                          Contains("smallest adapted part has 4 rows"));
     CHECK(qkv.lora() == nullptr);
     CHECK(qkv.weight.requires_grad());
+}
+
+// ---- defects found by a hostile trial ----------------------------------------------------------
+
+TEST_CASE("a second apply_lora call keeps the first call's adapters trainable", "[nn][lora][regression]") {
+    // PEFT's add_adapter keeps an adapter trainable; only the base is frozen.
+    Block block;
+    nn::apply_lora(block, {"attn.c_attn"}, nn::LoRAOptions().rank(2));
+    nn::apply_lora(block, {"mlp.*"}, nn::LoRAOptions().rank(2));
+    for (const Tensor& p : block.attn->c_attn->lora()->parameters()) CHECK(p.requires_grad());
+    const std::size_t adapters = 2 * (4 + 12) + 2 * (4 + 16) + 2 * (16 + 4);
+    CHECK(nn::count_parameters(block).trainable == adapters);
+    CHECK_FALSE(block.attn->c_attn->weight.requires_grad());
+    CHECK_FALSE(block.ln->weight.requires_grad());
+}
+
+TEST_CASE("state_dict and load_state_dict refuse a model whose adapter is merged", "[nn][lora][regression]") {
+    // A merged W saved beside A and B carries no mark of it: loaded into an unmerged model the
+    // update would count twice, and unmerge() after loading a base would subtract it from the base.
+    manual_seed(6);
+    Block block;
+    nn::apply_lora(block, {"attn.c_attn"}, nn::LoRAOptions().rank(2));
+    nn::LoRA& lora = *block.attn->c_attn->lora();
+    lora.B->weight.mutable_data() = randn({12, 2}).data();
+    const NamedTensors unmerged = block.state_dict();
+    lora.merge();
+    CHECK_THROWS_WITH(block.state_dict(), Contains("'attn.c_attn'") && Contains("unmerge() first"));
+    CHECK_THROWS_WITH(block.load_state_dict(unmerged), Contains("'attn.c_attn'") && Contains("unmerge() first"));
+    lora.unmerge();
+    CHECK(block.state_dict().size() == unmerged.size());
+    // The merged weights go out under the base's names, for a model without adapters.
+    Block plain;
+    const Tensor x = randn({3, 4});
+    plain.load_state_dict(nn::merged_state_dict(block));
+    CHECK(xt::amax(xt::abs(plain.attn->c_attn->forward(x).data() - block.attn->c_attn->forward(x).data()))() <= 1e-5f);
+    CHECK(lora.merged() == false);
+}
+
+TEST_CASE("refusals that say what to do: no layer to adapt, a base checkpoint after apply_lora, training merged",
+          "[nn][lora][regression]") {
+    nn::LayerNorm norm(4);
+    CHECK_THROWS_WITH(nn::apply_lora(norm, {"*"}), Contains("the model has no Linear or Embedding"));
+
+    Block base;
+    Block adapted;
+    nn::apply_lora(adapted, {"attn.c_attn"}, nn::LoRAOptions().rank(2));
+    CHECK_THROWS_WITH(adapted.load_state_dict(base.state_dict()),
+                      Contains("'attn.c_attn'") && Contains("load the base weights before nn::apply_lora"));
+
+    // Merged in training mode, the forward would use the merged W and give A and B no gradient.
+    const auto fc = hand_layer();
+    fc->lora()->merge();
+    CHECK_THROWS_WITH(fc->forward(Tensor({{1, 2}})), Contains("merged") && Contains("unmerge() before training"));
+    fc->eval();
+    CHECK(fc->forward(Tensor({{1, 2}})).data()(0, 0) == 17.5f);
+    fc->train();
+    {
+        NoGradGuard no_grad;  // inference in training mode: no gradient expected
+        CHECK(fc->forward(Tensor({{1, 2}})).data()(0, 0) == 17.5f);
+    }
+    nn::Embedding table(5, 3);
+    nn::add_lora(table, nn::LoRAOptions().rank(2)).merge();
+    CHECK_THROWS_WITH(table.forward(IndexTensor{1}), Contains("unmerge() before training"));
 }
