@@ -286,7 +286,7 @@ std::shared_ptr<nn::Linear> hand_qkv() {
 }
 }  // namespace
 
-TEST_CASE("LoRA parts: q and v adapted, k the base's, on hand numbers; merge touches their rows alone", "[nn][lora]") {
+TEST_CASE("LoRA parts: q and v adapted, k the base's, on hand numbers, merge touching their rows alone", "[nn][lora]") {
     const auto fc = hand_qkv();
     nn::LoRA& lora = *fc->lora();
     CHECK(lora.A->weight.data().shape() == ArrayShape{2, 2});  // (k·r, in), k = 2 adapted parts

@@ -35,7 +35,7 @@ struct Tiny : nn::Module {
 
 }  // namespace
 
-TEST_CASE("LoRA Embedding: at A = 0 the adapted table equals the base bit for bit; names and shapes", "[nn][lora]") {
+TEST_CASE("LoRA Embedding: at A = 0 the adapted table equals the base bit for bit, its names and shapes", "[nn][lora]") {
     Tiny model(1);
     const IndexTensor ids{{1, 7, 7}, {0, 9, 3}};
     const Array base = model.wte->forward(ids).data();
