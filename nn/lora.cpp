@@ -293,13 +293,14 @@ std::vector<bool> choose_hosts(const std::vector<Host>& hosts, const std::vector
 
 // add_lora's refusals of a chosen host, named by its path.
 void check_host(const Host& host, const LoRAOptions& options) {
-    check(host.adapter() == nullptr, "apply_lora", "the {} '{}' has an adapter already",
-          host.linear ? "Linear" : "Embedding", host.path);
-    if (host.linear) {
-        check_not_tied(*host.linear, host.path);
-        detail::check_lora_options(host.linear->in_features(), host.linear->out_features(), options);
-    } else {
-        detail::check_embedding_lora_options(host.embedding->num_embeddings(), host.embedding->embedding_dim(), options);
+    const char* kind = host.linear ? "Linear" : "Embedding";
+    check(host.adapter() == nullptr, "apply_lora", "the {} '{}' has an adapter already", kind, host.path);
+    if (host.linear) check_not_tied(*host.linear, host.path);
+    try {
+        if (host.linear) detail::check_lora_options(host.linear->in_features(), host.linear->out_features(), options);
+        else detail::check_embedding_lora_options(host.embedding->num_embeddings(), host.embedding->embedding_dim(), options);
+    } catch (const ValueError& e) {  // the same refusal, naming the layer it is about
+        throw ValueError(fmt::format("apply_lora: the {} '{}': {}", kind, host.path, e.what()));
     }
 }
 

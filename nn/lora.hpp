@@ -184,14 +184,14 @@ LoRA& add_lora(Linear& layer, const LoRAOptions& options = {});
 LoRAEmbedding& add_lora(Embedding& table, const LoRAOptions& options = {});
 
 // Adds an adapter to every Linear and Embedding of `model` whose dotted path matches one of
-// `targets`, and freezes every parameter of the model but the adapters' (those of an earlier call
-// stay trainable, as PEFT keeps them). A target matches a path that equals
-// it or ends in "." + target, and "*" stands for one whole component: "attn.c_attn" adapts every
-// block's attn.c_attn, "mlp.*" every layer directly under an "mlp", "wte" the token table; a layer
-// registered under several paths is adapted once, under its first. Returns the adapted paths in
-// named_parameters() order. Throws ValueError, before anything is changed, for an empty target
-// list, a target that matches no layer (naming it and the model's layer paths), or a matched
-// layer add_lora refuses.
+// `targets`, and freezes every parameter of the model but the adapters' (an earlier call's stay
+// trainable, as PEFT keeps them). A target matches a path that equals it or ends in "." + target,
+// and "*" stands for one whole component: "attn.c_attn" adapts every block's attn.c_attn, "mlp.*"
+// every layer directly under an "mlp", "wte" the token table; a layer registered under several
+// paths is adapted once, under its first. Returns the adapted paths in named_parameters() order.
+// Throws ValueError, before anything is changed, for an empty target list, a model without Linear
+// or Embedding, a target that matches no layer (naming it and the model's layer paths), or a
+// matched layer add_lora refuses.
 // ref: PEFT, get_peft_model with LoraConfig(target_modules=[...])
 std::vector<std::string> apply_lora(Module& model, const std::vector<std::string>& targets,
                                     const LoRAOptions& options = {});

@@ -163,7 +163,9 @@ TEST_CASE("apply_lora and add_lora refuse bad targets and options, leaving the m
                       Contains("'attn.q_proj' matches no Linear") && Contains("attn.c_attn, attn.c_proj, mlp.c_fc"));
     CHECK_THROWS_WITH(nn::apply_lora(block, {}), Contains("no target modules"));
     CHECK_THROWS_WITH(nn::apply_lora(block, {"mlp.*"}, nn::LoRAOptions().rank(5)),
-                      Contains("rank r = 5 is outside [1, 4]"));
+                      Contains("the Linear 'mlp.c_fc'") && Contains("rank r = 5 is outside [1, 4]"));
+    CHECK_THROWS_WITH(nn::apply_lora(block, {"attn.*"}, nn::LoRAOptions().rank(2).parts({4, 4, 4}, {true, false, true})),
+                      Contains("the Linear 'attn.c_proj'") && Contains("sum to 12, the Linear has out_features = 4"));
     CHECK(nn::count_parameters(block).frozen == 0);  // nothing frozen by the refused calls
     CHECK(block.mlp->c_fc->lora() == nullptr);
 
@@ -219,6 +221,7 @@ TEST_CASE("apply_lora adapts a Linear registered under two names once, and refus
     CHECK(paths == std::vector<std::string>{"a", "c"});  // the shared layer under its first name
     REQUIRE(model.fc->lora() != nullptr);
     REQUIRE(model.c->lora() != nullptr);
+    CHECK(nn::adapted_layers(model).size() == 2);     // the shared layer once, at "a"
     const nn::ParameterCounts counts = nn::count_parameters(model);
     CHECK(counts.trainable == 2 * 2 * (4 + 4));  // two adapters of r·(in + out)
     CHECK(counts.frozen == 2 * (16 + 4));        // two bases of W (4, 4) and b (4)

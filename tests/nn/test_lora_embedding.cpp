@@ -141,6 +141,7 @@ TEST_CASE("LoRA Embedding: a table tied to a head trains its adapter, and refuse
     const Tensor E0 = Tensor(model.wte->weight.data());
     CHECK_THROWS_WITH(lora.merge(), Contains("tied to an output head") && Contains("unmerged"));
     CHECK_FALSE(lora.merged());
+    CHECK_THROWS_WITH(nn::merged_state_dict(model), Contains("tied to an output head"));
     CHECK(bits_equal(model.wte->weight.data(), E0.data()));
     CHECK_FALSE(model.head->weight.requires_grad());  // the head's W is the frozen table
     // Tying after adapting is refused too: the head would take a frozen table.
