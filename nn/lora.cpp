@@ -37,13 +37,14 @@ std::int64_t check_parts(std::int64_t out, const LoRAOptions& options) {
     check(sizes.size() == adapted.size(), "add_lora", "parts: {} sizes but {} adapted flags (one each)",
           sizes.size(), adapted.size());
     std::int64_t sum = 0, smallest = out;
+    bool overflow = false;  // a sum past 2^63 − 1 would wrap, and might wrap to `out`
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         check(sizes[i] >= 1, "add_lora", "parts: size {} of part {} is not positive", sizes[i], i);
-        sum += sizes[i];
+        overflow = overflow || __builtin_add_overflow(sum, sizes[i], &sum);
         if (adapted[i]) smallest = std::min(smallest, sizes[i]);
     }
-    check(sum == out, "add_lora", "parts: the sizes {} sum to {}, the Linear has out_features = {}",
-          fmt::join(sizes, ", "), sum, out);
+    check(!overflow && sum == out, "add_lora", "parts: the sizes {} sum to {}, the Linear has out_features = {}",
+          fmt::join(sizes, ", "), overflow ? "more than 2^63 - 1" : std::to_string(sum), out);
     check(std::find(adapted.begin(), adapted.end(), true) != adapted.end(), "add_lora",
           "parts: no part is adapted (mark at least one true)");
     return smallest;
@@ -85,6 +86,8 @@ void check_embedding_lora_options(std::int64_t V, std::int64_t d, const LoRAOpti
 
 void LoRAAdapter::merge() {
     check(!merged_, "LoRA::merge", "the adapter is merged already (unmerge() first)");
+    check(enabled_, "LoRA::merge", "the adapter is disabled (enabled(false)): its update is not part of the model "
+                                   "the layer computes; enabled(true) first to merge it");
     add_update(options_.scaling(), weight_.mutable_data().data());
     merged_ = true;
 }
@@ -102,7 +105,9 @@ Array LoRAAdapter::merged_weight() const {
 }
 
 bool LoRAAdapter::active(bool training) const {
-    check(!(merged_ && training && grad_enabled() && parameters()[0].requires_grad()), "LoRA",
+    const std::vector<Tensor> ab = parameters();
+    const bool trains = std::any_of(ab.begin(), ab.end(), [](const Tensor& p) { return p.requires_grad(); });
+    check(!(merged_ && training && grad_enabled() && trains), "LoRA",
           "the adapter is merged into the weight while the model trains: the forward would use the frozen "
           "merged weight, and A and B would get no gradient; unmerge() before training (or eval() to run merged)");
     return enabled_ && !merged_;
@@ -223,7 +228,8 @@ struct Host {
 
 // Every Linear and Embedding below `model` with its dotted path, depth first in registration order
 // (the order of named_parameters), walked with a stack: a module tree may be deeper than the call
-// stack. A host's own children (its adapter's A and B) are not entered.
+// stack. A host's own children (its adapter's A and B) are not entered. A model that is itself a
+// Linear or an Embedding is its only host, at the path "".
 std::vector<Host> hosts_by_path(const Module& model) {
     std::vector<Host> found;
     std::vector<std::pair<std::string, Module*>> stack;
@@ -232,7 +238,9 @@ std::vector<Host> hosts_by_path(const Module& model) {
         for (auto it = children.rbegin(); it != children.rend(); ++it)
             stack.emplace_back(path.empty() ? it->first : path + "." + it->first, it->second.get());
     };
-    push_children(model, "");
+    auto* root = const_cast<Module*>(&model);  // the walk hands out hosts to change, as from the children
+    if (dynamic_cast<Linear*>(root) || dynamic_cast<Embedding*>(root)) stack.emplace_back("", root);
+    else push_children(model, "");
     while (!stack.empty()) {
         auto [path, module] = stack.back();
         stack.pop_back();

@@ -68,7 +68,8 @@ public:
 
     // W += s·ΔW: the host then computes the adapted layer in one product or lookup, for inference:
     // merged, a forward in training mode with gradients on throws ValueError (A and B would get no
-    // gradient; unmerge() to train). Throws ValueError if already merged.
+    // gradient; unmerge() to train). Throws ValueError if already merged, or disabled (its update is
+    // not part of what the layer computes).
     void merge();
     // W -= s·ΔW, W back to the base to rounding. Throws ValueError if not merged.
     void unmerge();
@@ -198,6 +199,8 @@ std::vector<std::string> apply_lora(Module& model, const std::vector<std::string
 
 // Every adapter of `model` (of a Linear: a LoRA, of an Embedding: a LoRAEmbedding) with its host's
 // dotted path, in named_parameters() order: `for (auto& [path, a] : adapted_layers(m)) a->merge();`
+// A model that is itself an adapted Linear or Embedding gives its adapter at the path "".
+// apply_lora, merged_state_dict and the adapter file walk the model the same way.
 std::vector<std::pair<std::string, LoRAAdapter*>> adapted_layers(const Module& model);
 
 // The weights the model computes with, under the base model's names: each enabled adapter's W + s·ΔW

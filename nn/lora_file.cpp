@@ -50,11 +50,13 @@ std::vector<Entry> adapter_entries(const Layers& layers, LoRAOptions& shared, co
         const auto& [path, adapter] = layers[i];
         const LoRAOptions& o = adapter->options();
         if (i == 0) shared = o;
-        check(o.rank() == shared.rank() && o.alpha() == shared.alpha() && o.dropout() == shared.dropout() &&
-                  o.use_rslora() == shared.use_rslora(),
-              op, "the adapter of '{}' (r {}, alpha {}) differs from the first one's (r {}, alpha {}): "
-              "one adapter file holds one configuration", path, o.rank(), o.alpha(), shared.rank(), shared.alpha());
-        const std::string prefix = "base_model.model." + path;
+        const auto describe = [](const LoRAOptions& a) {
+            return fmt::format("r {}, alpha {}, dropout {}, use_rslora {}", a.rank(), a.alpha(), a.dropout(),
+                               a.use_rslora());
+        };
+        check(describe(o) == describe(shared), op, "the adapter of '{}' ({}) differs from the first one's ({}): one "
+              "adapter file holds one configuration", path, describe(o), describe(shared));
+        const std::string prefix = path.empty() ? "base_model.model" : "base_model.model." + path;
         if (const auto* linear = dynamic_cast<const LoRA*>(adapter)) {
             entries.push_back({prefix + ".lora_A.weight", linear->A->weight, false});
             entries.push_back({prefix + ".lora_B.weight", linear->B->weight, false});
@@ -123,8 +125,12 @@ void save_adapter(const Module& model, const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw std::runtime_error(fmt::format("save_adapter: cannot create the folder '{}': {}", dir, ec.message()));
-    io::write_file_atomically(join(dir, kConfigFile), config, "save_adapter");
+    // Each file is written whole or not at all; the pair too: the config replaces the old one only
+    // after the tensor file has (a full disk while writing either leaves the previous pair).
+    io::AtomicFile config_file(join(dir, kConfigFile), "save_adapter");
+    config_file.write(config);
     save_safetensors(join(dir, kTensorFile), tensors, {{kConfigCrcKey, fmt::format("{:08x}", io::crc32(config))}});
+    config_file.commit();
 }
 
 void load_adapter(Module& model, const std::string& dir) {
@@ -144,6 +150,9 @@ void load_adapter(Module& model, const std::string& dir) {
     const auto layers = adapted_layers(model);
     check(!layers.empty(), "load_adapter", "the model has no LoRA adapter: apply nn::apply_lora with the targets "
                                            "of '{}' first", config_path);
+    for (const auto& [path, adapter] : layers)  // a merged W holds the old update, which unmerge() would miss
+        check(!adapter->merged(), "load_adapter", "the adapter of '{}' is merged into its weight: unmerge() first",
+              path);
     LoRAOptions mine;
     const std::vector<Entry> targets = adapter_entries(layers, mine, "load_adapter");
     const auto number = [&](const char* key) {

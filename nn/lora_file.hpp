@@ -17,18 +17,17 @@
 
 namespace xgrad::nn {
 
-// Writes the adapters of `model` into `dir` (created if missing), each file atomically, the config's
-// CRC-32 in the tensor file's metadata (either file changed alone is refused on load). Throws
-// ValueError if the model has no adapter or its adapters differ in r, α, dropout or scaling rule;
-// std::runtime_error if a file cannot be written (naming it).
+// Writes the adapters of `model` into `dir` (created if missing): each file atomically, the config
+// last, its CRC-32 in the tensor file (a save that fails leaves the previous pair whole). Throws
+// ValueError for a model without adapter or adapters of different options; std::runtime_error for
+// a file that cannot be written (naming it).
 void save_adapter(const Module& model, const std::string& dir);
 
 // Copies the adapter in `dir` into `model`, adapted beforehand at the same paths with the same
-// options (nn::apply_lora with the config's target_modules). All is checked before anything is
-// copied: a missing file, a damaged tensor file, a config changed since saving, another r, α,
-// dropout, scaling rule or parts, a missing, unexpected or mis-shaped tensor (an adapter of another
-// model) each throws ValueError naming the file and the value, the model untouched; a file that
-// cannot be read, std::runtime_error.
+// options (nn::apply_lora with the config's target_modules). Checked before any copy, each refusal a
+// ValueError naming the file and the value, the model untouched: an adapter of `model` merged, a
+// missing or damaged file, a config changed since saving, other options or parts, a missing,
+// unexpected or mis-shaped tensor (an adapter of another model).
 void load_adapter(Module& model, const std::string& dir);
 
 }  // namespace xgrad::nn

@@ -413,3 +413,49 @@ TEST_CASE("refusals that say what to do: no layer to adapt, a base checkpoint af
     nn::add_lora(table, nn::LoRAOptions().rank(2)).merge();
     CHECK_THROWS_WITH(table.forward(IndexTensor{1}), Contains("unmerge() before training"));
 }
+
+// ---- defects found by a second hostile trial --------------------------------------------------
+
+TEST_CASE("LoRA parts: sizes whose sum overflows are refused, not merged out of bounds", "[nn][lora][regression]") {
+    // INT64_MAX + INT64_MAX + 6 wraps to 4 = out_features: accepted, merge() wrote rows [-2, 4) of W.
+    nn::Linear fc(4, 4);
+    const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+    CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(1).parts({big, big, 6}, {false, false, true})),
+                      Contains("sum to more than 2^63 - 1, the Linear has out_features = 4"));
+    CHECK(fc.lora() == nullptr);
+}
+
+TEST_CASE("merge() refuses a disabled adapter", "[nn][lora][regression]") {
+    // Merged while disabled, the layer computed the adapted output with enabled() false.
+    const auto fc = hand_layer();
+    const Tensor W = Tensor(fc->weight.data());
+    fc->lora()->enabled(false);
+    CHECK_THROWS_WITH(fc->lora()->merge(), Contains("disabled") && Contains("enabled(true)"));
+    CHECK(fc->lora()->merged() == false);
+    CHECK(bits_equal(fc->weight.data(), W.data()));
+}
+
+TEST_CASE("a model that is itself the adapted Linear: adapted_layers, merged_state_dict, apply_lora",
+          "[nn][lora][regression]") {
+    // The walk started at the model's children: a bare adapted Linear had no adapter for them, and
+    // merged_state_dict returned W unmerged beside lora_A and lora_B.
+    const auto fc = hand_layer();  // s·B·A = [[4, 4], [-2, -2]]
+    const auto layers = nn::adapted_layers(*fc);
+    REQUIRE(layers.size() == 1);
+    CHECK(layers[0].first.empty());
+    const NamedTensors merged = nn::merged_state_dict(*fc);
+    REQUIRE(names_of(merged) == std::vector<std::string>{"weight", "bias"});
+    CHECK(merged[0].second.data() == Tensor({{5, 6}, {1, 2}}).data());
+
+    nn::Linear bare(3, 2);
+    CHECK(nn::apply_lora(bare, {"*"}, nn::LoRAOptions().rank(1)) == std::vector<std::string>{""});
+    CHECK(bare.lora() != nullptr);
+}
+
+TEST_CASE("a merged adapter whose A is frozen and B trains still refuses a training forward", "[nn][lora][regression]") {
+    // The check looked at A alone: B would silently get no gradient.
+    const auto fc = hand_layer();
+    fc->lora()->A->weight.requires_grad_(false);
+    fc->lora()->merge();
+    CHECK_THROWS_WITH(fc->forward(Tensor({{1, 2}})), Contains("unmerge() before training"));
+}

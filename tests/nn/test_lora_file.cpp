@@ -2,6 +2,8 @@
 // trip into another copy of the model, each refusal leaving the model untouched, and an adapter on parts.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -161,4 +163,59 @@ TEST_CASE("save_adapter and load_adapter carry an adapter on parts of a fused ou
     Small plain(1);
     adapt(plain);
     CHECK_THROWS_AS(nn::load_adapter(plain, folder), ValueError);
+}
+
+// ---- defects found by a hostile trial ----------------------------------------------------------
+
+TEST_CASE("load_adapter refuses a model whose adapter is merged, untouched", "[nn][lora][regression]") {
+    // Accepted before: the merged W kept the old update, and unmerge() then subtracted the new one.
+    TempDir dir;
+    Small saved(1);
+    adapt(saved);
+    nn::save_adapter(saved, dir.file("adapter"));
+    Small target(2);
+    adapt(target);
+    for (const auto& [path, adapter] : nn::adapted_layers(target)) adapter->merge();
+    const Array W = target.proj->weight.data(), A = target.proj->lora()->A->weight.data();
+    CHECK_THROWS_WITH(nn::load_adapter(target, dir.file("adapter")), Contains("'proj'") && Contains("unmerge() first"));
+    CHECK(bits_equal(target.proj->weight.data(), W));
+    CHECK(bits_equal(target.proj->lora()->A->weight.data(), A));
+}
+
+TEST_CASE("a save_adapter that fails leaves the folder's previous adapter loadable", "[nn][lora][regression]") {
+    // The config was written first: a tensor file that could not be written (a full disk; here the
+    // file-size limit) left the new config beside the old tensors, and neither adapter loaded.
+    TempDir dir;
+    const std::string folder = dir.file("adapter");
+    Small first(1, 64);
+    adapt(first, 2);
+    nn::save_adapter(first, folder);
+    Small second(1, 64);
+    adapt(second, 3);
+    rlimit old{};
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    rlimit small = old;
+    small.rlim_cur = 1500;  // the config (~400 B) fits, the tensors (~2.4 KB) do not
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    std::string refusal;
+    try {
+        nn::save_adapter(second, folder);
+    } catch (const std::exception& e) {
+        refusal = e.what();
+    }
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+    CHECK_THAT(refusal, Contains("file size limit"));
+    Small copy(1, 64);
+    adapt(copy, 2);
+    nn::load_adapter(copy, folder);
+    CHECK(bits_equal(copy.proj->lora()->B->weight.data(), first.proj->lora()->B->weight.data()));
+}
+
+TEST_CASE("save_adapter names the option in which two adapters differ", "[nn][lora][regression]") {
+    // Adapters that differed in dropout alone were refused as "(r 2, alpha 4) differs from (r 2, alpha 4)".
+    TempDir dir;
+    Small model(1);
+    nn::add_lora(*model.proj, nn::LoRAOptions().rank(2).alpha(4));
+    nn::add_lora(*model.fc, nn::LoRAOptions().rank(2).alpha(4).dropout(0.1));
+    CHECK_THROWS_WITH(nn::save_adapter(model, dir.file("a")), Contains("dropout 0.1") && Contains("dropout 0"));
 }
