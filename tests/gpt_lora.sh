@@ -7,8 +7,10 @@
 #      loss.csv, the adapter file and the merged model.safetensors identical, byte for byte;
 #   c. the frozen base in the LoRA run's checkpoint equals the base's weights bit for bit;
 #   d. --merge-lora's model.safetensors, read by --eval-only --init-from as a plain model, gives the
-#      validation loss of the unmerged adapters (--eval-only --resume), to 1e-5 relative;
-#   e. --lora-rank without a base, and --lora-alpha without --lora-rank, are refused by name;
+#      validation loss of the unmerged adapters (--eval-only --resume), to 1e-5 relative; --init-from
+#      the LoRA checkpoint with its --lora-* flags gives the unmerged figure exactly;
+#   e. --lora-rank without a base, --lora-alpha without --lora-rank, an unknown target and a LoRA
+#      checkpoint given to --init-from without --lora-rank are refused by name;
 #   f. with MPIRUN given: 2 ranks all-reduce the adapters' gradients alone, 4 bytes (float32) per
 #      trainable parameter a step, against 4 per parameter of the full model without LoRA, under
 #      DDP; ZeRO (--zero 2) takes the same steps as DDP.
@@ -75,7 +77,11 @@ val() { sed -n 's/^val (fixed set) \([0-9.]*\) nats.*/\1/p' "$1"; }
 "$bin" "${common[@]}" --steps 40 --eval-only --init-from "$work/A/model.safetensors" --out "$work/E" > "$work/merged.log"
 "$bin" "${tune[@]}" --eval-only --resume "$work/A/checkpoint.safetensors" --out "$work/E" > "$work/unmerged.log"
 "$bin" "${common[@]}" --steps 40 --eval-only --resume "$work/base/checkpoint.safetensors" --out "$work/E" > "$work/base_eval.log"
-m=$(val "$work/merged.log") u=$(val "$work/unmerged.log") b=$(val "$work/base_eval.log")
+# --init-from a LoRA run's checkpoint (with its --lora-* flags) loads the base and the adapters: the
+# way to evaluate them on another text; here the same text, so the --resume figure exactly.
+"$bin" "${common[@]}" --steps 40 "${lora[@]}" --eval-only --init-from "$work/A/checkpoint.safetensors" --out "$work/E" > "$work/init.log"
+m=$(val "$work/merged.log") u=$(val "$work/unmerged.log") b=$(val "$work/base_eval.log") i=$(val "$work/init.log")
+[ -n "$u" ] && [ "$i" = "$u" ] || { echo "FAIL: --init-from the LoRA checkpoint validates $i, --resume $u"; exit 1; }
 awk -v m="$m" -v u="$u" 'BEGIN { d = m - u; if (d < 0) d = -d; exit !(m != "" && d <= 1e-5 * u) }' ||
     { echo "FAIL: merged val $m, unmerged $u"; exit 1; }
 awk -v u="$u" -v b="$b" 'BEGIN { exit !(u != b) }' || { echo "FAIL: the adapters changed nothing (val $u = base $b)"; exit 1; }
@@ -91,6 +97,7 @@ refused() {  # refused PATTERN ARGS...: the run fails and its message matches PA
 }
 refused "pass --init-from" --lora-rank 2
 refused "needs --lora-rank" --lora-alpha 4 --init-from "$work/base/checkpoint.safetensors"
+refused "a LoRA run's checkpoint" --init-from "$work/A/checkpoint.safetensors"
 refused "unknown target 'attn'" --lora-rank 2 --lora-targets attn --init-from "$work/base/checkpoint.safetensors"
 
 # f. 2 ranks: the bytes each rank sends per step.

@@ -155,8 +155,6 @@ void check_lora_flags(const examples::FlagTable& table, const Config& c) {
     require(!c.init_from.empty() || !c.resume.empty(),
             fmt::format("--lora-rank {} adapts a trained model: pass --init-from CHECKPOINT (the base) or --resume a "
                         "LoRA run's checkpoint", c.lora_rank));
-    require(!c.eval_only || !c.resume.empty(), "--eval-only with --lora-rank evaluates a LoRA run's checkpoint: pass "
-            "--resume CHECKPOINT (or drop --lora-rank: a merged model.safetensors is a plain model for --init-from)");
     lora_target_paths(c.lora_targets, c.model.arch, c.model.tie);  // throws for an unknown word
 }
 

@@ -12,18 +12,23 @@
 #      α = r) at r 1, 4, 16 on attention (attn.c_attn, attn.c_proj) and on every Linear (all); LoRA
 #      with the token table (when nn::apply_lora adapts an Embedding); and the same model trained
 #      from scratch on psalms_train.txt alone (its own tokenizer, lr 1e-3, the same steps).
-#   4. Each row's merged or full model evaluated on rest.txt's validation part (--eval-only
-#      --init-from): what fine-tuning forgot.
-# The markdown table goes to stdout, then the machine and the date; the progress to stderr.
+#   4. Each row's model (a LoRA run's checkpoint: the base and its adapters) evaluated on rest.txt's
+#      validation part (--eval-only --init-from, with the row's --lora-* flags): what fine-tuning forgot.
+# The markdown table goes to stdout, then the machine and the date; the progress to stderr. Exit
+# status 1 if a row's run failed (its row says why).
 #
-# Usage: examples/gpt/lora_psalms.sh [--quick] [BUILD]   BUILD: a Release build (default: build)
+# Usage: examples/gpt/lora_psalms.sh [--quick] [BUILD]   BUILD: a Release build with examples/gpt
+#                                                        (default: build), or the gpt binary itself
 #   --quick                a tiny model, few steps: a check of the script in seconds, not a result
 #   STEPS=500 BASE_STEPS=2000 LR_FULL=3e-4 LR_LORA=1e-3   the fine-tunes' and the base's steps, the lrs
+#   WORK=DIR               keep the texts, runs and logs in DIR; a DIR/base/checkpoint.safetensors
+#                          already there is the base (trained by an earlier run of this script)
 set -euo pipefail
 quick=0
 if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
 build=${1:-build}
 gpt=$build/examples/gpt
+[[ -f $build && -x $build ]] && gpt=$build
 [[ -x $gpt ]] || { echo "lora_psalms.sh: $gpt is not built (cmake --build $build --target gpt)" >&2; exit 2; }
 steps=${STEPS:-500} base_steps=${BASE_STEPS:-2000} lr_full=${LR_FULL:-3e-4} lr_lora=${LR_LORA:-1e-3}
 model=(--tokenizer bpe --sample 0 --eval-every 100)
@@ -59,7 +64,7 @@ run() {  # run NAME FLAGS...: examples/gpt, its output in $work/NAME.log
 }
 psalms=(--data "$work/psalms_train.txt" --val-data "$work/psalms_val.txt")
 base=$work/base/checkpoint.safetensors
-run base "${model[@]}" --data "$work/rest.txt" --steps "$base_steps"
+[[ -f $base ]] || run base "${model[@]}" --data "$work/rest.txt" --steps "$base_steps"
 # nats/char on the fixed validation set of an --eval-only log
 per_char() { sed -n 's/^val (fixed set) .*(\([0-9.]*\) nats\/char)$/\1/p' "$1"; }
 run base_on_psalms "${model[@]}" "${psalms[@]}" --eval-only --init-from "$base"
@@ -71,14 +76,18 @@ echo "|---|---:|---:|---:|---:|---|---:|---:|"
 params=$(sed -n 's/^model .*: \([0-9]*\) parameters.*/\1/p' "$work/base_on_psalms.log")
 echo "| base model, no training | 0 of $params | 0 | $(sed -n 's/^peak RSS \([0-9.]*\) MiB.*/\1/p' "$work/base_on_psalms.log") | – | $before | $(per_char "$work/base_on_rest.log") | – |"
 
-row() {  # row LABEL NAME FLAGS...: train, evaluate on the rest of the KJV, print the table's row
+row() {  # row LABEL NAME "LORA FLAGS" FLAGS...: train, evaluate on the rest of the KJV, print the table's row
     local label=$1 name=$2
-    shift 2
-    if ! run "$name" "${model[@]}" "$@" --steps "$steps"; then
+    read -r -a adapters <<< "$3"
+    shift 3
+    if ! run "$name" "${model[@]}" "$@" "${adapters[@]}" --steps "$steps"; then
         echo "| $label | refused: $(grep -m1 'error' "$work/$name.log" | cut -c1-160) | | | | | | |"
+        failed=$((failed + 1))
         return
     fi
-    run "${name}_on_rest" "${model[@]}" --data "$work/rest.txt" --eval-only --init-from "$work/$name/model.safetensors"
+    # the trained model (a LoRA run's: the base and its adapters, unmerged) on rest.txt's validation part
+    run "${name}_on_rest" "${model[@]}" --data "$work/rest.txt" --eval-only --init-from "$work/$name/checkpoint.safetensors" \
+        "${adapters[@]}"
     local log=$work/$name.log trainable total
     total=$(sed -n 's/^model .*: \([0-9]*\) parameters.*/\1/p' "$log")
     trainable=$(sed -n 's/^lora .*trainable \([0-9]*\) parameters.*/\1/p' "$log")
@@ -97,16 +106,19 @@ row() {  # row LABEL NAME FLAGS...: train, evaluate on the rest of the KJV, prin
     pct=$(awk -v t="$trainable" -v n="$((frozen + trainable))" 'BEGIN { printf "%.2f", 100 * t / n }')
     echo "| $label | $trainable ($pct%) | $state | $rss | $ms | $before → $after | $rest | ${adapter:-–} |"
 }
+failed=0  # rows whose run failed: the exit status
 tune=("${psalms[@]}" --init-from "$base")
-row "full fine-tune (lr $lr_full)" full "${tune[@]}" --lr "$lr_full" --min-lr "$(awk -v l="$lr_full" 'BEGIN { print l / 10 }')"
+row "full fine-tune (lr $lr_full)" full "" "${tune[@]}" --lr "$lr_full" --min-lr "$(awk -v l="$lr_full" 'BEGIN { print l / 10 }')"
 lora_lr=(--lr "$lr_lora" --min-lr "$(awk -v l="$lr_lora" 'BEGIN { print l / 10 }')")
 for targets in attention all; do
     for r in "${ranks[@]}"; do
-        row "LoRA r $r, $targets" "lora_${targets}_$r" "${tune[@]}" "${lora_lr[@]}" --lora-rank "$r" --lora-targets "$targets" --merge-lora
+        row "LoRA r $r, $targets" "lora_${targets}_$r" "--lora-rank $r --lora-targets $targets" "${tune[@]}" "${lora_lr[@]}"
     done
 done
-row "LoRA r ${ranks[-1]}, all + token table" lora_emb "${tune[@]}" "${lora_lr[@]}" --lora-rank "${ranks[-1]}" --lora-targets all,embedding --merge-lora
-row "from scratch on the Psalms (lr 1e-3)" scratch "${psalms[@]}"
+r=${ranks[-1]}
+row "LoRA r $r, all + token table" lora_emb "--lora-rank $r --lora-targets all,embedding" "${tune[@]}" "${lora_lr[@]}"
+row "from scratch on the Psalms (lr 1e-3)" scratch "" "${psalms[@]}"
 echo
 echo "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), 1 thread, $(date -u +%Y-%m-%d); fine-tunes $steps steps" \
      "(batch 12 × 64 tokens, warmup $((steps / 10)), cosine to lr/10), the base $base_steps steps"
+exit $(( failed > 0 ))

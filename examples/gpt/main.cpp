@@ -33,7 +33,6 @@
 #include "common/cli.hpp"            // parse_and_run
 #include "common/data_parallel.hpp"  // the ranks' agreement, the loss over the ranks
 #include "config.hpp"                // Config, the flag table
-#include "lora.hpp"                  // the adapters of a fine-tune
 #include "report.hpp"                // peak_rss_mib
 #include "results.hpp"               // what the run prints
 #include "setup.hpp"                 // output files, data, restore, save
@@ -59,8 +58,7 @@ static int run(const Config& cfg, const examples::FlagTable& flags) {
     const std::unique_ptr<LanguageModel> model_ptr = make_model(model_cfg);  // GPT or Llama (--arch)
     LanguageModel& model = *model_ptr;
     examples::check_same_run(flags.values(examples::kRanks), d.fingerprint);  // ranks started alike
-    load_init_weights(cfg, flags, model, d);  // --init-from: the base's weights, before any adapter
-    add_adapters(cfg, model);  // --lora-rank: the base frozen, adapters beside it (lora.hpp)
+    load_weights(cfg, flags, model, d);  // --init-from's base; --lora-rank: frozen, adapters beside it (lora.hpp)
     auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);  // the trainable parameters
     optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
     data::WindowSampler sampler(d.split.train, sampler_options(cfg, split));  // this rank's windows

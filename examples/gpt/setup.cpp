@@ -1,6 +1,7 @@
 // examples/gpt/setup.cpp — before and after the loop (setup.hpp).
 #include "setup.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -108,9 +109,11 @@ data::WindowSamplerOptions sampler_options(const Config& cfg, const examples::Ba
         .grad_accum(split.accum);
 }
 
-void load_init_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d) {
-    if (cfg.init_from.empty()) return;
-    const nn::SafetensorsFile file = nn::load_safetensors(cfg.init_from);
+namespace {
+
+// --init-from's weights into `model` (load_weights).
+void load_init_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d,
+                       const nn::SafetensorsFile& file) {
     if (!file.metadata.count("train.step")) {  // a model.safetensors: the weights alone
         train::check_same_data(cfg.init_from, file.metadata, d.fingerprint, /*resume=*/false);
         model.load_state_dict(file.tensors);
@@ -121,6 +124,23 @@ void load_init_weights(const Config& cfg, const examples::FlagTable& flags, Lang
                                                    d.fingerprint.vocab, d.fingerprint.tokenizer);
     fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n", cfg.init_from,
                saved, cfg.steps);
+}
+
+}  // namespace
+
+void load_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d) {
+    if (cfg.init_from.empty()) return add_adapters(cfg, model);
+    const nn::SafetensorsFile file = nn::load_safetensors(cfg.init_from);
+    const bool saved_adapters = std::any_of(file.tensors.begin(), file.tensors.end(), [](const auto& t) {
+        return t.first.find(".lora_A.") != std::string::npos || t.first.find(".lora_embedding_A.") != std::string::npos;
+    });
+    if (saved_adapters && cfg.lora_rank == 0)
+        throw std::invalid_argument(fmt::format("--init-from {}: a LoRA run's checkpoint (the base and its adapters): "
+                                                "pass its --lora-rank, --lora-alpha and --lora-targets, or --init-from "
+                                                "the model.safetensors its --merge-lora wrote", cfg.init_from));
+    if (!saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base, then adapters beside it
+    add_adapters(cfg, model);
+    if (saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base and its trained adapters
 }
 
 int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model,

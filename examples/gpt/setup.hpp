@@ -38,13 +38,16 @@ TextData load_data(const Config& cfg);
 // micro-step (data/sampler.hpp).
 data::WindowSamplerOptions sampler_options(const Config& cfg, const examples::BatchSplit& split);
 
-// --init-from (nanoGPT's init_from): the saved model's weights into `model`, before any adapter
-// (lora.hpp) is added; AdamW, the schedule and the batches start afresh at step 0 (training a
-// finished model further, or fine-tuning it). The file is a run's checkpoint.safetensors (its
-// model flags and vocabulary checked) or a model.safetensors (nanoGPT's names, e.g. a LoRA run's
-// merged model: its vocabulary checked, and every name and shape by load_state_dict). Does
-// nothing without --init-from.
-void load_init_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d);
+// The weights a run starts from, before the optimizer is built. --init-from (nanoGPT's
+// init_from): the saved model's weights; AdamW, the schedule and the batches start afresh at step 0
+// (training a finished model further, or fine-tuning it). The file is a run's
+// checkpoint.safetensors (its model flags and vocabulary checked) or a model.safetensors (nanoGPT's
+// names, e.g. a LoRA run's merged model: its vocabulary checked, and every name and shape by
+// load_state_dict). --lora-rank: then the adapters (lora.hpp), beside the loaded base; a LoRA run's
+// checkpoint given to --init-from holds its adapters, which are added first and loaded with the
+// base (with the same --lora-* flags: e.g. --eval-only of it on another text). Throws
+// std::invalid_argument for a LoRA run's checkpoint without --lora-rank.
+void load_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d);
 
 // --resume: the model, AdamW's moments, the step and the batch sampler as saved, the schedule at
 // that step (the run continues exactly); returns the step (0 without --resume). A LoRA run's model
