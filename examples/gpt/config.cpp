@@ -69,7 +69,7 @@ void add_training_flags(examples::FlagTable& t, Config& c) {
 // Fine-tuning with LoRA (lora.hpp): the adapters shape the trajectory (kResume), recorded only
 // when --lora-rank is given, so that a plain run's checkpoint stays as it was.
 void add_lora_flags(examples::FlagTable& t, Config& c) {
-    t.integer("--lora-rank", c.lora_rank, 0, 65536, "r of the LoRA adapters W + (α/r)·B·A, A (r, in), B (out, r), on the --lora-targets layers of an --init-from base; every other weight frozen, AdamW over the adapters alone (0: off, every weight trains)", kResume);
+    t.integer("--lora-rank", c.lora_rank, 0, 65536, "r of the LoRA adapters W + (α/r)·B·A, A (r, in), B (out, r), on the --lora-targets layers of an --init-from base (or --resume a LoRA run); every other weight frozen, AdamW over the adapters alone (0: off, every weight trains)", kResume);
     t.real("--lora-alpha", c.lora_alpha, {0, inf}, "α of the adapters, scaling s = α/r (0: r, so s = 1)", kResume);
     t.text("--lora-targets", c.lora_targets, "the layers adapted, a comma list of: attention (attn.c_attn, attn.c_proj), mlp (mlp.c_fc, mlp.c_proj), all (both, and lm_head if --no-tie), embedding (transformer.wte)", kResume);
     t.flag("--merge-lora", c.merge_lora, "with --lora-rank: write model.safetensors with the adapters merged, W + (α/r)·B·A under the base's names (a plain model; --init-from reads it)");
@@ -201,7 +201,8 @@ void add_flags(examples::FlagTable& table, Config& cfg) {
     table.checkpoint("--init-from", cfg.init_from, "checkpoint.safetensors whose model weights start this run (nanoGPT's "
                      "init_from): AdamW, the schedule and the batches start afresh at step 0, for --steps more; the "
                      "model flags (" + table.names_with(kModel) + ") and the vocabulary must match the saved run's; "
-                     "--tokenizer bpe reads tokenizer.bpe beside it");
+                     "--tokenizer bpe reads tokenizer.bpe beside it. Also a model.safetensors (e.g. --merge-lora's), "
+                     "or a LoRA run's checkpoint with its --lora-* flags (the base and its adapters)");
 }
 
 void finish_flags(const examples::FlagTable& table, Config& cfg) {
