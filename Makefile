@@ -106,9 +106,10 @@ fuzz: deps
 	$(ASAN_BUILD)/tests/fuzz_checkpoint --iterations $(FUZZ_LOADS) --seed $(FUZZ_SEED)
 
 # ThreadSanitizer (a separate tree: it cannot be combined with ASan). Only the binary of
-# tests/core/test_parallel.cpp and tests/core/test_threads.cpp is built, and only its [threads]
-# tests run: the thread pool of core/parallel.hpp, the ops and optimizer at 1 and 2 threads, and
-# the global generator and module construction used from several threads at once. Any report
+# tests/core/test_parallel.cpp, test_fork.cpp, test_threads.cpp and test_autograd_threads.cpp is
+# built, and only its [threads] tests run: the thread pool of core/parallel.hpp, fork(), the ops
+# and optimizer at 1 and 2 threads, and the global generator and module construction used from
+# several threads at once. Any report
 # fails the run. die_after_fork=0: the pool's fork tests start threads in a forked child, which
 # TSan refuses by default in a process that had threads when it forked.
 # This tree compiles every library source alone, without a precompiled header or a unity batch

@@ -83,8 +83,35 @@ T1_PROFILE = [
 ]
 
 
+# A static measurement, not remade by this script: where T12's LoRA step spends the time its frozen
+# base saves, by `perf record` on xgrad_bench (see the command in the text).
+T12_PROFILE = [
+    "## T12 profile",
+    "",
+    "Measured once by hand (AMD EPYC, 2 cores, beside other builds, load 4, 2026-12-05 16:30 UTC), not by",
+    "this script: `OPENBLAS_NUM_THREADS=1 perf record -F 4000 build/bench/xgrad_bench --threads 1",
+    "--benchmark_filter=T12_gpt_step_X/ --benchmark_min_time=3` for X = lora and frozen, then `perf report",
+    "--no-children -n`, each symbol's samples over the timed steps. LoRA's step took 143 samples, the",
+    "bound's (the same frozen base, no adapter) 110: the adapter costs the 33 more, 23% of LoRA's step.",
+    "",
+    "| what the adapter adds per step (r 8 on 16 Linears, B·T = 768 rows) | samples |",
+    "|---|---|",
+    "| its products: x·Aᵀ, h·Bᵀ and the four of backward, skinny (r = 8 on one side; libxsmm, OpenBLAS) | 15 |",
+    "| the sum y + s·B(A x) on (B·T, out), and of the two paths' gradients of x on (B·T, in) | 6.5 |",
+    "| the scale by s of B's full (B·T, out) output, and its backward | 6.4 |",
+    "| copies and += of gradients; page faults on the fresh (B·T, out) arrays | 4.7; 1.7 |",
+    "",
+    "At d 128 the dW products a frozen base skips are small (the bound is about 1.5x the full step in the",
+    "rows above), so the adapter's own passes over (B·T, out) arrays take back most of it (LoRA about 1.1x).",
+    "Some of it can be won back in nn/lora.cpp: s as the alpha of B's product, not a pass over its output,",
+    "and B's product added into a copy of y by its gemm (beta = 1) with a backward of its own. A trial of",
+    "that (not in the tree; 16:38 UTC, CPU time, the least of 10 repetitions of each, alternating) took",
+    "LoRA's step from 26.0 to 24.3 ms against 27.8 and 27.5 ms for the full step: 1.07x to 1.13x. The",
+    "rest is the adapter's skinny products and the second gradient of x, summed into the first.",
+]
+
 # The page's workloads in table order; a row's workload is the first word of its first cell.
-WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9", "T10", "T11")
+WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9", "T10", "T11", "T12")
 
 
 def workload_of(row):
@@ -198,13 +225,15 @@ def print_table(args, title, load, header, rows, date):
         "(`bench/allreduce_order.cpp`), `bench/t9.py`; T10: the KJV tokenized and written as llm.c token",
         "shards, and training windows read from the memory-mapped shard, xgrad alone, `bench/data_shards.cpp`",
         "and `t10_rows()` in `bench/compare.py`; T11: examples/gpt's default step at 1 and 2 threads, on the",
-        "machine as it is and beside a busy process on one core, xgrad alone, `bench/t11.py`).",
+        "machine as it is and beside a busy process on one core, xgrad alone, `bench/t11.py`; T12: T1's step",
+        "with LoRA (r 8 on attention and MLP, the rest frozen) beside the full fine-tuning step, and the",
+        "optimizer report's bytes of each, xgrad alone, `bench/t12.py`).",
         "",
         *run_lines,
         "",
         *table_lines(header, rows),
         "",
-        "Units: steps/s are the workload's steps per second, higher is better (W1-W4, T1, T7 and T11: a",
+        "Units: steps/s are the workload's steps per second, higher is better (W1-W4, T1, T7, T11 and T12: a",
         "training step, forward, backward and update; T2: one op's forward and backward); tokens/s are T4's",
         "characters trained per second (12 windows of 64 per step, between steps 10 and steps - 10), T4gen's",
         "new tokens generated per second (512 or 448 per generation; PyTorch's 512); GB/s and MB are 10^9",
@@ -231,6 +260,8 @@ def print_table(args, title, load, header, rows, date):
         *T8_LESSON_WHOLE,
         "",
         *T1_PROFILE,
+        "",
+        *T12_PROFILE,
     ]
     with open(args.markdown, "w") as f:
         f.write("\n".join(text) + "\n")

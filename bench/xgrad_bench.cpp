@@ -15,6 +15,9 @@
 //   W5  matmul (256 × 512) · (512 × 512) forward + backward, against three raw cblas_sgemm
 //       calls doing the same 3 · 2·256·512·512 FLOPs; the counter GFLOPs is per second
 //   T1  one GPT training step at examples/gpt's defaults (built once examples/gpt exists)
+//   T12 T1's step with LoRA (r 8 on attention and MLP, the rest frozen; _lora) beside T1's full
+//       fine-tuning step (_full) and the bound with no adapter (_frozen: only wpe trained); counters:
+//       AdamW state and parameter + gradient bytes
 //   T2  one op's forward + backward at the GPT example's shapes (B 12, T 64, d 128, H 4,
 //       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
 //       with weight and bias, softmax over the last dim of (B, H, T, T), causal
@@ -360,6 +363,48 @@ void T1_gpt_step(benchmark::State& state) {
     run_steps(state, cached(w));
 }
 
+// ---- T12: a LoRA step against a full fine-tuning step of the same GPT ------------------------------
+// T1's model, batches and step. /full: every parameter trained (T1 itself, timed beside the others);
+// /lora: nn::apply_lora with r 8, α 16 on every block's attn.c_attn, attn.c_proj, mlp.c_fc and
+// mlp.c_proj, everything else frozen, make_adamw over all parameters (the frozen ones get no
+// gradient, so no update and no state); /frozen: the bound LoRA approaches as r → 0, every parameter
+// frozen but the position table wpe, so that backward still computes dX through every layer and no
+// dW. The counters are the optimizer's memory report after the timed steps, exact bytes: AdamW's
+// state, parameters + gradients, and the trainable elements.
+enum class T12Mode { full, lora, frozen };
+struct GptLoraStep : GptStep {
+    explicit GptLoraStep(T12Mode mode) {
+        if (mode == T12Mode::lora)
+            nn::apply_lora(model, {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"},
+                           nn::LoRAOptions().rank(8).alpha(16));
+        if (mode == T12Mode::frozen)
+            for (auto& [name, p] : model.named_parameters()) p.requires_grad_(name == "transformer.wpe.weight");
+        opt = gpt::make_adamw(model, 1e-3, 0.9, 0.99, 0.1);  // A and B are new parameters
+    }
+};
+
+void t12(benchmark::State& state, std::unique_ptr<GptLoraStep>& w, T12Mode mode) {
+    run_steps(state, cached(w, mode));
+    const optim::MemoryReport report = w->opt->memory_report();
+    const optim::MemoryRow total = report.total();
+    state.counters["opt_state_bytes"] = double(total.state_bytes());
+    state.counters["param_grad_bytes"] = double(total.param_bytes + total.grad_bytes);
+    state.counters["trainable"] = double(report.total_trainable().numel);
+    state.counters["parameters"] = double(total.numel);
+}
+void T12_gpt_step_full(benchmark::State& state) {
+    static std::unique_ptr<GptLoraStep> w;
+    t12(state, w, T12Mode::full);
+}
+void T12_gpt_step_lora(benchmark::State& state) {
+    static std::unique_ptr<GptLoraStep> w;
+    t12(state, w, T12Mode::lora);
+}
+void T12_gpt_step_frozen(benchmark::State& state) {
+    static std::unique_ptr<GptLoraStep> w;
+    t12(state, w, T12Mode::frozen);
+}
+
 // ---- T4gen: generating 512 tokens after a 64-token prompt ------------------------------------------
 // A GPT of examples/gpt's shape at block 512 (learned positions, tied head, V 65, initialised
 // as examples/gpt does); each iteration generates from the same prompt and seed, so the two
@@ -535,6 +580,9 @@ BENCHMARK(W5_matmul_xgrad)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(W5_matmul_raw_sgemm)->UseRealTime()->Unit(benchmark::kMicrosecond);
 #ifdef XGRAD_BENCH_EXAMPLES
 BENCHMARK(T1_gpt_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T12_gpt_step_full)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T12_gpt_step_lora)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T12_gpt_step_frozen)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T4gen_kv_cache)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T4gen_recompute)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(T7_embedding_dense)->UseRealTime()->Unit(benchmark::kMicrosecond);

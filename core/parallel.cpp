@@ -252,7 +252,6 @@ void set_pool_threads(int n) {
     std::lock_guard<std::mutex> owner(g_pool_owner);
     const int old = g_threads.load(std::memory_order_relaxed);
     if (n == old) return;
-    warn_if_oversubscribed(n);
     std::unique_ptr<Pool> next;
     try {
         if (n > 1) next = std::make_unique<Pool>(n);
@@ -263,6 +262,7 @@ void set_pool_threads(int n) {
     }
     pool() = std::move(next);  // joins the old workers
     g_threads.store(n, std::memory_order_relaxed);
+    warn_if_oversubscribed(n);  // once the pool runs: a refused one is reported by its exception alone
 }
 
 void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& body) {

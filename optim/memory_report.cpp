@@ -7,7 +7,8 @@
 //   Adam, AdamW          m, v         2·n·4, plus t: 8
 //   ... with amsgrad     m, v, v_max  3·n·4, plus t: 8
 // A row-sparse gradient of a (V, d) table holds k·(8 + d·4) bytes instead of V·d·4; the
-// Adam state of that table stays dense (V·d each), as in PyTorch's SparseAdam.
+// Adam state of that table stays dense (V·d each), as in PyTorch's SparseAdam. A frozen parameter
+// (requires_grad off, as a LoRA base weight) gets no gradient, so 0 B of gradient and of state.
 //
 // Legend: V rows, d width, k rows present in a row-sparse gradient, n elements.
 #include <algorithm>
@@ -26,10 +27,14 @@ double MemoryRow::state_bytes_per_element() const {
     return numel == 0 ? 0.0 : static_cast<double>(state_bytes()) / static_cast<double>(numel);
 }
 
-MemoryRow MemoryReport::total() const {
+namespace {
+// The column sums of the rows `keep` accepts, named `name`.
+template <class Keep>
+MemoryRow column_sums(const std::vector<MemoryRow>& rows, const char* name, Keep keep) {
     MemoryRow t;
-    t.name = "total";
+    t.name = name;
     for (const auto& r : rows) {
+        if (!keep(r)) continue;
         t.numel += r.numel;
         t.rows += r.rows;
         t.param_bytes += r.param_bytes;
@@ -43,6 +48,20 @@ MemoryRow MemoryReport::total() const {
         t.state_bytes_all_ranks += r.state_bytes_all_ranks;
     }
     return t;
+}
+}  // namespace
+
+MemoryRow MemoryReport::total() const {
+    return column_sums(rows, "total", [](const MemoryRow&) { return true; });
+}
+MemoryRow MemoryReport::total_trainable() const {
+    return column_sums(rows, "total trainable", [](const MemoryRow& r) { return r.trainable; });
+}
+MemoryRow MemoryReport::total_frozen() const {
+    return column_sums(rows, "total frozen", [](const MemoryRow& r) { return !r.trainable; });
+}
+bool MemoryReport::has_frozen() const {
+    return std::any_of(rows.begin(), rows.end(), [](const MemoryRow& r) { return !r.trainable; });
 }
 
 MemoryReport Optimizer::memory_report() const {
@@ -59,6 +78,7 @@ MemoryReport Optimizer::memory_report() const {
             row.shape = p.shape();
             row.numel = p.numel();
             row.rows = row.shape.empty() ? 1 : row.shape[0];
+            row.trainable = p.requires_grad();
             row.param_bytes = row.numel * elem;
             if (t.sparse_grad) {
                 row.grad_bytes = t.sparse_grad->nbytes();
@@ -115,10 +135,12 @@ const char* last_update_name(LastUpdate u) {
 
 using Line = std::vector<std::string>;
 
-// The two header lines (name, unit) of the table's columns.
+// The two header lines (name, unit) of the table's columns; "trainable" only when a row is frozen.
 std::pair<Line, Line> column_heads(const MemoryReport& report) {
-    Line names{"name", "shape", "numel", "param", "grad"};
-    Line units{"", "", "elements", "B", "B"};
+    Line names{"name", "shape"}, units{"", ""};
+    if (report.has_frozen()) names.push_back("trainable"), units.push_back("");
+    names.insert(names.end(), {"numel", "param", "grad"});
+    units.insert(units.end(), {"elements", "B", "B"});
     for (const auto& c : report.state_columns) {
         names.push_back(c);
         units.push_back("B");
@@ -132,14 +154,51 @@ std::pair<Line, Line> column_heads(const MemoryReport& report) {
     return {names, units};
 }
 
+double percent(std::size_t part, std::size_t whole) {
+    return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// The summary under the table: every row's bytes; with a frozen row, what the trainable rows hold
+// and what the frozen ones hold (no gradient, no state, unless stepped before being frozen: as in
+// PyTorch, a tensor's state stays until the optimizer is rebuilt); the adapter file's bytes.
+void write_summary(std::ostream& os, const MemoryReport& report) {
+    const MemoryRow total = report.total();
+    const double ratio = total.param_bytes == 0 ? 0.0
+                                                : static_cast<double>(total.state_bytes()) /
+                                                      static_cast<double>(total.param_bytes);
+    os << fmt::format("parameters {}, gradients {}, optimizer state {} ({:.2f} x the parameter bytes)",
+                      human_bytes(total.param_bytes), human_bytes(total.grad_bytes),
+                      human_bytes(total.state_bytes()), ratio);
+    if (report.sharded)
+        os << fmt::format("; on all {} ranks {} (this rank's share {:.3f})", report.world_size,
+                          human_bytes(total.state_bytes_all_ranks),
+                          total.state_bytes_all_ranks == 0 ? 0.0
+                                                           : static_cast<double>(total.state_bytes()) /
+                                                                 static_cast<double>(total.state_bytes_all_ranks));
+    if (report.has_frozen()) {
+        const MemoryRow trainable = report.total_trainable(), frozen = report.total_frozen();
+        os << fmt::format("\ntrainable {} of {} elements ({:.2f}%): parameters {}, gradients {}, optimizer state {}; "
+                          "frozen {} elements: parameters {}, gradients {}, optimizer state {}",
+                          trainable.numel, total.numel, percent(trainable.numel, total.numel),
+                          human_bytes(trainable.param_bytes), human_bytes(trainable.grad_bytes),
+                          human_bytes(trainable.state_bytes()), frozen.numel, human_bytes(frozen.param_bytes),
+                          human_bytes(frozen.grad_bytes), human_bytes(frozen.state_bytes()));
+    }
+    if (report.adapter_file_bytes > 0)
+        os << fmt::format("\nadapter file {} ({} B), {:.2f}% of the parameter bytes", human_bytes(report.adapter_file_bytes),
+                          report.adapter_file_bytes, percent(report.adapter_file_bytes, total.param_bytes));
+}
+
 // The table of the `shown` rows (in that order), one line summing the rows left out (if any),
 // then the total of every row and the summary line. Two header lines (name, unit); text columns
 // left-aligned, numbers right-aligned, each as wide as its widest cell.
 void write_table(std::ostream& os, const MemoryReport& report, const std::vector<const MemoryRow*>& shown) {
     const auto [names, units] = column_heads(report);
+    const bool split = report.has_frozen();
     auto cells = [&](const MemoryRow& r, bool is_total) {
-        Line line{r.name, is_total ? "" : shape_str(r.shape), std::to_string(r.numel),
-                  std::to_string(r.param_bytes), std::to_string(r.grad_bytes)};
+        Line line{r.name, is_total ? "" : shape_str(r.shape)};
+        if (split) line.push_back(is_total ? "" : r.trainable ? "yes" : "no");
+        line.insert(line.end(), {std::to_string(r.numel), std::to_string(r.param_bytes), std::to_string(r.grad_bytes)});
         for (const auto& c : report.state_columns) line.push_back(std::to_string(state_column(r, c)));
         line.push_back(std::to_string(r.state_bytes()));
         line.push_back(human_bytes(r.state_bytes()));
@@ -155,19 +214,26 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
     std::vector<Line> body;
     for (const MemoryRow* r : shown) body.push_back(cells(*r, false));
     const MemoryRow total = report.total();
-    const Line total_line = cells(total, true);
+    std::vector<Line> total_lines;  // total trainable, total frozen (when a row is frozen), total
+    if (split) {
+        total_lines.push_back(cells(report.total_trainable(), true));
+        total_lines.push_back(cells(report.total_frozen(), true));
+    }
+    total_lines.push_back(cells(total, true));
 
     std::vector<std::size_t> width(names.size(), 0);
-    std::vector<const Line*> all{&names, &units, &total_line};
+    std::vector<const Line*> all{&names, &units};
+    for (const auto& l : total_lines) all.push_back(&l);
     for (const auto& l : body) all.push_back(&l);
     for (const Line* l : all) {
         for (std::size_t i = 0; i < l->size(); ++i) width[i] = std::max(width[i], (*l)[i].size());
     }
     const std::size_t last_text_column = names.size() - (report.sharded ? 4 : 2);  // "last step"
+    const std::size_t first_number_column = split ? 3 : 2;                         // "numel"
     auto print = [&](const Line& l) {
         std::string s;
         for (std::size_t i = 0; i < l.size(); ++i) {
-            const bool left = i < 2 || i == last_text_column;  // text left, numbers right
+            const bool left = i < first_number_column || i == last_text_column;  // text left, numbers right
             s += left ? fmt::format("{:<{}}", l[i], width[i]) : fmt::format("{:>{}}", l[i], width[i]);
             s += i + 1 < l.size() ? "  " : "";
         }
@@ -196,19 +262,8 @@ void write_table(std::ostream& os, const MemoryReport& report, const std::vector
                           report.rows.size() - shown.size(), human_bytes(params), human_bytes(state));
     }
     os << std::string(rule - 2, '-') << "\n";
-    print(total_line);
-    const double ratio = total.param_bytes == 0 ? 0.0
-                                                : static_cast<double>(total.state_bytes()) /
-                                                      static_cast<double>(total.param_bytes);
-    os << fmt::format("parameters {}, gradients {}, optimizer state {} ({:.2f} x the parameter bytes)",
-                      human_bytes(total.param_bytes), human_bytes(total.grad_bytes),
-                      human_bytes(total.state_bytes()), ratio);
-    if (report.sharded)
-        os << fmt::format("; on all {} ranks {} (this rank's share {:.3f})", report.world_size,
-                          human_bytes(total.state_bytes_all_ranks),
-                          total.state_bytes_all_ranks == 0 ? 0.0
-                                                           : static_cast<double>(total.state_bytes()) /
-                                                                 static_cast<double>(total.state_bytes_all_ranks));
+    for (const auto& l : total_lines) print(l);
+    write_summary(os, report);
 }
 
 }  // namespace

@@ -62,6 +62,8 @@ enum class LastUpdate { none, dense, sparse };
 struct MemoryRow {
     std::string name;
     Shape shape;
+    bool trainable = true;                  // requires_grad; a frozen tensor (false, e.g. a LoRA base
+                                            // weight) gets no gradient from backward, hence no state
     std::size_t numel = 0;
     std::size_t rows = 0;                   // shape[0]; 1 for a 0-d tensor
     std::size_t param_bytes = 0;            // numel · sizeof(real)
@@ -91,10 +93,20 @@ struct MemoryReport {
     bool sharded = false;
     int rank = 0, world_size = 1;
     std::string sharding;                    // "ZeRO stage 2", printed in the title
+    // Bytes of the adapter file saved beside a frozen base (nn/lora_file.hpp), set by the caller
+    // after saving it; printed in the summary when non-zero.
+    std::size_t adapter_file_bytes = 0;
+
     MemoryRow total() const;                 // column sums (name "total"; no shape)
+    MemoryRow total_trainable() const;       // the sums over the trainable rows ("total trainable")
+    MemoryRow total_frozen() const;          // ... and over the frozen rows ("total frozen")
+    bool has_frozen() const;                 // any row with trainable false
 };
 
-// An aligned table of exact bytes per column, then a summary line in B/KiB/MiB/GiB.
+// An aligned table of exact bytes per column, then a summary line in B/KiB/MiB/GiB. A report with
+// a frozen row also shows a "trainable" column (yes/no), the totals of the trainable and of the
+// frozen rows, and a summary line for each; the frozen parameters appear only if they were given
+// to the optimizer (a LoRA model's named_parameters() holds both). Then the adapter file's bytes.
 std::ostream& operator<<(std::ostream& os, const MemoryReport& report);
 // The same table with only the `largest` rows of most bytes (parameter + gradient + state), largest
 // first, and one line summing the rows left out; the total and the summary line still count every row.

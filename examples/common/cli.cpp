@@ -48,7 +48,10 @@ CLI::Option* add_int(CLI::App& app, const std::string& name, Int& value, std::in
     return add_checked(
         app, name, help,
         [parse, range](const std::string& text) {
-            return parse(text) ? std::string() : fmt::format("{} is not a decimal integer in {}", xgrad::quoted_text(text), range);
+            if (parse(text)) return std::string();
+            // A number the flag's range leaves out, or text that is not one number at all.
+            return fmt::format(xgrad::try_parse_int64(text) ? "{} is outside {}" : "{} is not a decimal integer in {}",
+                               xgrad::quoted_text(text), range);
         },
         [parse, &value](const std::string& text) { value = static_cast<Int>(*parse(text)); }, "INT", range,
         std::to_string(value));
@@ -87,8 +90,11 @@ CLI::Option* seed_flag(CLI::App& app, const std::string& name, std::uint64_t& va
     return add_checked(
         app, name, help,
         [range](const std::string& text) {
-            return parse_uint64(text) ? std::string()
-                                      : fmt::format("{} is not a decimal integer in {}", xgrad::quoted_text(text), range);
+            if (parse_uint64(text)) return std::string();
+            const bool digits =
+                !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+            return fmt::format(digits ? "{} is outside {}" : "{} is not a decimal integer in {}", xgrad::quoted_text(text),
+                               range);
         },
         [&value](const std::string& text) { value = *parse_uint64(text); }, "UINT", range, std::to_string(value));
 }
