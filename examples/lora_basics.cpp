@@ -114,6 +114,7 @@ static void merge_and_disable(MLP& model, const Tensor& x, const Tensor& y_base)
 
     const Tensor W1 = Tensor(model.fc1->weight.data());
     const Tensor unmerged = model.forward(x);
+    model.eval();  // merging is for inference: a merged adapter refuses a training forward
     for (nn::Linear* layer : layers) layer->lora()->merge();
     const Tensor merged = model.forward(x);
     fmt::print("  {:>8} {:>12} {:>12} {:>12}\n", "y[0, j]", "unmerged", "merged", "difference");

@@ -11,6 +11,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/indexing.hpp>
+#include <xgrad/nn/lora.hpp>
 
 namespace xgrad::nn {
 
@@ -169,7 +170,12 @@ Tensor Embedding::forward(const IndexTensor& ids) const {
           "optimizer and state_dict() still hold the registered tensor, so this forward would read a "
           "tensor that is never trained. To share the table with an output head use "
           "nn::tie_weights(head, table); to set values, write through weight.mutable_data() or nn::init");
-    return functional::embedding(weight, ids, options_.padding_idx(), options_.sparse(), stats_);
+    const Tensor y = functional::embedding(weight, ids, options_.padding_idx(), options_.sparse(), stats_);
+    return lora_ ? lora_->apply(ids, y) : y;
+}
+
+void Embedding::check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const {
+    if (lora_) lora_->check_state(path, loading, op);
 }
 
 }  // namespace xgrad::nn

@@ -57,6 +57,13 @@ private:
     bool sparse_ = false;
 };
 
+class Embedding;
+class Linear;
+class LoRAEmbedding;
+class LoRAOptions;
+void tie_weights(Linear& head, Embedding& table);                  // nn/tying.hpp
+LoRAEmbedding& add_lora(Embedding& table, const LoRAOptions& options);  // nn/lora.hpp
+
 class Embedding : public Module {
 public:
     // weight (V, d) ~ N(0, 1), as PyTorch initialises it; the padding row is zeroed.
@@ -64,8 +71,9 @@ public:
     // outside [-V, V).
     Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, EmbeddingOptions options = {});
 
-    // ids (...) int64 → (..., d). Throws IndexError naming the position and value of an ID
-    // outside [0, V), and V; ValueError if `weight` was reassigned (see Linear::forward).
+    // ids (...) int64 → (..., d), plus the LoRA adapter's term if it has one (nn/lora.hpp). Throws
+    // IndexError naming the position and value of an ID outside [0, V), and V; ValueError if
+    // `weight` was reassigned (see Linear::forward).
     Tensor forward(const IndexTensor& ids) const;
 
     std::int64_t num_embeddings() const { return V_; }
@@ -73,13 +81,26 @@ public:
     const EmbeddingOptions& options() const { return options_; }
     // Statistics of the most recent backward through this module.
     const functional::EmbeddingStats& last_backward_stats() const { return *stats_; }
+    // The adapter nn::add_lora gave this table, or null.
+    LoRAEmbedding* lora() const { return lora_.get(); }
+    // True once nn::tie_weights made it an output head's W too.
+    bool tied() const { return tied_; }
 
     Tensor weight;  // (V, d), the registered parameter: change values in place, never reassign
 
+protected:
+    // As Linear's: its adapter's merged state, or a state dict without it, refused (LoRAAdapter::check_state).
+    void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const override;
+
 private:
+    friend void tie_weights(Linear& head, Embedding& table);
+    friend LoRAEmbedding& add_lora(Embedding& table, const LoRAOptions& options);
+
     std::int64_t V_, d_;
     EmbeddingOptions options_;
     std::shared_ptr<functional::EmbeddingStats> stats_ = std::make_shared<functional::EmbeddingStats>();
+    std::shared_ptr<LoRAEmbedding> lora_;
+    bool tied_ = false;
 };
 
 }  // namespace xgrad::nn

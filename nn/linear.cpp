@@ -132,4 +132,8 @@ Tensor Linear::forward(const Tensor& x) const {
     return lora_ ? lora_->apply(x, y) : y;
 }
 
+void Linear::check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const {
+    if (lora_) lora_->check_state(path, loading, op);
+}
+
 }  // namespace xgrad::nn

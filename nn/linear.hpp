@@ -24,7 +24,7 @@ class Embedding;
 class Linear;
 class LoRA;
 class LoRAOptions;
-void tie_weights(Linear& head, const Embedding& table);  // nn/tying.hpp
+void tie_weights(Linear& head, Embedding& table);  // nn/tying.hpp
 LoRA& add_lora(Linear& layer, const LoRAOptions& options);  // nn/lora.hpp
 
 class Linear : public Module {
@@ -50,8 +50,12 @@ public:
     Tensor weight;  // (out, in)
     Tensor bias;    // (out), or undefined when bias = false
 
+protected:
+    // Refuses a state dict while the adapter is merged, or one without the adapter to load (LoRAAdapter::check_state).
+    void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const override;
+
 private:
-    friend void tie_weights(Linear& head, const Embedding& table);
+    friend void tie_weights(Linear& head, Embedding& table);
     friend LoRA& add_lora(Linear& layer, const LoRAOptions& options);
 
     std::int64_t in_, out_;

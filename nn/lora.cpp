@@ -4,13 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/error.hpp>
+#include <xgrad/core/shape.hpp>
+#include <xgrad/core/slicing.hpp>
+#include <xgrad/nn/detail/lora.hpp>
 #include <xgrad/nn/dropout.hpp>
 
 namespace xgrad::nn {
@@ -20,12 +27,31 @@ double LoRAOptions::scaling() const {
 }
 
 namespace {
-// Throws ValueError, naming the value and its range, for options no adapter of an in → out layer takes.
-void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& options) {
+
+// Throws ValueError unless the parts are positive sizes summing to `out`, a flag each, one adapted.
+// Returns the smallest adapted part's size (`out` without parts).
+std::int64_t check_parts(std::int64_t out, const LoRAOptions& options) {
+    const auto& sizes = options.part_sizes();
+    const auto& adapted = options.part_adapted();
+    if (sizes.empty() && adapted.empty()) return out;
+    check(sizes.size() == adapted.size(), "add_lora", "parts: {} sizes but {} adapted flags (one each)",
+          sizes.size(), adapted.size());
+    std::int64_t sum = 0, smallest = out;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        check(sizes[i] >= 1, "add_lora", "parts: size {} of part {} is not positive", sizes[i], i);
+        sum += sizes[i];
+        if (adapted[i]) smallest = std::min(smallest, sizes[i]);
+    }
+    check(sum == out, "add_lora", "parts: the sizes {} sum to {}, the Linear has out_features = {}",
+          fmt::join(sizes, ", "), sum, out);
+    check(std::find(adapted.begin(), adapted.end(), true) != adapted.end(), "add_lora",
+          "parts: no part is adapted (mark at least one true)");
+    return smallest;
+}
+
+// α, the scaling s it gives, and dropout: what every adapter checks.
+void check_alpha_and_dropout(const LoRAOptions& options) {
     const std::int64_t r = options.rank();
-    check(r >= 1 && r <= std::min(in, out), "add_lora",
-          "rank r = {} is outside [1, {}] for a Linear of {} → {} features (r above min(in, out) adds "
-          "nothing a full update would not)", r, std::min(in, out), in, out);
     check(std::isfinite(options.alpha()) && options.alpha() > 0, "add_lora", "alpha = {} must be finite and > 0",
           options.alpha());
     // s multiplies the adapter's output as a `real`: inf would turn B = 0 into NaN, 0 would mute the adapter.
@@ -37,46 +63,125 @@ void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& op
 }
 }  // namespace
 
-LoRA::LoRA(Linear& host, const LoRAOptions& options) : weight_(host.weight), options_(options) {
-    const std::int64_t in = host.in_features(), out = host.out_features(), r = options.rank();
-    check_lora_options(in, out, options);
-    A = std::make_shared<Linear>(in, r, /*bias=*/false);   // (r, in) ~ U(±1/√in), as PEFT's kaiming_uniform(a = √5)
-    B = std::make_shared<Linear>(r, out, /*bias=*/false);  // (out, r)
+namespace detail {
+void check_lora_options(std::int64_t in, std::int64_t out, const LoRAOptions& options) {
+    const std::int64_t r = options.rank(), rows = check_parts(out, options), most = std::min(in, rows);
+    check(r >= 1 && r <= most, "add_lora",
+          "rank r = {} is outside [1, {}] for a Linear of {} → {} features{} (r above min(in, out) adds "
+          "nothing a full update would not)", r, most, in, out,
+          rows == out ? "" : fmt::format(" whose smallest adapted part has {} rows", rows));
+    check_alpha_and_dropout(options);
+}
+
+void check_embedding_lora_options(std::int64_t V, std::int64_t d, const LoRAOptions& options) {
+    const std::int64_t r = options.rank();
+    check(r >= 1 && r <= std::min(V, d), "add_lora", "rank r = {} is outside [1, {}] for an Embedding of {} rows "
+          "of {} features", r, std::min(V, d), V, d);
+    check(options.part_sizes().empty() && options.part_adapted().empty(), "add_lora",
+          "parts split a Linear's output; an Embedding's adapter takes none");
+    check_alpha_and_dropout(options);
+}
+}  // namespace detail
+
+void LoRAAdapter::merge() {
+    check(!merged_, "LoRA::merge", "the adapter is merged already (unmerge() first)");
+    add_update(options_.scaling(), weight_.mutable_data().data());
+    merged_ = true;
+}
+
+void LoRAAdapter::unmerge() {
+    check(merged_, "LoRA::unmerge", "the adapter is not merged (merge() first)");
+    add_update(-options_.scaling(), weight_.mutable_data().data());
+    merged_ = false;
+}
+
+Array LoRAAdapter::merged_weight() const {
+    Array W = weight_.data();
+    if (!merged_) add_update(options_.scaling(), W.data());
+    return W;
+}
+
+bool LoRAAdapter::active(bool training) const {
+    check(!(merged_ && training && grad_enabled() && parameters()[0].requires_grad()), "LoRA",
+          "the adapter is merged into the weight while the model trains: the forward would use the frozen "
+          "merged weight, and A and B would get no gradient; unmerge() before training (or eval() to run merged)");
+    return enabled_ && !merged_;
+}
+
+void LoRAAdapter::check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const {
+    const std::string where = path.empty() ? "the model" : "'" + path + "'";
+    check(!merged_, op, "the LoRA adapter of {} is merged into its weight, and a state dict keeps the base "
+          "weight and the adapter apart with no mark of a merge: unmerge() first (nn::merged_state_dict gives "
+          "the merged weights under the base's names)", where);
+    if (!loading) return;
+    const std::string prefix = path.empty() ? "lora_" : path + ".lora_";
+    const auto it = loading->lower_bound(prefix);
+    check(it != loading->end() && it->compare(0, prefix.size(), prefix) == 0, op,
+          "the state dict has no tensor of the LoRA adapter of {} ('{}...'): a base checkpoint? load the base "
+          "weights before nn::apply_lora, then the adapter with nn::load_adapter", where, prefix);
+}
+
+void LoRAAdapter::enabled(bool on) {
+    check(!merged_ || on, "LoRA::enabled", "the adapter is merged into W, which is no longer the base: "
+                                           "unmerge() before enabled(false)");
+    enabled_ = on;
+}
+
+LoRA::LoRA(Linear& host, const LoRAOptions& options)
+    : LoRAAdapter(options, host.weight), out_(host.out_features()) {
+    const std::int64_t in = host.in_features(), r = options.rank();
+    detail::check_lora_options(in, out_, options);
+    // The adapted parts as blocks of W's rows; without parts, one block of every row.
+    std::vector<std::int64_t> sizes = options.part_sizes();
+    std::vector<bool> adapted = options.part_adapted();
+    if (sizes.empty()) {
+        sizes = {out_};
+        adapted = {true};
+    }
+    std::int64_t row = 0, a_row = 0, b_row = 0;
+    for (std::size_t i = 0; i < sizes.size(); row += sizes[i], ++i) {
+        if (!adapted[i]) continue;
+        blocks_.push_back({row, sizes[i], a_row, b_row});
+        a_row += r;
+        b_row += sizes[i];
+    }
+    A = std::make_shared<Linear>(in, a_row, /*bias=*/false);   // (k·r, in) ~ U(±1/√in), as PEFT's kaiming_uniform(a = √5)
+    B = std::make_shared<Linear>(r, b_row, /*bias=*/false);    // (Σ n_j, r)
     B->weight.mutable_data().fill(0);  // B = 0: s·B·A = 0, the adapted layer starts as the base
 }
 
 // x (..., in) → A → (..., r) → B → (..., out), times s, added to the base's y. Backward reaches
 // A and B through their own Linear products; the host's frozen W takes no part in it.
+// With parts: xA (..., k·r) holds every x A_jᵀ side by side; part j's slice of y gets
+// s·(x A_jᵀ) B_jᵀ, the other parts' slices pass as they are, and the slices are joined again.
 Tensor LoRA::apply(const Tensor& x, const Tensor& y) const {
-    if (!enabled_ || merged_) return y;
+    if (!active(A->is_training())) return y;
     const Tensor h = functional::dropout(x, options_.dropout(), A->is_training());  // x itself at p = 0 or in eval
-    return y + B->forward(A->forward(h)) * real(options_.scaling());
+    const real s = real(options_.scaling());
+    if (blocks_.size() == 1 && blocks_[0].rows == out_) return y + B->forward(A->forward(h)) * s;
+    const Tensor xA = A->forward(h);  // (..., k·r)
+    std::vector<Tensor> slices;
+    std::int64_t row = 0;
+    for (const Block& b : blocks_) {
+        if (b.row > row) slices.push_back(narrow(y, -1, row, b.row - row));  // rows not adapted
+        const Tensor B_j = narrow(B->weight, 0, b.b_row, b.rows);            // (n_j, r)
+        const Tensor xA_j = narrow(xA, -1, b.a_row, options_.rank());        // (..., r)
+        slices.push_back(narrow(y, -1, b.row, b.rows) + functional::linear(xA_j, B_j) * s);
+        row = b.row + b.rows;
+    }
+    if (row < out_) slices.push_back(narrow(y, -1, row, out_ - row));
+    return concat(slices, -1);
 }
 
-namespace {
-// W (out, in) += s · B (out, r) · A (r, in): one gemm, accumulated into W (beta = 1).
-void add_scaled_lora_update(Tensor W, const Tensor& B, const Tensor& A, double s) {
-    const std::size_t out = B.data().shape()[0], r = B.data().shape()[1], in = A.data().shape()[1];
-    gemm(false, false, out, in, r, real(s), B.data().data(), r, A.data().data(), in, 1, W.mutable_data().data(), in);
-}
-}  // namespace
-
-void LoRA::merge() {
-    check(!merged_, "LoRA::merge", "the adapter is merged already (unmerge() first)");
-    add_scaled_lora_update(weight_, B->weight, A->weight, options_.scaling());
-    merged_ = true;
-}
-
-void LoRA::unmerge() {
-    check(merged_, "LoRA::unmerge", "the adapter is not merged (merge() first)");
-    add_scaled_lora_update(weight_, B->weight, A->weight, -options_.scaling());
-    merged_ = false;
-}
-
-void LoRA::enabled(bool on) {
-    check(!merged_ || on, "LoRA::enabled", "the adapter is merged into W, which is no longer the base: "
-                                           "unmerge() before enabled(false)");
-    enabled_ = on;
+// W (out, in) += s · B (out, r) · A (r, in): one gemm per block, accumulated into W (beta = 1);
+// block j: W's rows of part j (n_j, in) += s · B_j (n_j, r) · A_j (r, in).
+void LoRA::add_update(double s, real* pw) const {
+    const std::size_t in = std::size_t(A->in_features()), r = std::size_t(options_.rank());
+    const real* pa = A->weight.data().data();
+    const real* pb = B->weight.data().data();
+    for (const Block& b : blocks_)
+        gemm(false, false, std::size_t(b.rows), in, r, real(s), pb + std::size_t(b.b_row) * r, r,
+             pa + std::size_t(b.a_row) * in, in, 1, pw + std::size_t(b.row) * in, in);
 }
 
 namespace {
@@ -107,11 +212,20 @@ LoRA& add_lora(Linear& layer, const LoRAOptions& options) {
 
 namespace {
 
-// Every Linear below `model` with its dotted path, depth first in registration order (the order
-// of named_parameters), walked with a stack: a module tree may be deeper than the call stack.
-// A Linear's own children (an adapter's lora_A and lora_B) are not entered.
-std::vector<std::pair<std::string, Linear*>> linears_by_path(const Module& model) {
-    std::vector<std::pair<std::string, Linear*>> found;
+// A layer an adapter can be added to, a Linear or an Embedding, with its dotted path.
+struct Host {
+    std::string path;
+    Linear* linear = nullptr;
+    Embedding* embedding = nullptr;
+    LoRAAdapter* adapter() const { return linear ? static_cast<LoRAAdapter*>(linear->lora()) : embedding->lora(); }
+    const Module* module() const { return linear ? static_cast<const Module*>(linear) : embedding; }
+};
+
+// Every Linear and Embedding below `model` with its dotted path, depth first in registration order
+// (the order of named_parameters), walked with a stack: a module tree may be deeper than the call
+// stack. A host's own children (its adapter's A and B) are not entered.
+std::vector<Host> hosts_by_path(const Module& model) {
+    std::vector<Host> found;
     std::vector<std::pair<std::string, Module*>> stack;
     const auto push_children = [&stack](const Module& parent, const std::string& path) {
         const auto children = parent.named_children();
@@ -122,7 +236,8 @@ std::vector<std::pair<std::string, Linear*>> linears_by_path(const Module& model
     while (!stack.empty()) {
         auto [path, module] = stack.back();
         stack.pop_back();
-        if (auto* linear = dynamic_cast<Linear*>(module)) found.emplace_back(path, linear);
+        if (auto* linear = dynamic_cast<Linear*>(module)) found.push_back({path, linear, nullptr});
+        else if (auto* table = dynamic_cast<Embedding*>(module)) found.push_back({path, nullptr, table});
         else push_children(*module, path);
     }
     return found;
@@ -148,57 +263,97 @@ bool target_matches(const std::vector<std::string>& path, const std::vector<std:
     return true;
 }
 
+// chosen[i]: some target matches hosts[i]. A layer registered under several paths is one layer:
+// chosen through any of them, it is marked once, at its first path (the name named_parameters()
+// gives its weight). Throws ValueError for a target that matches no host.
+std::vector<bool> choose_hosts(const std::vector<Host>& hosts, const std::vector<std::string>& targets) {
+    std::vector<std::size_t> first(hosts.size());
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        first[i] = i;
+        for (std::size_t j = 0; j < i; ++j)
+            if (hosts[j].module() == hosts[i].module()) { first[i] = j; break; }
+    }
+    std::vector<std::vector<std::string>> paths_split;
+    for (const Host& host : hosts) paths_split.push_back(dotted_components(host.path));
+    std::vector<bool> chosen(hosts.size(), false);
+    for (const std::string& target : targets) {
+        const auto want = dotted_components(target);
+        bool any = false;
+        for (std::size_t i = 0; i < hosts.size(); ++i)
+            if (target_matches(paths_split[i], want)) chosen[first[i]] = any = true;
+        if (any) continue;
+        std::string names;
+        for (std::size_t i = 0; i < hosts.size() && i < 12; ++i) names += (i ? ", " : "") + hosts[i].path;
+        if (hosts.size() > 12) names += ", ...";
+        throw ValueError(fmt::format("apply_lora: the target '{}' matches no Linear or Embedding of the model; its "
+                                     "Linear and Embedding modules are: {}", target, names));
+    }
+    return chosen;
+}
+
+// add_lora's refusals of a chosen host, named by its path.
+void check_host(const Host& host, const LoRAOptions& options) {
+    const char* kind = host.linear ? "Linear" : "Embedding";
+    check(host.adapter() == nullptr, "apply_lora", "the {} '{}' has an adapter already", kind, host.path);
+    if (host.linear) check_not_tied(*host.linear, host.path);
+    try {
+        if (host.linear) detail::check_lora_options(host.linear->in_features(), host.linear->out_features(), options);
+        else detail::check_embedding_lora_options(host.embedding->num_embeddings(), host.embedding->embedding_dim(), options);
+    } catch (const ValueError& e) {  // the same refusal, naming the layer it is about
+        throw ValueError(fmt::format("apply_lora: the {} '{}': {}", kind, host.path, e.what()));
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> apply_lora(Module& model, const std::vector<std::string>& targets,
                                     const LoRAOptions& options) {
     check(!targets.empty(), "apply_lora", "no target modules given (for example {{\"attn.c_attn\", \"mlp.*\"}})");
-    const auto linears = linears_by_path(model);
-    // A Linear registered under several paths is one layer: chosen through any of them, it is adapted
-    // once, under its first path (the name named_parameters() gives its weight).
-    std::vector<std::size_t> first(linears.size());
-    for (std::size_t i = 0; i < linears.size(); ++i) {
-        first[i] = i;
-        for (std::size_t j = 0; j < i; ++j)
-            if (linears[j].second == linears[i].second) { first[i] = j; break; }
-    }
-    std::vector<std::vector<std::string>> paths_split;
-    for (const auto& [path, linear] : linears) paths_split.push_back(dotted_components(path));
-    std::vector<bool> chosen(linears.size(), false);
-    for (const std::string& target : targets) {
-        const auto want = dotted_components(target);
-        bool any = false;
-        for (std::size_t i = 0; i < linears.size(); ++i)
-            if (target_matches(paths_split[i], want)) chosen[first[i]] = any = true;
-        if (any) continue;
-        std::string names;
-        for (std::size_t i = 0; i < linears.size() && i < 12; ++i) names += (i ? ", " : "") + linears[i].first;
-        if (linears.size() > 12) names += ", ...";
-        throw ValueError(fmt::format("apply_lora: the target '{}' matches no Linear of the model; its Linear "
-                                     "modules are: {}", target, linears.empty() ? "(none)" : names));
-    }
-    for (std::size_t i = 0; i < linears.size(); ++i) {  // every refusal before the first change
-        if (!chosen[i]) continue;
-        const Linear& layer = *linears[i].second;
-        check(layer.lora() == nullptr, "apply_lora", "the Linear '{}' has an adapter already", linears[i].first);
-        check_not_tied(layer, linears[i].first);
-        check_lora_options(layer.in_features(), layer.out_features(), options);
-    }
-    for (Tensor& p : model.parameters()) p.requires_grad_(false);
+    const std::vector<Host> hosts = hosts_by_path(model);
+    check(!hosts.empty(), "apply_lora", "the model has no Linear or Embedding to adapt");
+    const std::vector<bool> chosen = choose_hosts(hosts, targets);
+    for (std::size_t i = 0; i < hosts.size(); ++i)  // every refusal before the first change
+        if (chosen[i]) check_host(hosts[i], options);
+    // The base frozen; adapters added by an earlier call stay trainable.
+    std::set<const TensorImpl*> adapters;
+    for (const auto& [path, adapter] : adapted_layers(model))
+        for (const Tensor& p : adapter->parameters()) adapters.insert(p.impl());
+    for (Tensor& p : model.parameters())
+        if (!adapters.count(p.impl())) p.requires_grad_(false);
     std::vector<std::string> paths;
-    for (std::size_t i = 0; i < linears.size(); ++i) {
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
         if (!chosen[i]) continue;
-        add_lora(*linears[i].second, options);
-        paths.push_back(linears[i].first);
+        if (hosts[i].linear) add_lora(*hosts[i].linear, options);
+        else add_lora(*hosts[i].embedding, options);
+        paths.push_back(hosts[i].path);
     }
     return paths;
 }
 
-std::vector<std::pair<std::string, Linear*>> adapted_layers(const Module& model) {
-    auto layers = linears_by_path(model);
-    layers.erase(std::remove_if(layers.begin(), layers.end(), [](const auto& l) { return l.second->lora() == nullptr; }),
-                 layers.end());
-    return layers;
+std::vector<std::pair<std::string, LoRAAdapter*>> adapted_layers(const Module& model) {
+    std::vector<std::pair<std::string, LoRAAdapter*>> found;
+    for (const Host& host : hosts_by_path(model)) {
+        const bool seen = std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.second == host.adapter(); });
+        if (host.adapter() && !seen) found.emplace_back(host.path, host.adapter());  // a shared layer once, at its first path
+    }
+    return found;
+}
+
+NamedTensors merged_state_dict(const Module& model) {
+    const NamedTensors state = model.state_dict();  // refuses a merged adapter
+    std::set<const TensorImpl*> adapter_tensors;
+    std::map<const TensorImpl*, Array> merged;  // a host's W → W + s·ΔW
+    for (const auto& [path, adapter] : adapted_layers(model)) {
+        for (const Tensor& p : adapter->parameters()) adapter_tensors.insert(p.impl());
+        if (adapter->enabled()) merged[adapter->host_weight().impl()] = adapter->merged_weight();
+    }
+    NamedTensors out;
+    for (const auto& [name, t] : state) {
+        if (adapter_tensors.count(t.impl())) continue;
+        const auto it = merged.find(t.impl());
+        out.emplace_back(name, it == merged.end() ? t : Tensor(std::move(it->second)));
+    }
+    return out;
 }
 
 ParameterCounts count_parameters(const Module& model) {

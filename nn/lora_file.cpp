@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <xgrad/core/error.hpp>
+#include <xgrad/core/shape.hpp>
 #include <xgrad/io/atomic_file.hpp>
 #include <xgrad/io/checksum.hpp>
 #include <xgrad/nn/lora.hpp>
@@ -25,36 +26,79 @@ namespace {
 constexpr const char* kTensorFile = "adapter_model.safetensors";
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kConfigCrcKey = "xgrad.adapter_config_crc32";
+constexpr const char* kPartsKey = "xgrad_lora_parts";  // not PEFT's: loralib's MergedLinear layout
 
 std::string join(const std::string& dir, const char* file) { return (std::filesystem::path(dir) / file).string(); }
 
+using Layers = std::vector<std::pair<std::string, LoRAAdapter*>>;
+
+// One tensor of the adapter file: PEFT's name, the model's tensor, and whether the file holds its
+// transpose (an Embedding's Aᵀ (V, r) is PEFT's lora_embedding_A (r, V)).
+struct Entry {
+    std::string name;
+    Tensor tensor;
+    bool transposed;
+    Shape file_shape() const { return transposed ? Shape{tensor.shape()[1], tensor.shape()[0]} : tensor.shape(); }
+};
+
 // The adapters' tensors under PEFT's names, and the options they share (ValueError, naming `op`, if
-// they differ).
-NamedTensors adapter_tensors(const std::vector<std::pair<std::string, Linear*>>& layers, LoRAOptions& shared,
-                             const char* op) {
-    NamedTensors tensors;
+// they differ). PEFT names a Linear's lora_A.weight and lora_B.weight (modules), an Embedding's
+// lora_embedding_A and lora_embedding_B (parameters: no ".weight").
+std::vector<Entry> adapter_entries(const Layers& layers, LoRAOptions& shared, const char* op) {
+    std::vector<Entry> entries;
     for (std::size_t i = 0; i < layers.size(); ++i) {
-        const auto& [path, layer] = layers[i];
-        const LoRAOptions& o = layer->lora()->options();
+        const auto& [path, adapter] = layers[i];
+        const LoRAOptions& o = adapter->options();
         if (i == 0) shared = o;
         check(o.rank() == shared.rank() && o.alpha() == shared.alpha() && o.dropout() == shared.dropout() &&
                   o.use_rslora() == shared.use_rslora(),
               op, "the adapter of '{}' (r {}, alpha {}) differs from the first one's (r {}, alpha {}): "
               "one adapter file holds one configuration", path, o.rank(), o.alpha(), shared.rank(), shared.alpha());
-        tensors.emplace_back("base_model.model." + path + ".lora_A.weight", layer->lora()->A->weight);
-        tensors.emplace_back("base_model.model." + path + ".lora_B.weight", layer->lora()->B->weight);
+        const std::string prefix = "base_model.model." + path;
+        if (const auto* linear = dynamic_cast<const LoRA*>(adapter)) {
+            entries.push_back({prefix + ".lora_A.weight", linear->A->weight, false});
+            entries.push_back({prefix + ".lora_B.weight", linear->B->weight, false});
+        } else {
+            const auto& table = dynamic_cast<const LoRAEmbedding&>(*adapter);
+            entries.push_back({prefix + ".lora_embedding_A", table.A->weight, true});
+            entries.push_back({prefix + ".lora_embedding_B", table.B->weight, false});
+        }
     }
-    return tensors;
+    return entries;
 }
 
-std::string config_text(const LoRAOptions& o, const std::vector<std::pair<std::string, Linear*>>& layers) {
+// An adapter's parts as the config records them, {"sizes": [...], "adapted": [...]}; null without parts.
+nlohmann::json parts_json(const LoRAOptions& o) {
+    if (o.part_sizes().empty()) return nullptr;
+    return {{"sizes", o.part_sizes()}, {"adapted", o.part_adapted()}};
+}
+
+std::string config_text(const LoRAOptions& o, const Layers& layers) {
     nlohmann::json targets = nlohmann::json::array();
-    for (const auto& [path, layer] : layers) targets.push_back(path);
-    const nlohmann::json config = {{"peft_type", "LORA"}, {"r", o.rank()}, {"lora_alpha", o.alpha()},
-                                   {"lora_dropout", o.dropout()}, {"use_rslora", o.use_rslora()},
-                                   {"target_modules", targets}, {"fan_in_fan_out", false},
-                                   {"bias", "none"}, {"inference_mode", true}};
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& [path, adapter] : layers) {
+        targets.push_back(path);
+        if (nlohmann::json p = parts_json(adapter->options()); !p.is_null()) parts[path] = p;
+    }
+    nlohmann::json config = {{"peft_type", "LORA"}, {"r", o.rank()}, {"lora_alpha", o.alpha()},
+                             {"lora_dropout", o.dropout()}, {"use_rslora", o.use_rslora()},
+                             {"target_modules", targets}, {"fan_in_fan_out", false},
+                             {"bias", "none"}, {"inference_mode", true}};
+    if (!parts.empty()) config[kPartsKey] = parts;
     return config.dump(2) + "\n";
+}
+
+// Throws ValueError unless the config records, for every adapted layer, the parts its adapter has.
+void check_parts(const nlohmann::json& config, const Layers& layers, const std::string& config_path) {
+    const nlohmann::json none = nlohmann::json::object();
+    const nlohmann::json& saved = config.contains(kPartsKey) ? config[kPartsKey] : none;
+    for (const auto& [path, adapter] : layers) {
+        const nlohmann::json mine = parts_json(adapter->options());
+        const nlohmann::json theirs = saved.is_object() && saved.contains(path) ? saved[path] : nlohmann::json();
+        check(mine == theirs, "load_adapter", "'{}' adapts '{}' in parts {}, the model's adapter in parts {} "
+              "(\"{}\": sizes of the output's parts and which are adapted; null: the whole output)", config_path,
+              path, theirs.dump(), mine.dump(), kPartsKey);
+    }
 }
 
 std::string read_text(const std::string& path) {
@@ -72,7 +116,9 @@ void save_adapter(const Module& model, const std::string& dir) {
     const auto layers = adapted_layers(model);
     check(!layers.empty(), "save_adapter", "the model has no LoRA adapter (nn::apply_lora or nn::add_lora first)");
     LoRAOptions options;
-    const NamedTensors tensors = adapter_tensors(layers, options, "save_adapter");
+    NamedTensors tensors;
+    for (const Entry& e : adapter_entries(layers, options, "save_adapter"))
+        tensors.emplace_back(e.name, e.transposed ? transpose(e.tensor.detach(), 0, 1) : e.tensor);
     const std::string config = config_text(options, layers);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -99,7 +145,7 @@ void load_adapter(Module& model, const std::string& dir) {
     check(!layers.empty(), "load_adapter", "the model has no LoRA adapter: apply nn::apply_lora with the targets "
                                            "of '{}' first", config_path);
     LoRAOptions mine;
-    const NamedTensors targets = adapter_tensors(layers, mine, "load_adapter");
+    const std::vector<Entry> targets = adapter_entries(layers, mine, "load_adapter");
     const auto number = [&](const char* key) {
         check(json.contains(key) && json[key].is_number(), "load_adapter", "'{}' has no number '{}'", config_path, key);
         return json[key].get<double>();
@@ -109,20 +155,22 @@ void load_adapter(Module& model, const std::string& dir) {
           "load_adapter", "'{}' holds r {}, alpha {}, dropout {}, use_rslora {}; the model's adapters have r {}, "
           "alpha {}, dropout {}, use_rslora {}", config_path, number("r"), number("lora_alpha"), number("lora_dropout"),
           json.value("use_rslora", false), mine.rank(), mine.alpha(), mine.dropout(), mine.use_rslora());
+    check_parts(json, layers, config_path);
     std::map<std::string, const Tensor*> saved;
     for (const auto& [name, tensor] : file.tensors) saved[name] = &tensor;
-    for (const auto& [name, target] : targets) {
-        const auto it = saved.find(name);
+    for (const Entry& e : targets) {
+        const auto it = saved.find(e.name);
         check(it != saved.end(), "load_adapter", "'{}' has no tensor '{}' (an adapter of another model?)",
-              tensor_path, name);
-        check(it->second->shape() == target.shape(), "load_adapter", "'{}': '{}' has shape {}, the model's {}",
-              tensor_path, name, shape_str(it->second->shape()), shape_str(target.shape()));
+              tensor_path, e.name);
+        check(it->second->shape() == e.file_shape(), "load_adapter", "'{}': '{}' has shape {}, the model's {}",
+              tensor_path, e.name, shape_str(it->second->shape()), shape_str(e.file_shape()));
     }
     check(saved.size() == targets.size(), "load_adapter", "'{}' holds {} tensors, the model's adapters {}: it "
           "adapts layers this model does not adapt", tensor_path, saved.size(), targets.size());
-    for (const auto& [name, target] : targets) {
-        Tensor t = target;
-        t.mutable_data() = saved.at(name)->data();
+    for (const Entry& e : targets) {
+        Tensor t = e.tensor;
+        if (e.transposed) t.mutable_data() = transpose(*saved.at(e.name), 0, 1).data();
+        else t.mutable_data() = saved.at(e.name)->data();
     }
 }
 

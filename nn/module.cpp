@@ -211,7 +211,21 @@ void Module::zero_grad(bool set_to_none) {
     }
 }
 
+void Module::check_state(const std::string&, const std::set<std::string>*, const char*) const {}
+
+void Module::check_states(const std::set<std::string>* loading, const char* op) const {
+    std::vector<std::pair<std::string, const Module*>> pending{{"", this}};  // iterative, as contains()
+    while (!pending.empty()) {
+        const auto [path, m] = pending.back();
+        pending.pop_back();
+        m->check_state(path, loading, op);
+        for (auto it = m->children_.rbegin(); it != m->children_.rend(); ++it)
+            pending.emplace_back(path.empty() ? it->first : path + "." + it->first, it->second.get());
+    }
+}
+
 NamedTensors Module::state_dict() const {
+    check_states(nullptr, "state_dict");
     NamedTensors all;
     collect("", true, true, all);
     return first_names(std::move(all));
@@ -220,9 +234,12 @@ NamedTensors Module::state_dict() const {
 void Module::load_state_dict(const NamedTensors& state) {
     // Validate everything first, so that a bad entry leaves every parameter as it was.
     std::map<std::string, const Tensor*> given;
+    std::set<std::string> names;
     for (const auto& [name, t] : state) {
         check(given.emplace(name, &t).second, "load_state_dict", "duplicate entry '{}'", name);
+        names.insert(name);
     }
+    check_states(&names, "load_state_dict");
     NamedTensors own = state_dict();
     std::set<std::string> buffer_names;
     for (const auto& [name, _] : named_buffers()) buffer_names.insert(name);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,6 +87,12 @@ public:
     void load(const std::string& path, const LoadOptions& options = LoadOptions());
 
 protected:
+    // Called by state_dict() and load_state_dict() on every module of the tree with its dotted path
+    // ("" for the root) before anything is read or copied; `loading`: the names given to
+    // load_state_dict, null for state_dict(). Throws ValueError naming `op` for a state that cannot be
+    // saved or loaded as it stands (a merged LoRA adapter, nn/lora.hpp); the default accepts.
+    virtual void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const;
+
     // Own parameter `name`, to check a public member is still registered. Throws ValueError if
     // there is none, or if its array was resized since registration (check_parameter_shape).
     const Tensor& registered_parameter(const std::string& name) const;
@@ -93,6 +100,7 @@ protected:
     void replace_parameter(const std::string& name, Tensor tensor);
 
 private:
+    void check_states(const std::set<std::string>* loading, const char* op) const;  // check_state, tree-wide
     void add_child(const std::string& name, std::shared_ptr<Module> module);
     // Throws ValueError if `name` is already taken by a parameter, buffer or submodule here.
     void check_free(const std::string& name, const char* op, const char* kind) const;

@@ -22,7 +22,7 @@ namespace xgrad::nn {
 // give a first loss far above ln V nats. Re-initialise it as GPT-2 does (nn/init.hpp):
 //     nn::tie_weights(*head, *wte);
 //     nn::init::normal_(wte->weight, 0.0, 0.02);   // first loss ≈ ln V
-// Throws ValueError naming both shapes if head.weight is not table's (V, d), or if head has LoRA.
-void tie_weights(Linear& head, const Embedding& table);
+// Throws ValueError naming both shapes if head.weight is not table's (V, d), or if either has LoRA.
+void tie_weights(Linear& head, Embedding& table);
 
 }  // namespace xgrad::nn

@@ -66,14 +66,14 @@ void check_adapter(const std::string& adapter, bool rslora) {
     }
 
     const double unmerged = max_abs_diff(model->forward(x), want);
-    for (const auto& [path, layer] : nn::adapted_layers(*model)) layer->lora()->merge();
+    for (const auto& [path, adapter] : nn::adapted_layers(*model)) adapter->merge();
     const double merged = max_abs_diff(model->forward(x), want);
     UNSCOPED_INFO(adapter << ": max |xgrad − PyTorch| logits, unmerged " << unmerged << ", merged " << merged);
     CHECK(unmerged <= 1e-5);
     CHECK(merged <= 1e-5);
-    for (const auto& [path, layer] : nn::adapted_layers(*model)) {
-        layer->lora()->unmerge();
-        layer->lora()->enabled(false);
+    for (const auto& [path, adapter] : nn::adapted_layers(*model)) {
+        adapter->unmerge();
+        adapter->enabled(false);
     }
     CHECK(max_abs_diff(model->forward(x), base) <= 1e-5);
 }

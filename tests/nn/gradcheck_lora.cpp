@@ -1,6 +1,7 @@
 // tests/nn/gradcheck_lora.cpp — a Linear with a LoRA adapter (nn/lora.hpp): the gradients of the
 // input, A and B against finite differences, with B away from zero (at B = 0, dA = 0 and a wrong
-// dA would pass), at α/r and rsLoRA's α/√r, and on a (B, T, in) input.
+// dA would pass), at α/r and rsLoRA's α/√r, on a (B, T, in) input, on parts of a fused q|k|v;
+// and the adapter of an Embedding, its A and B.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
@@ -28,4 +29,29 @@ TEST_CASE("gradcheck LoRA Linear: x, A and B - α/r and α/√r - (BxTxin) input
         REQUIRE_GRADCHECK([&fc](const auto& v) { return fc.forward(v[0]); }, leaf({3, 5}), A, B);
         REQUIRE_GRADCHECK([&fc](const auto& v) { return fc.forward(v[0]); }, leaf({2, 3, 5}), A, B);
     }
+}
+
+TEST_CASE("gradcheck LoRA on parts of a fused q|k|v: x, A and B - (q, v) and (k, v) adapted", "[gradcheck][nn][lora]") {
+    manual_seed(4);
+    // Linear 5 → 4 + 2 + 2 (q, k, v of grouped-query attention), r = 2; B drawn away from zero.
+    for (const std::vector<bool>& adapted : {std::vector<bool>{true, false, true}, std::vector<bool>{false, true, true}}) {
+        nn::Linear qkv(5, 8);
+        nn::LoRA& lora = nn::add_lora(qkv, nn::LoRAOptions().rank(2).alpha(3).parts({4, 2, 2}, adapted));
+        lora.B->weight.mutable_data() = randn(lora.B->weight.shape()).data();
+        const Tensor A = lora.A->weight, B = lora.B->weight;
+        REQUIRE_GRADCHECK([&qkv](const auto& v) { return qkv.forward(v[0]); }, leaf({3, 5}), A, B);
+        REQUIRE_GRADCHECK([&qkv](const auto& v) { return qkv.forward(v[0]); }, leaf({2, 3, 5}), A, B);
+    }
+}
+
+TEST_CASE("gradcheck LoRA Embedding: A and B, a token repeated", "[gradcheck][nn][lora]") {
+    manual_seed(5);
+    // Aᵀ drawn away from zero (at A = 0, dB = 0 and a wrong dB would pass); ID 3 twice. (A padding
+    // row is read but gets no gradient by definition, as in PyTorch, so it is left out here.)
+    nn::Embedding table(7, 4);
+    nn::LoRAEmbedding& lora = nn::add_lora(table, nn::LoRAOptions().rank(2).alpha(3));
+    lora.A->weight.mutable_data() = randn({7, 2}).data();
+    const Tensor A = lora.A->weight, B = lora.B->weight;
+    const IndexTensor ids{{3, 1, 3}, {0, 6, 2}};
+    REQUIRE_GRADCHECK([&table, &ids](const auto&) { return table.forward(ids); }, A, B);
 }

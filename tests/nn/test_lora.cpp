@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <xtensor/xview.hpp>
+
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
 #include "test_helpers.hpp"
@@ -76,6 +78,7 @@ TEST_CASE("LoRA: at B = 0 the adapted layer equals the base bit for bit", "[nn][
 TEST_CASE("LoRA: merge adds s·B·A to W, unmerge takes it back, with a non-zero B", "[nn][lora]") {
     const auto fc = hand_layer();
     nn::LoRA& lora = *fc->lora();
+    fc->eval();  // merging is for inference: a merged adapter refuses to train
     const Tensor x = Tensor({{1, 2}, {-3, 0.25}});
     const Array unmerged = fc->forward(x).data();
     lora.merge();
@@ -92,6 +95,7 @@ TEST_CASE("LoRA: merge adds s·B·A to W, unmerge takes it back, with a non-zero
     nn::Linear big(48, 40);
     const Tensor W0 = Tensor(big.weight.data());
     nn::LoRA& l2 = nn::add_lora(big, nn::LoRAOptions().rank(4).alpha(16));
+    big.eval();
     l2.B->weight.mutable_data() = randn({40, 4}).data();
     const Tensor xb = randn({7, 48});
     const Array before = big.forward(xb).data();
@@ -159,7 +163,9 @@ TEST_CASE("apply_lora and add_lora refuse bad targets and options, leaving the m
                       Contains("'attn.q_proj' matches no Linear") && Contains("attn.c_attn, attn.c_proj, mlp.c_fc"));
     CHECK_THROWS_WITH(nn::apply_lora(block, {}), Contains("no target modules"));
     CHECK_THROWS_WITH(nn::apply_lora(block, {"mlp.*"}, nn::LoRAOptions().rank(5)),
-                      Contains("rank r = 5 is outside [1, 4]"));
+                      Contains("the Linear 'mlp.c_fc'") && Contains("rank r = 5 is outside [1, 4]"));
+    CHECK_THROWS_WITH(nn::apply_lora(block, {"attn.*"}, nn::LoRAOptions().rank(2).parts({4, 4, 4}, {true, false, true})),
+                      Contains("the Linear 'attn.c_proj'") && Contains("sum to 12, the Linear has out_features = 4"));
     CHECK(nn::count_parameters(block).frozen == 0);  // nothing frozen by the refused calls
     CHECK(block.mlp->c_fc->lora() == nullptr);
 
@@ -215,6 +221,7 @@ TEST_CASE("apply_lora adapts a Linear registered under two names once, and refus
     CHECK(paths == std::vector<std::string>{"a", "c"});  // the shared layer under its first name
     REQUIRE(model.fc->lora() != nullptr);
     REQUIRE(model.c->lora() != nullptr);
+    CHECK(nn::adapted_layers(model).size() == 2);     // the shared layer once, at "a"
     const nn::ParameterCounts counts = nn::count_parameters(model);
     CHECK(counts.trainable == 2 * 2 * (4 + 4));  // two adapters of r·(in + out)
     CHECK(counts.frozen == 2 * (16 + 4));        // two bases of W (4, 4) and b (4)
@@ -264,4 +271,145 @@ TEST_CASE("add_lora and apply_lora refuse a head tied to an Embedding's table", 
                       Contains("'lm_head'") && Contains("tied to an Embedding's table"));
     CHECK(model.wte->weight.requires_grad());
     CHECK(model.lm_head->lora() == nullptr);
+}
+
+// ---- parts of a fused output (LoRAOptions::parts) -------------------------------------------------
+
+namespace {
+// The fused q|k|v of grouped-query attention in miniature: Linear 2 → 4, parts q (2 rows), k (1), v (1),
+// adapted at q and v with r = 1, α = 2 (s = 2). W = [[1, 2], [3, 4], [5, 6], [7, 8]], no bias;
+// A = [A_q; A_v] = [[1, 1], [1, -1]], B = [B_q; B_v] = [[1], [2], [-1]].
+std::shared_ptr<nn::Linear> hand_qkv() {
+    auto fc = std::make_shared<nn::Linear>(2, 4, /*bias=*/false);
+    fc->weight.mutable_data() = Tensor({{1, 2}, {3, 4}, {5, 6}, {7, 8}}).data();
+    nn::LoRA& lora = nn::add_lora(*fc, nn::LoRAOptions().rank(1).alpha(2).parts({2, 1, 1}, {true, false, true}));
+    lora.A->weight.mutable_data() = Tensor({{1, 1}, {1, -1}}).data();
+    lora.B->weight.mutable_data() = Tensor({{1}, {2}, {-1}}).data();
+    return fc;
+}
+}  // namespace
+
+TEST_CASE("LoRA parts: q and v adapted, k the base's, on hand numbers, merge touching their rows alone", "[nn][lora]") {
+    const auto fc = hand_qkv();
+    nn::LoRA& lora = *fc->lora();
+    CHECK(lora.A->weight.data().shape() == ArrayShape{2, 2});  // (k·r, in), k = 2 adapted parts
+    CHECK(lora.B->weight.data().shape() == ArrayShape{3, 1});  // (n_q + n_v, r)
+    // x = [1, 2]: x Wᵀ = [5, 11, 17, 23]; x A_qᵀ = 3 → q += 2·3·[1, 2] = [6, 12]; x A_vᵀ = -1 → v += 2·(-1)·(-1) = 2
+    const Tensor x = Tensor({{1, 2}});
+    CHECK(bits_equal(fc->forward(x).data(), Tensor({{11, 23, 17, 25}}).data()));
+    fc->eval();
+    lora.merge();
+    // rows q += 2·B_q·A_q = [[2, 2], [4, 4]]; row k as it was; row v += 2·B_v·A_v = [-2, 2]
+    CHECK(bits_equal(fc->weight.data(), Tensor({{3, 4}, {7, 8}, {5, 6}, {5, 10}}).data()));
+    CHECK(bits_equal(fc->forward(x).data(), Tensor({{11, 23, 17, 25}}).data()));
+    lora.unmerge();
+    CHECK(bits_equal(fc->weight.data(), Tensor({{1, 2}, {3, 4}, {5, 6}, {7, 8}}).data()));
+}
+
+TEST_CASE("LoRA parts: merged equals unmerged, the parts not adapted equal the base bit for bit", "[nn][lora]") {
+    manual_seed(11);
+    const std::int64_t d = 8, e = 4;  // q (d), k (e), v (e): Linear d → d + 2e
+    for (const std::vector<bool>& adapted : {std::vector<bool>{true, false, true}, std::vector<bool>{false, true, true},
+                                              std::vector<bool>{true, false, false}}) {
+        nn::Linear qkv(d, d + 2 * e);
+        const Tensor W0 = Tensor(qkv.weight.data());
+        const Tensor x = randn({2, 3, d});
+        const Array base = qkv.forward(x).data();
+        nn::LoRA& lora = nn::add_lora(qkv, nn::LoRAOptions().rank(2).alpha(5).parts({d, e, e}, adapted));
+        lora.B->weight.mutable_data() = randn(lora.B->weight.shape()).data();
+        const Array unmerged = qkv.forward(x).data();
+        const std::int64_t starts[] = {0, d, d + e}, sizes[] = {d, e, e};
+        for (int part = 0; part < 3; ++part) {
+            const Array mine = xt::view(unmerged, xt::all(), xt::all(), xt::range(starts[part], starts[part] + sizes[part]));
+            const Array theirs = xt::view(base, xt::all(), xt::all(), xt::range(starts[part], starts[part] + sizes[part]));
+            INFO("part " << part);
+            CHECK(bits_equal(mine, theirs) == !adapted[part]);  // a non-zero B moves the adapted parts only
+        }
+        lora.enabled(false);
+        CHECK(bits_equal(qkv.forward(x).data(), base));
+        lora.enabled(true);
+        qkv.eval();
+        lora.merge();
+        CHECK(xt::amax(xt::abs(qkv.forward(x).data() - unmerged))() <= 1e-5f * xt::amax(xt::abs(unmerged))());
+        lora.unmerge();
+        CHECK(xt::amax(xt::abs(qkv.weight.data() - W0.data()))() <= 1e-6f);
+    }
+}
+
+TEST_CASE("LoRA parts: add_lora refuses parts that do not describe the output", "[nn][lora]") {
+    nn::Linear qkv(8, 16);
+    const auto refuse = [&qkv](std::vector<std::int64_t> sizes, std::vector<bool> adapted, std::int64_t r = 2) {
+        return message_of<ValueError>([&] { nn::add_lora(qkv, nn::LoRAOptions().rank(r).parts(sizes, adapted)); });
+    };
+    CHECK_THAT(refuse({8, 4, 2}, {true, false, true}), Contains("the sizes 8, 4, 2 sum to 14, the Linear has out_features = 16"));
+    CHECK_THAT(refuse({8, 4, 4}, {true, false}), Contains("3 sizes but 2 adapted flags"));
+    CHECK_THAT(refuse({8, 8, 0}, {true, false, false}), Contains("size 0 of part 2 is not positive"));
+    CHECK_THAT(refuse({8, 4, 4}, {false, false, false}), Contains("no part is adapted"));
+    CHECK_THAT(refuse({8, 4, 4}, {true, false, true}, 5), Contains("rank r = 5 is outside [1, 4]") &&
+                                                         Contains("smallest adapted part has 4 rows"));
+    CHECK(qkv.lora() == nullptr);
+    CHECK(qkv.weight.requires_grad());
+}
+
+// ---- defects found by a hostile trial ----------------------------------------------------------
+
+TEST_CASE("a second apply_lora call keeps the first call's adapters trainable", "[nn][lora][regression]") {
+    // PEFT's add_adapter keeps an adapter trainable; only the base is frozen.
+    Block block;
+    nn::apply_lora(block, {"attn.c_attn"}, nn::LoRAOptions().rank(2));
+    nn::apply_lora(block, {"mlp.*"}, nn::LoRAOptions().rank(2));
+    for (const Tensor& p : block.attn->c_attn->lora()->parameters()) CHECK(p.requires_grad());
+    const std::size_t adapters = 2 * (4 + 12) + 2 * (4 + 16) + 2 * (16 + 4);
+    CHECK(nn::count_parameters(block).trainable == adapters);
+    CHECK_FALSE(block.attn->c_attn->weight.requires_grad());
+    CHECK_FALSE(block.ln->weight.requires_grad());
+}
+
+TEST_CASE("state_dict and load_state_dict refuse a model whose adapter is merged", "[nn][lora][regression]") {
+    // A merged W saved beside A and B carries no mark of it: loaded into an unmerged model the
+    // update would count twice, and unmerge() after loading a base would subtract it from the base.
+    manual_seed(6);
+    Block block;
+    nn::apply_lora(block, {"attn.c_attn"}, nn::LoRAOptions().rank(2));
+    nn::LoRA& lora = *block.attn->c_attn->lora();
+    lora.B->weight.mutable_data() = randn({12, 2}).data();
+    const NamedTensors unmerged = block.state_dict();
+    lora.merge();
+    CHECK_THROWS_WITH(block.state_dict(), Contains("'attn.c_attn'") && Contains("unmerge() first"));
+    CHECK_THROWS_WITH(block.load_state_dict(unmerged), Contains("'attn.c_attn'") && Contains("unmerge() first"));
+    lora.unmerge();
+    CHECK(block.state_dict().size() == unmerged.size());
+    // The merged weights go out under the base's names, for a model without adapters.
+    Block plain;
+    const Tensor x = randn({3, 4});
+    plain.load_state_dict(nn::merged_state_dict(block));
+    CHECK(xt::amax(xt::abs(plain.attn->c_attn->forward(x).data() - block.attn->c_attn->forward(x).data()))() <= 1e-5f);
+    CHECK(lora.merged() == false);
+}
+
+TEST_CASE("refusals that say what to do: no layer to adapt, a base checkpoint after apply_lora, training merged",
+          "[nn][lora][regression]") {
+    nn::LayerNorm norm(4);
+    CHECK_THROWS_WITH(nn::apply_lora(norm, {"*"}), Contains("the model has no Linear or Embedding"));
+
+    Block base;
+    Block adapted;
+    nn::apply_lora(adapted, {"attn.c_attn"}, nn::LoRAOptions().rank(2));
+    CHECK_THROWS_WITH(adapted.load_state_dict(base.state_dict()),
+                      Contains("'attn.c_attn'") && Contains("load the base weights before nn::apply_lora"));
+
+    // Merged in training mode, the forward would use the merged W and give A and B no gradient.
+    const auto fc = hand_layer();
+    fc->lora()->merge();
+    CHECK_THROWS_WITH(fc->forward(Tensor({{1, 2}})), Contains("merged") && Contains("unmerge() before training"));
+    fc->eval();
+    CHECK(fc->forward(Tensor({{1, 2}})).data()(0, 0) == 17.5f);
+    fc->train();
+    {
+        NoGradGuard no_grad;  // inference in training mode: no gradient expected
+        CHECK(fc->forward(Tensor({{1, 2}})).data()(0, 0) == 17.5f);
+    }
+    nn::Embedding table(5, 3);
+    nn::add_lora(table, nn::LoRAOptions().rank(2)).merge();
+    CHECK_THROWS_WITH(table.forward(IndexTensor{1}), Contains("unmerge() before training"));
 }

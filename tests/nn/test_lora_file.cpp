@@ -1,11 +1,12 @@
 // tests/nn/test_lora_file.cpp — nn::save_adapter and nn::load_adapter: PEFT's two files, a round
-// trip into another copy of the model, and each refusal leaving the model untouched.
+// trip into another copy of the model, each refusal leaving the model untouched, and an adapter on parts.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,8 +33,10 @@ struct Small : nn::Module {
 // `model` adapted at proj and head.fc with r = 2, α = 4, its B drawn away from zero.
 void adapt(Small& model, std::int64_t rank = 2) {
     nn::apply_lora(model, {"proj", "head.fc"}, nn::LoRAOptions().rank(rank).alpha(4));
-    for (const auto& [path, layer] : nn::adapted_layers(model))
-        layer->lora()->B->weight.mutable_data() = randn(layer->lora()->B->weight.shape()).data();
+    for (const auto& [path, adapter] : nn::adapted_layers(model)) {
+        Tensor B = adapter->parameters()[1];
+        B.mutable_data() = randn(B.shape()).data();
+    }
 }
 
 }  // namespace
@@ -115,4 +118,47 @@ TEST_CASE("save_adapter refuses a model without an adapter", "[nn][lora]") {
     Small plain(1);
     CHECK_THROWS_WITH(nn::save_adapter(plain, dir.file("a")), Contains("has no LoRA adapter"));
     CHECK(dir.listing().empty());
+}
+
+TEST_CASE("save_adapter and load_adapter carry an adapter on parts of a fused output, and its parts", "[nn][lora]") {
+    // qkv: Linear 4 → 4 + 2 + 2, adapted at q and v (r = 2): A (4, 4), B (6, 2) stacked as loralib's MergedLinear.
+    struct Fused : nn::Module {
+        std::shared_ptr<nn::Linear> qkv;
+        Fused(std::uint64_t seed, std::vector<bool> adapted) {
+            manual_seed(seed);
+            qkv = register_module("qkv", std::make_shared<nn::Linear>(4, 8));
+            nn::LoRA& lora = nn::add_lora(*qkv, nn::LoRAOptions().rank(2).alpha(4).parts({4, 2, 2}, adapted));
+            lora.B->weight.mutable_data() = randn(lora.B->weight.shape()).data();
+        }
+    };
+    TempDir dir;
+    const std::string folder = dir.file("adapter");
+    Fused a(1, {true, false, true});
+    nn::save_adapter(a, folder);
+    const nlohmann::json config = nlohmann::json::parse(read_bytes(folder + "/adapter_config.json"));
+    CHECK(config["xgrad_lora_parts"]["qkv"]["sizes"] == nlohmann::json({4, 2, 2}));
+    CHECK(config["xgrad_lora_parts"]["qkv"]["adapted"] == nlohmann::json({true, false, true}));
+    const nn::SafetensorsFile file = nn::load_safetensors(folder + "/adapter_model.safetensors");
+    REQUIRE(file.tensors.size() == 2);
+    CHECK(file.tensors[0].first == "base_model.model.qkv.lora_A.weight");
+    CHECK(file.tensors[0].second.shape() == Shape{4, 4});  // (k·r, in)
+    CHECK(file.tensors[1].second.shape() == Shape{6, 2});  // (n_q + n_v, r)
+
+    Fused b(1, {true, false, true});
+    manual_seed(7);
+    b.qkv->lora()->B->weight.mutable_data() = randn({6, 2}).data();
+    const Tensor x = randn({3, 4});
+    nn::load_adapter(b, folder);
+    CHECK(bits_equal(b.qkv->forward(x).data(), a.qkv->forward(x).data()));
+
+    // The same shapes, other parts adapted (k and v): refused by the config's parts, untouched.
+    Fused other(1, {false, true, true});
+    const Array before = other.qkv->lora()->B->weight.data();
+    CHECK_THROWS_WITH(nn::load_adapter(other, folder), Contains("adapts 'qkv' in parts") &&
+                                                           Contains("[true,false,true]") && Contains("[false,true,true]"));
+    CHECK(bits_equal(other.qkv->lora()->B->weight.data(), before));
+    // A plain adapter of the same layer: the config records parts the model's adapter has not.
+    Small plain(1);
+    adapt(plain);
+    CHECK_THROWS_AS(nn::load_adapter(plain, folder), ValueError);
 }
