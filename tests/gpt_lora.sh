@@ -4,7 +4,8 @@
 #   a. the start line counts the trainable (the adapters) and frozen parameters, and AdamW holds
 #      state for the trainable ones alone (its table's total elements = the trainable count);
 #   b. a LoRA run stopped after 20 steps and resumed takes the steps of an uninterrupted one:
-#      loss.csv, the adapter file and the merged model.safetensors identical, byte for byte;
+#      loss.csv, the adapter file and the merged model.safetensors identical, byte for byte; the
+#      same for adapters on the q and v parts of attn.c_attn and on the token table;
 #   c. the frozen base in the LoRA run's checkpoint equals the base's weights bit for bit;
 #   d. --merge-lora's model.safetensors, read by --eval-only --init-from as a plain model, gives the
 #      validation loss of the unmerged adapters (--eval-only --resume), to 1e-5 relative; --init-from
@@ -48,6 +49,16 @@ diff "$work/A/loss.csv" "$work/B/loss.csv" || { echo "FAIL: the resumed LoRA run
 cmp "$work/A/adapter/adapter_model.safetensors" "$work/B/adapter/adapter_model.safetensors" ||
     { echo "FAIL: the resumed LoRA run's adapter differs"; exit 1; }
 cmp "$work/A/model.safetensors" "$work/B/model.safetensors" || { echo "FAIL: the merged models differ"; exit 1; }
+
+# b2. the same with the q and v parts of attn.c_attn and the token table adapted (row-sparse rows
+# of lora_embedding_A; no --merge-lora: the table is tied to the head).
+parts=("${common[@]}" --steps 40 --lr 0.003 --lora-rank 2 --lora-targets q,v,embedding)
+"$bin" "${parts[@]}" --init-from "$work/base/checkpoint.safetensors" --out "$work/P" > "$work/P.log"
+"$bin" "${parts[@]}" --init-from "$work/base/checkpoint.safetensors" --out "$work/Q" --stop-after 25 > "$work/Q1.log"
+"$bin" "${parts[@]}" --resume "$work/Q/checkpoint.safetensors" --out "$work/Q" > "$work/Q2.log"
+diff "$work/P/loss.csv" "$work/Q/loss.csv" || { echo "FAIL: the resumed q,v,embedding run's losses differ"; exit 1; }
+cmp "$work/P/adapter/adapter_model.safetensors" "$work/Q/adapter/adapter_model.safetensors" ||
+    { echo "FAIL: the resumed q,v,embedding run's adapter differs"; exit 1; }
 
 # c. the base's weights, bit for bit, inside the LoRA run's checkpoint (the standard library reads
 # safetensors: 8 bytes of header length, the header's JSON, then the data at its offsets).

@@ -9,7 +9,7 @@
 
 #include "common/cli.hpp"            // require, check_memory
 #include "common/data_parallel.hpp"  // split_batch
-#include "lora.hpp"                  // lora_target_paths
+#include "lora.hpp"                  // lora_targets
 
 namespace gpt {
 
@@ -71,7 +71,7 @@ void add_training_flags(examples::FlagTable& t, Config& c) {
 void add_lora_flags(examples::FlagTable& t, Config& c) {
     t.integer("--lora-rank", c.lora_rank, 0, 65536, "r of the LoRA adapters W + (α/r)·B·A, A (r, in), B (out, r), on the --lora-targets layers of an --init-from base (or --resume a LoRA run); every other weight frozen, AdamW over the adapters alone (0: off, every weight trains)", kResume);
     t.real("--lora-alpha", c.lora_alpha, {0, inf}, "α of the adapters, scaling s = α/r (0: r, so s = 1)", kResume);
-    t.text("--lora-targets", c.lora_targets, "the layers adapted, a comma list of: attention (attn.c_attn, attn.c_proj), mlp (mlp.c_fc, mlp.c_proj), all (both, and lm_head if --no-tie), embedding (transformer.wte)", kResume);
+    t.text("--lora-targets", c.lora_targets, "the layers adapted, a comma list of: attention (attn.c_attn, attn.c_proj), q, k, v (parts of attn.c_attn, e.g. q,v), mlp (mlp.c_fc, mlp.c_proj), all (attention and mlp, and lm_head if --no-tie), embedding (transformer.wte)", kResume);
     t.flag("--merge-lora", c.merge_lora, "with --lora-rank: write model.safetensors with the adapters merged, W + (α/r)·B·A under the base's names (a plain model; --init-from reads it)");
     for (const char* name : {"--lora-rank", "--lora-alpha", "--lora-targets"})
         t.only_when(name, [&c] { return c.lora_rank > 0; });
@@ -155,7 +155,13 @@ void check_lora_flags(const examples::FlagTable& table, const Config& c) {
     require(!c.init_from.empty() || !c.resume.empty(),
             fmt::format("--lora-rank {} adapts a trained model: pass --init-from CHECKPOINT (the base) or --resume a "
                         "LoRA run's checkpoint", c.lora_rank));
-    lora_target_paths(c.lora_targets, c.model.arch, c.model.tie);  // throws for an unknown word
+    const LoRATargets targets = lora_targets(c.lora_targets, c.model.arch, c.model.tie);  // throws for an unknown word
+    const bool adapts_table = std::find(targets.paths.begin(), targets.paths.end(), c.model.arch == "llama" ? "tok_embeddings"
+                                                                                                    : "transformer.wte") != targets.paths.end();
+    require(!(c.merge_lora && adapts_table && c.model.tie),
+            "--merge-lora with --lora-targets embedding: the token table is the head (tied), so merging its adapter "
+            "would move the head too; drop --merge-lora (the adapter folder, or --init-from the checkpoint with the "
+            "--lora-* flags, holds the model), or train the base with --no-tie");
 }
 
 // Every check that needs no data. Throws std::invalid_argument naming the flags.

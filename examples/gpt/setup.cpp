@@ -15,7 +15,7 @@
 
 #include "common/checkpoint.hpp"
 #include "common/run_log.hpp"  // now_seconds
-#include "lora.hpp"             // the adapter folder, the merged weights
+#include "lora.hpp"             // the adapter folder
 
 namespace gpt {
 
@@ -168,7 +168,7 @@ void save(const Config& cfg, const examples::FlagTable& flags, const LanguageMod
     if (cfg.lora_rank > 0) save_adapter_folder(cfg, model, saves);
     if (cfg.lora_rank > 0 && !cfg.merge_lora) return;  // the adapter is the run's model
     saves.attempt(cfg.out + "/model.safetensors", [&] {
-        const NamedTensors weights = cfg.lora_rank > 0 ? merged_weights(cfg, model) : model.state_dict();
+        const NamedTensors weights = cfg.lora_rank > 0 ? nn::merged_state_dict(model) : model.state_dict();
         const std::string bad = train::first_non_finite(weights);
         if (!bad.empty()) throw std::runtime_error(fmt::format("'{}' holds a NaN or an infinity (the run diverged)", bad));
         nn::Metadata model_meta = train::fingerprint_metadata(d.fingerprint);

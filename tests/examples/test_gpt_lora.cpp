@@ -31,21 +31,29 @@ Config lora_flags(int rank, const std::string& targets) {
 
 TEST_CASE("gpt lora: --lora-targets names the model's Linear paths", "[gpt][lora]") {
     using V = std::vector<std::string>;
-    REQUIRE(lora_target_paths("attention", "gpt2", true) == V{"attn.c_attn", "attn.c_proj"});
-    REQUIRE(lora_target_paths("mlp,attention", "gpt2", true) == V{"mlp.c_fc", "mlp.c_proj", "attn.c_attn", "attn.c_proj"});
+    REQUIRE(lora_targets("attention", "gpt2", true).paths == V{"attn.c_attn", "attn.c_proj"});
+    REQUIRE(lora_targets("mlp,attention", "gpt2", true).paths == V{"mlp.c_fc", "mlp.c_proj", "attn.c_attn", "attn.c_proj"});
     // all: attention and mlp, and the head only when it is not the token table
-    REQUIRE(lora_target_paths("all", "gpt2", true) == V{"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"});
-    REQUIRE(lora_target_paths("all", "gpt2", false).back() == "lm_head");
-    REQUIRE(lora_target_paths("attention,all", "gpt2", true).size() == 4);  // a path named twice, adapted once
-    REQUIRE(lora_target_paths("attention", "llama", true) ==
+    REQUIRE(lora_targets("all", "gpt2", true).paths == V{"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"});
+    REQUIRE(lora_targets("all", "gpt2", false).paths.back() == "lm_head");
+    REQUIRE(lora_targets("attention,all", "gpt2", true).paths.size() == 4);  // a path named twice, adapted once
+    REQUIRE(lora_targets("attention", "llama", true).paths ==
             V{"attention.wq", "attention.wk", "attention.wv", "attention.wo"});
-    REQUIRE(lora_target_paths("all", "llama", false).back() == "output");
+    REQUIRE(lora_targets("all", "llama", false).paths.back() == "output");
+    // q, k, v: parts of gpt2's fused attn.c_attn; llama's own wq, wk, wv
+    const LoRATargets qv = lora_targets("q,v,mlp", "gpt2", true);
+    REQUIRE(qv.paths == V{"mlp.c_fc", "mlp.c_proj"});
+    REQUIRE(qv.qkv == std::vector<bool>{true, false, true});
+    REQUIRE(lora_targets("k", "llama", true).paths == V{"attention.wk"});
+    REQUIRE(lora_targets("embedding", "gpt2", true).paths == V{"transformer.wte"});
     using xgrad::testing::message_of;
-    REQUIRE_THAT(message_of<std::invalid_argument>([] { lora_target_paths("attn", "gpt2", true); }),
+    REQUIRE_THAT(message_of<std::invalid_argument>([] { lora_targets("q,attention", "gpt2", true); }),
+                 Catch::Contains("adapt parts of attn.c_attn"));
+    REQUIRE_THAT(message_of<std::invalid_argument>([] { lora_targets("attn", "gpt2", true); }),
                  Catch::Contains("unknown target 'attn'"));
-    REQUIRE_THAT(message_of<std::invalid_argument>([] { lora_target_paths("mlp,mlp", "gpt2", true); }),
+    REQUIRE_THAT(message_of<std::invalid_argument>([] { lora_targets("mlp,mlp", "gpt2", true); }),
                  Catch::Contains("'mlp' given twice"));
-    REQUIRE_THAT(message_of<std::invalid_argument>([] { lora_target_paths("mlp,", "gpt2", true); }),
+    REQUIRE_THAT(message_of<std::invalid_argument>([] { lora_targets("mlp,", "gpt2", true); }),
                  Catch::Contains("an empty target"));
 }
 
@@ -83,16 +91,18 @@ TEST_CASE("gpt lora: AdamW after add_adapters holds the adapters alone, and a st
     REQUIRE(i == frozen_before.size());
 }
 
-TEST_CASE("gpt lora: merged_weights load into a plain model that computes the adapted logits", "[gpt][lora]") {
+TEST_CASE("gpt lora: the merged weights (q, v and mlp adapted) load into a plain model that "
+          "computes the adapted logits", "[gpt][lora]") {
     xgrad::manual_seed(5);
     GPT model(tiny(false));
-    const Config cfg = lora_flags(2, "all");
-    add_adapters(cfg, model, /*print=*/false);
+    add_adapters(lora_flags(2, "q,v,mlp"), model, /*print=*/false);
     std::mt19937_64 rng(9);
     std::normal_distribution<double> normal(0.0, 0.5);
-    for (const auto& [path, layer] : xgrad::nn::adapted_layers(model))  // B ≠ 0: a merge that moves W
-        for (auto& b : layer->lora()->B->weight.mutable_data()) b = xgrad::real(normal(rng));
-    const NamedTensors merged = merged_weights(cfg, model);
+    for (const auto& [path, adapter] : xgrad::nn::adapted_layers(model)) {  // B ≠ 0: a merge that moves W
+        REQUIRE(adapter->parameters().size() == 2);
+        for (auto& b : adapter->parameters()[1].mutable_data()) b = xgrad::real(normal(rng));
+    }
+    const NamedTensors merged = xgrad::nn::merged_state_dict(model);
     for (const auto& [name, t] : merged) REQUIRE(name.find("lora") == std::string::npos);
     GPT plain(tiny(false));
     plain.load_state_dict(merged);
@@ -104,7 +114,7 @@ TEST_CASE("gpt lora: merged_weights load into a plain model that computes the ad
     for (std::size_t k = 0; k < a.data().size(); ++k) worst = std::max(worst, double(std::abs(a.data()[k] - b.data()[k])));
     REQUIRE(worst <= 1e-5);
     // and the adapters changed the logits: the test would pass for B = 0 otherwise
-    for (const auto& [path, layer] : xgrad::nn::adapted_layers(model)) layer->lora()->enabled(false);
+    for (const auto& [path, adapter] : xgrad::nn::adapted_layers(model)) adapter->enabled(false);
     const Tensor base = model.forward(x);
     for (std::size_t k = 0; k < a.data().size(); ++k) moved = std::max(moved, double(std::abs(a.data()[k] - base.data()[k])));
     REQUIRE(moved > 1e-2);
