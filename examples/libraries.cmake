@@ -34,7 +34,8 @@ target_link_libraries(word2vec_lib PUBLIC xgrad_examples_common)
 add_library(gpt_lib STATIC ${_xgrad_examples}/gpt/data.cpp ${_xgrad_examples}/gpt/model.cpp
             ${_xgrad_examples}/gpt/report.cpp ${_xgrad_examples}/gpt/generate.cpp
             ${_xgrad_examples}/gpt/llama.cpp ${_xgrad_examples}/gpt/tokens.cpp
-            ${_xgrad_examples}/gpt/config.cpp ${_xgrad_examples}/gpt/setup.cpp ${_xgrad_examples}/gpt/results.cpp)
+            ${_xgrad_examples}/gpt/config.cpp ${_xgrad_examples}/gpt/setup.cpp ${_xgrad_examples}/gpt/results.cpp
+            ${_xgrad_examples}/gpt/lora.cpp)
 target_link_libraries(gpt_lib PUBLIC xgrad_examples_common xgrad_text)
 
 # Each library is compiled as one batch (XGRAD_UNITY_BUILD), and every file of the examples and

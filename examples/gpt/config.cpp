@@ -9,6 +9,7 @@
 
 #include "common/cli.hpp"            // require, check_memory
 #include "common/data_parallel.hpp"  // split_batch
+#include "lora.hpp"                  // lora_targets
 
 namespace gpt {
 
@@ -57,10 +58,23 @@ void add_training_flags(examples::FlagTable& t, Config& c) {
     t.seed("--seed", c.seed, "seed of the initialisation, the batches and the samples", kResume);
     t.integer("--threads", c.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the cores");
     t.text("--data", c.data, "a text file to train on instead of the KJV (--tokenizer char: each byte is a token)", kResume);
+    t.text("--val-data", c.val_data, "with --data: a text file to validate on; --data then trains whole, instead of its first 90% (a split the caller chose, e.g. by verse)", kResume);
+    t.only_when("--val-data", [&c] { return !c.val_data.empty(); });
     t.integer("--stop-after", c.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)", kRanks);
-    t.flag("--eval-only", c.eval_only, "with --resume: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)", kRanks);
+    t.flag("--eval-only", c.eval_only, "with --resume or --init-from: print the validation loss on the fixed set and exit (bench/gpt_to_torch.py)", kRanks);
     t.integer("--eval-every", c.eval_every, 1, INT_MAX, "steps between validation losses");
     t.integer("--eval-batches", c.eval_batches, 1, INT_MAX, "batches of --batch-size windows in the fixed validation set (evenly spaced over the split)", kResume);
+}
+
+// Fine-tuning with LoRA (lora.hpp): the adapters shape the trajectory (kResume), recorded only
+// when --lora-rank is given, so that a plain run's checkpoint stays as it was.
+void add_lora_flags(examples::FlagTable& t, Config& c) {
+    t.integer("--lora-rank", c.lora_rank, 0, 65536, "r of the LoRA adapters W + (α/r)·B·A, A (r, in), B (out, r), on the --lora-targets layers of an --init-from base (or --resume a LoRA run); every other weight frozen, AdamW over the adapters alone (0: off, every weight trains)", kResume);
+    t.real("--lora-alpha", c.lora_alpha, {0, inf}, "α of the adapters, scaling s = α/r (0: r, so s = 1)", kResume);
+    t.text("--lora-targets", c.lora_targets, "the layers adapted, a comma list of: attention (attn.c_attn, attn.c_proj), q, k, v (parts of attn.c_attn, e.g. q,v), mlp (mlp.c_fc, mlp.c_proj), all (attention and mlp, and lm_head if --no-tie), embedding (transformer.wte)", kResume);
+    t.flag("--merge-lora", c.merge_lora, "with --lora-rank: write model.safetensors with the adapters merged, W + (α/r)·B·A under the base's names (a plain model; --init-from reads it)");
+    for (const char* name : {"--lora-rank", "--lora-alpha", "--lora-targets"})
+        t.only_when(name, [&c] { return c.lora_rank > 0; });
 }
 
 // What the run prints, samples and writes: free to change between runs.
@@ -131,6 +145,25 @@ std::string flag_of(const std::string& field) {
     return flag;
 }
 
+// --lora-*: adapters need a trained base (--init-from, or --resume of a LoRA run), and the
+// targets must name layers of this model. Throws std::invalid_argument naming the flags.
+void check_lora_flags(const examples::FlagTable& table, const Config& c) {
+    using examples::require;
+    for (const char* name : {"--lora-alpha", "--lora-targets", "--merge-lora"})
+        require(c.lora_rank > 0 || !table.given(name), fmt::format("{} sets the LoRA adapters: it needs --lora-rank r > 0", name));
+    if (c.lora_rank == 0) return;
+    require(!c.init_from.empty() || !c.resume.empty(),
+            fmt::format("--lora-rank {} adapts a trained model: pass --init-from CHECKPOINT (the base) or --resume a "
+                        "LoRA run's checkpoint", c.lora_rank));
+    const LoRATargets targets = lora_targets(c.lora_targets, c.model.arch, c.model.tie);  // throws for an unknown word
+    const bool adapts_table = std::find(targets.paths.begin(), targets.paths.end(), c.model.arch == "llama" ? "tok_embeddings"
+                                                                                                    : "transformer.wte") != targets.paths.end();
+    require(!(c.merge_lora && adapts_table && c.model.tie),
+            "--merge-lora with --lora-targets embedding: the token table is the head (tied), so merging its adapter "
+            "would move the head too; drop --merge-lora (the adapter folder, or --init-from the checkpoint with the "
+            "--lora-* flags, holds the model), or train the base with --no-tie");
+}
+
 // Every check that needs no data. Throws std::invalid_argument naming the flags.
 void check_flags(const examples::FlagTable& table, const Config& c) {
     using examples::require;
@@ -149,7 +182,10 @@ void check_flags(const examples::FlagTable& table, const Config& c) {
                                                          "blocks (-1: the last)", c.heatmap_layer, shape.n_layer, shape.n_layer));
     require(c.heatmap_head < shape.n_head, fmt::format("--heatmap-head {} is outside [0, {}): the model has --n-head {} heads",
                                                        c.heatmap_head, shape.n_head, shape.n_head));
-    require(!c.eval_only || !c.resume.empty(), "--eval-only needs --resume CHECKPOINT");
+    require(!c.eval_only || !c.resume.empty() || !c.init_from.empty(),
+            "--eval-only needs --resume CHECKPOINT or --init-from CHECKPOINT");
+    require(c.val_data.empty() || !c.data.empty(), "--val-data needs --data: the text it validates");
+    check_lora_flags(table, c);
     require(c.resume.empty() || c.init_from.empty(),
             "--resume continues a run exactly and --init-from starts a new one from its weights: pass one of them");
     require(c.tokenizer == "bpe" || !table.given("--vocab-size"),
@@ -163,6 +199,7 @@ void check_flags(const examples::FlagTable& table, const Config& c) {
 void add_flags(examples::FlagTable& table, Config& cfg) {
     add_model_flags(table, cfg);
     add_training_flags(table, cfg);
+    add_lora_flags(table, cfg);
     add_output_flags(table, cfg);
     table.checkpoint("--resume", cfg.resume, "checkpoint.safetensors to continue from; the text and every flag but " +
                      table.names_without(kResume) + " must match the saved run's (at any number of ranks); "
@@ -170,7 +207,8 @@ void add_flags(examples::FlagTable& table, Config& cfg) {
     table.checkpoint("--init-from", cfg.init_from, "checkpoint.safetensors whose model weights start this run (nanoGPT's "
                      "init_from): AdamW, the schedule and the batches start afresh at step 0, for --steps more; the "
                      "model flags (" + table.names_with(kModel) + ") and the vocabulary must match the saved run's; "
-                     "--tokenizer bpe reads tokenizer.bpe beside it");
+                     "--tokenizer bpe reads tokenizer.bpe beside it. Also a model.safetensors (e.g. --merge-lora's), "
+                     "or a LoRA run's checkpoint with its --lora-* flags (the base and its adapters)");
 }
 
 void finish_flags(const examples::FlagTable& table, Config& cfg) {

@@ -26,6 +26,7 @@ struct Config {
     std::uint64_t seed = 1337;    // initialisation, batches, samples
     int threads = 1;              // xgrad threads (set_num_threads, core/threads.hpp)
     std::string data;             // empty: the KJV from `bible`
+    std::string val_data;         // a text file to validate on (then --data trains whole); empty: 90/10
     std::string tokenizer = "char";  // char: one byte a token; bpe: byte pairs (tokens.hpp)
     std::int64_t vocab_size = 4096;  // --tokenizer bpe: V = 256 byte tokens + the merges
     std::string out = "out/gpt";
@@ -48,6 +49,10 @@ struct Config {
     bool verbose = false;         // the optimizer's full memory table instead of its summary
     int neighbours = 0;           // frequent tokens whose nearest tokens are printed at the end (0: none)
     int zero = 0;                 // 0: DistributedDataParallel; 1, 2: ZeRO's stage (distributed/zero.hpp)
+    int lora_rank = 0;            // r of the LoRA adapters (lora.hpp); 0: no adapters, every weight trains
+    double lora_alpha = 0;        // α; 0: r, so that s = α/r = 1
+    std::string lora_targets = "attention";  // a comma list of attention, mlp, all, embedding
+    bool merge_lora = false;      // model.safetensors with the adapters merged into W
 };
 
 // Every flag of the gpt program, bound to `cfg`'s fields, as rows of `table`.

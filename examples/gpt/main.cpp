@@ -14,6 +14,8 @@
 //       mpirun -np 2 build/examples/gpt    (2 processes, each on its rows of every batch; README.md)
 // Writes to --out: loss.csv, loss.png, attention.png, checkpoint.safetensors (for --resume and
 // --init-from), model.safetensors (nanoGPT's names) and, for byte pairs, tokenizer.bpe.
+// Fine-tuning: --init-from a base and --lora-rank r train LoRA adapters alone (lora.hpp), saved
+// in --out/adapter; --merge-lora writes model.safetensors with them merged.
 // Under mpirun rank 0 alone prints and writes; --zero 1 or 2 shards AdamW's state over the ranks.
 #include <algorithm>
 #include <limits>
@@ -56,7 +58,8 @@ static int run(const Config& cfg, const examples::FlagTable& flags) {
     const std::unique_ptr<LanguageModel> model_ptr = make_model(model_cfg);  // GPT or Llama (--arch)
     LanguageModel& model = *model_ptr;
     examples::check_same_run(flags.values(examples::kRanks), d.fingerprint);  // ranks started alike
-    auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);
+    load_weights(cfg, flags, model, d);  // --init-from's base; --lora-rank: frozen, adapters beside it (lora.hpp)
+    auto opt = make_adamw(model, cfg.lr, cfg.beta1, cfg.beta2, cfg.weight_decay);  // the trainable parameters
     optim::CosineWithWarmup schedule(*opt, cfg.warmup, cfg.steps, cfg.min_lr);
     data::WindowSampler sampler(d.split.train, sampler_options(cfg, split));  // this rank's windows
     std::optional<distributed::ZeroRedundancyOptimizer> zero;  // --zero 1, 2: before the load, which needs its owners

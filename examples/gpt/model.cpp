@@ -188,7 +188,8 @@ std::unique_ptr<optim::AdamW> make_adamw(const LanguageModel& model, double lr, 
     decay.weight_decay = weight_decay;
     no_decay.weight_decay = 0.0;
     for (const auto& [name, p] : model.named_parameters())  // the tied table appears once
-        (p.dim() >= 2 ? decay : no_decay).params.emplace_back(name, p);
+        if (p.requires_grad())  // a frozen weight (LoRA's base) gets no gradient, so no state
+            (p.dim() >= 2 ? decay : no_decay).params.emplace_back(name, p);
     return std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup>{decay, no_decay},
                                           optim::AdamWOptions(lr).betas({beta1, beta2}).eps(eps));
 }

@@ -191,7 +191,8 @@ std::unique_ptr<LanguageModel> make_model(const GPTConfig& config);
 // ---- training -------------------------------------------------------------------------------------
 // AdamW with nanoGPT's two parameter groups: group 0 every parameter with 2 or more dims (the
 // embedding tables and Linear weights) with weight decay λ, group 1 the rest (biases,
-// LayerNorm weights) with none. The tied table is one parameter, in group 0.
+// LayerNorm weights) with none. The tied table is one parameter, in group 0. Frozen parameters
+// (requires_grad off: a LoRA run's base) are left out, so that AdamW keeps no state for them.
 std::unique_ptr<optim::AdamW> make_adamw(const LanguageModel& model, double lr, double beta1, double beta2,
                                          double weight_decay, double eps = 1e-8);
 

@@ -17,6 +17,7 @@
 #include "common/gnuplot.hpp"
 #include "common/similarity.hpp"  // unit_rows, nearest
 #include <xgrad/io/atomic_file.hpp>
+#include <xgrad/nn/lora.hpp>  // count_parameters
 #include <xgrad/optim/optimizer.hpp>
 
 namespace gpt {
@@ -115,11 +116,15 @@ std::string graph_memory_report(const Tensor& loss, const LanguageModel& model, 
         out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
     }
     const std::size_t params = model.num_parameters() * sizeof(real);
+    // Gradients and AdamW's moments for the trainable parameters alone (LoRA: the adapters).
+    const nn::ParameterCounts counts = nn::count_parameters(model);
+    const std::size_t trained = counts.frozen == 0 ? params : counts.trainable * sizeof(real);
     const std::string grads = c.sparse_embedding ? " at most (the row-sparse token table's: below)" : "";
-    return out + fmt::format("  beside: parameters {}, gradients {}{}, AdamW state {} (exp_avg + exp_avg_sq); the graph "
+    const std::string frozen = counts.frozen == 0 ? "" : fmt::format(", for the {} trainable parameters alone", counts.trainable);
+    return out + fmt::format("  beside: parameters {}, gradients {}{}, AdamW state {} (exp_avg + exp_avg_sq){}; the graph "
                              "is {:.1f}x the parameters\n",
-                             optim::human_bytes(params), optim::human_bytes(params), grads, optim::human_bytes(2 * params),
-                             double(std::max(malloc_delta, total)) / double(params));
+                             optim::human_bytes(params), optim::human_bytes(trained), grads, optim::human_bytes(2 * trained),
+                             frozen, double(std::max(malloc_delta, total)) / double(params));
 }
 
 std::string token_table_report(const LanguageModel& model, const Ids& train, int batch, data::WindowSampler sampler) {

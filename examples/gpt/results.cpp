@@ -181,7 +181,9 @@ void print_results(const Config& cfg, LanguageModel& model, const TextData& d, c
     if (cfg.sample > 0) print_samples(cfg, model, d, saves);
     if (cfg.neighbours > 0) print_neighbours(cfg, model, d);
     if (saves.all_written()) {
-        std::vector<std::string> files{"loss.csv", "checkpoint.safetensors", "model.safetensors"};
+        std::vector<std::string> files{"loss.csv", "checkpoint.safetensors"};
+        if (cfg.lora_rank == 0 || cfg.merge_lora) files.push_back("model.safetensors");
+        if (cfg.lora_rank > 0) files.push_back("adapter/");
         if (d.tokens.is_bpe()) files.push_back("tokenizer.bpe");
         if (cfg.sample > 0) files.push_back("sample.txt");
         for (std::string& f : files) f = cfg.out + "/" + f;

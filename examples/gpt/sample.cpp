@@ -33,6 +33,7 @@
 #include "common/outputs.hpp"     // check_output_files
 #include "config.hpp"             // the training run's flag table
 #include "generate.hpp"           // sample_text
+#include "lora.hpp"               // add_adapters
 #include "tokens.hpp"
 
 using namespace xgrad;
@@ -69,6 +70,7 @@ static Config saved_config(const std::string& path, const nn::Metadata& saved) {
     std::vector<std::string> args = table.args_of(flags);
     std::reverse(args.begin(), args.end());  // CLI11 takes them last first
     app.parse(args);
+    cfg.resume = path;  // the flags' checks as for a run resumed from it (a LoRA run's adapters need their base: here)
     finish_flags(table, cfg);
     return cfg;
 }
@@ -96,6 +98,7 @@ static int sample(const SampleConfig& s) {
     GPTConfig model_cfg = cfg.model;
     model_cfg.vocab = tokens.size();
     const std::unique_ptr<LanguageModel> model = make_model(model_cfg);
+    add_adapters(cfg, *model, /*print=*/false);  // a LoRA run's checkpoint: the base and its adapters
     const int step = examples::load_model_weights(s.checkpoint, *model, {}, tokens.fingerprint_vocab(), tokens.identity());
     fmt::print("model  {} at step {}: {} parameters, V {} ({})\n", s.checkpoint, step, model->num_parameters(),
                tokens.size(), tokens.is_bpe() ? "byte pairs" : "characters");

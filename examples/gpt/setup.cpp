@@ -1,6 +1,7 @@
 // examples/gpt/setup.cpp — before and after the loop (setup.hpp).
 #include "setup.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -14,6 +15,7 @@
 
 #include "common/checkpoint.hpp"
 #include "common/run_log.hpp"  // now_seconds
+#include "lora.hpp"             // the adapter folder
 
 namespace gpt {
 
@@ -39,10 +41,13 @@ examples::BatchSplit prepare_run(const Config& cfg) {
 
 namespace {
 
-// --tokenizer char: each byte of the text is a token; V is the bytes that occur.
-TextData character_data(const Config& cfg, const std::string& text, const std::string& source) {
+// --tokenizer char: each byte of the text is a token; V is the bytes that occur. `parts`: the
+// text split 90/10, or --data and --val-data whole.
+TextData character_data(const Config& cfg, const std::string& text, const TextSplit& parts, const std::string& source) {
     Vocab vocab = Vocab::from_text(text);
-    Split split = split_ids(vocab.encode(text), int(cfg.model.block), source);
+    Split split = cfg.val_data.empty() ? split_ids(vocab.encode(text), int(cfg.model.block), source)
+                                       : split_tokens(vocab.encode(std::string(parts.train)),
+                                                      vocab.encode(std::string(parts.val)), int(cfg.model.block), source);
     fmt::print("data   {}: {} characters, V {} → train {} / val {} characters\n", source, text.size(), vocab.size(),
                split.train.size(), split.val.size());
     train::TextFingerprint fingerprint = train::fingerprint(vocab.chars, text);
@@ -51,8 +56,7 @@ TextData character_data(const Config& cfg, const std::string& text, const std::s
 
 // --tokenizer bpe: the text split first, the tokenizer learnt on the training part (or, with
 // --resume and --init-from, read from beside the checkpoint), then both parts encoded.
-TextData byte_pair_data(const Config& cfg, const std::string& text, const std::string& source) {
-    const TextSplit parts = split_text(text);
+TextData byte_pair_data(const Config& cfg, const std::string& text, const TextSplit& parts, const std::string& source) {
     fmt::print("data   {}: {} characters → train {} / val {} characters\n", source, text.size(), parts.train.size(),
                parts.val.size());
     const std::string& saved = cfg.resume.empty() ? cfg.init_from : cfg.resume;
@@ -76,9 +80,17 @@ TextData byte_pair_data(const Config& cfg, const std::string& text, const std::s
 }  // namespace
 
 TextData load_data(const Config& cfg) {
-    const std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
-    const std::string text = cfg.data.empty() ? xgrad::data::read_bible() : xgrad::data::read_text_file(cfg.data);
-    TextData d = cfg.tokenizer == "bpe" ? byte_pair_data(cfg, text, source) : character_data(cfg, text, source);
+    std::string source = cfg.data.empty() ? "the KJV (bible -f \"gen1:1-rev22:21\")" : cfg.data;
+    std::string text = cfg.data.empty() ? xgrad::data::read_bible() : xgrad::data::read_text_file(cfg.data);
+    TextSplit parts = split_text(text);  // the first 90% trains, the rest validates
+    if (!cfg.val_data.empty()) {         // --val-data: --data trains whole, --val-data validates
+        const std::size_t train_bytes = text.size();
+        text += xgrad::data::read_text_file(cfg.val_data);  // the run's text: both, for the fingerprint
+        parts = {std::string_view(text).substr(0, train_bytes), std::string_view(text).substr(train_bytes)};
+        source += " + " + cfg.val_data;
+    }
+    TextData d = cfg.tokenizer == "bpe" ? byte_pair_data(cfg, text, parts, source)
+                                        : character_data(cfg, text, parts, source);
     if (cfg.prompt_given && cfg.sample > 0) {  // a prompt the text cannot encode is refused now, not after training
         try {
             d.tokens.encode(cfg.prompt);
@@ -97,16 +109,43 @@ data::WindowSamplerOptions sampler_options(const Config& cfg, const examples::Ba
         .grad_accum(split.accum);
 }
 
+namespace {
+
+// --init-from's weights into `model` (load_weights).
+void load_init_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d,
+                       const nn::SafetensorsFile& file) {
+    if (!file.metadata.count("train.step")) {  // a model.safetensors: the weights alone
+        train::check_same_data(cfg.init_from, file.metadata, d.fingerprint, /*resume=*/false);
+        model.load_state_dict(file.tensors);
+        fmt::print("init   {}: the model's weights; a new AdamW and schedule, steps 0 to {}\n", cfg.init_from, cfg.steps);
+        return;
+    }
+    const int saved = examples::load_model_weights(cfg.init_from, model, flags.values(examples::kModel),
+                                                   d.fingerprint.vocab, d.fingerprint.tokenizer);
+    fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n", cfg.init_from,
+               saved, cfg.steps);
+}
+
+}  // namespace
+
+void load_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d) {
+    if (cfg.init_from.empty()) return add_adapters(cfg, model);
+    const nn::SafetensorsFile file = nn::load_safetensors(cfg.init_from);
+    const bool saved_adapters = std::any_of(file.tensors.begin(), file.tensors.end(), [](const auto& t) {
+        return t.first.find(".lora_A.") != std::string::npos || t.first.find(".lora_embedding_A.") != std::string::npos;
+    });
+    if (saved_adapters && cfg.lora_rank == 0)
+        throw std::invalid_argument(fmt::format("--init-from {}: a LoRA run's checkpoint (the base and its adapters): "
+                                                "pass its --lora-rank, --lora-alpha and --lora-targets, or --init-from "
+                                                "the model.safetensors its --merge-lora wrote", cfg.init_from));
+    if (!saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base, then adapters beside it
+    add_adapters(cfg, model);
+    if (saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base and its trained adapters
+}
+
 int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model,
             const std::function<void(const optim::OptimizerState&)>& load_optimizer,
             optim::CosineWithWarmup& schedule, data::WindowSampler& sampler, const TextData& d) {
-    if (!cfg.init_from.empty()) {
-        const int saved = examples::load_model_weights(cfg.init_from, model, flags.values(examples::kModel),
-                                                       d.fingerprint.vocab, d.fingerprint.tokenizer);
-        fmt::print("init   {}: the weights after its step {}; a new AdamW and schedule, steps 0 to {}\n",
-                   cfg.init_from, saved, cfg.steps);
-        return 0;
-    }
     if (cfg.resume.empty()) return 0;
     train::TrainingState state(model, load_optimizer);
     state.add("sampler", sampler);
@@ -126,8 +165,10 @@ void save(const Config& cfg, const examples::FlagTable& flags, const LanguageMod
         examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", state, flags.values(examples::kResume),
                                   d.fingerprint);
     });
+    if (cfg.lora_rank > 0) save_adapter_folder(cfg, model, saves);
+    if (cfg.lora_rank > 0 && !cfg.merge_lora) return;  // the adapter is the run's model
     saves.attempt(cfg.out + "/model.safetensors", [&] {
-        const NamedTensors weights = model.state_dict();
+        const NamedTensors weights = cfg.lora_rank > 0 ? nn::merged_state_dict(model) : model.state_dict();
         const std::string bad = train::first_non_finite(weights);
         if (!bad.empty()) throw std::runtime_error(fmt::format("'{}' holds a NaN or an infinity (the run diverged)", bad));
         nn::Metadata model_meta = train::fingerprint_metadata(d.fingerprint);

@@ -38,11 +38,22 @@ TextData load_data(const Config& cfg);
 // micro-step (data/sampler.hpp).
 data::WindowSamplerOptions sampler_options(const Config& cfg, const examples::BatchSplit& split);
 
-// Where the run starts; returns the step. --resume: the model, AdamW's moments, the step and the
-// batch sampler as saved, the schedule at that step (the run continues exactly). --init-from
-// (nanoGPT's init_from): the saved model's weights only; AdamW, the schedule and the batches start
-// afresh at step 0 (training a finished model further). `load_optimizer` takes the saved AdamW
-// state: optimizer.load_state_dict, or under ZeRO each rank's share of it (collective).
+// The weights a run starts from, before the optimizer is built. --init-from (nanoGPT's
+// init_from): the saved model's weights; AdamW, the schedule and the batches start afresh at step 0
+// (training a finished model further, or fine-tuning it). The file is a run's
+// checkpoint.safetensors (its model flags and vocabulary checked) or a model.safetensors (nanoGPT's
+// names, e.g. a LoRA run's merged model: its vocabulary checked, and every name and shape by
+// load_state_dict). --lora-rank: then the adapters (lora.hpp), beside the loaded base; a LoRA run's
+// checkpoint given to --init-from holds its adapters, which are added first and loaded with the
+// base (with the same --lora-* flags: e.g. --eval-only of it on another text). Throws
+// std::invalid_argument for a LoRA run's checkpoint without --lora-rank.
+void load_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d);
+
+// --resume: the model, AdamW's moments, the step and the batch sampler as saved, the schedule at
+// that step (the run continues exactly); returns the step (0 without --resume). A LoRA run's model
+// holds its adapters already (lora.hpp), so that the saved base and adapters load by name.
+// `load_optimizer` takes the saved AdamW state: optimizer.load_state_dict, or under ZeRO each
+// rank's share of it (collective).
 int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model,
             const std::function<void(const optim::OptimizerState&)>& load_optimizer,
             optim::CosineWithWarmup& schedule, data::WindowSampler& sampler, const TextData& d);
@@ -50,7 +61,9 @@ int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& 
 // checkpoint.safetensors (for --resume and --init-from: the model, AdamW, the step, the sampler,
 // the flags and the text's fingerprint) and model.safetensors (nanoGPT's names, with the
 // vocabulary sampling needs), and for byte pairs tokenizer.bpe beside them; each tried even if
-// another fails (a full disk). `optimizer_state`: AdamW's whole state (ZeRO: gathered).
+// another fails (a full disk). A LoRA run: its checkpoint holds the frozen base, the adapters and
+// their AdamW state; the adapter folder --out/adapter; model.safetensors only with --merge-lora,
+// the adapters merged. `optimizer_state`: AdamW's whole state (ZeRO: gathered).
 void save(const Config& cfg, const examples::FlagTable& flags, const LanguageModel& model,
           const optim::OptimizerState& optimizer_state, int step, const data::WindowSampler& sampler,
           const TextData& d, examples::FinalSaves& saves);
