@@ -11,10 +11,13 @@
 #      validation loss of the unmerged adapters (--eval-only --resume), to 1e-5 relative; --init-from
 #      the LoRA checkpoint with its --lora-* flags gives the unmerged figure exactly;
 #   e. --lora-rank without a base, --lora-alpha without --lora-rank, an unknown target and a LoRA
-#      checkpoint given to --init-from without --lora-rank are refused by name;
+#      checkpoint given to --init-from without --lora-rank are refused by name; a checkpoint whose
+#      --lora-* flags (or a switch) differ from the run's, by those flags;
 #   f. with MPIRUN given: 2 ranks all-reduce the adapters' gradients alone, 4 bytes (float32) per
 #      trainable parameter a step, against 4 per parameter of the full model without LoRA, under
 #      DDP; ZeRO (--zero 2) takes the same steps as DDP.
+#   g. an earlier run's model.safetensors or adapter in --out, which this run does not write, is
+#      removed; --neighbours of a LoRA checkpoint with the token table adapted are the merged model's.
 # Usage: gpt_lora.sh path/to/gpt [MPIRUN [MPIRUN OPTIONS...]]
 set -euo pipefail
 bin=$1
@@ -110,6 +113,32 @@ refused "pass --init-from" --lora-rank 2
 refused "needs --lora-rank" --lora-alpha 4 --init-from "$work/base/checkpoint.safetensors"
 refused "a LoRA run's checkpoint" --init-from "$work/A/checkpoint.safetensors"
 refused "unknown target 'attn'" --lora-rank 2 --lora-targets attn --init-from "$work/base/checkpoint.safetensors"
+# a checkpoint whose --lora-* flags differ from the run's is refused by those flags, not by a tensor name
+refused "is a full run's checkpoint, without LoRA adapters" --lora-rank 2 --resume "$work/base/checkpoint.safetensors"
+refused "saved with --lora-rank 2 --lora-alpha 4 --lora-targets all: pass the same flags" \
+    --resume "$work/A/checkpoint.safetensors"
+refused "this run has --lora-rank 2 --lora-alpha 4 --lora-targets attention: pass the saved flags" \
+    --lora-rank 2 --lora-alpha 4 --init-from "$work/A/checkpoint.safetensors"
+refused "give it if saved true, leave it out if false" --no-tie --init-from "$work/base/checkpoint.safetensors"
+
+# g. an earlier run's merged model in --out is not left beside this run's adapter (a LoRA run
+#    without --merge-lora writes none), nor an earlier LoRA run's adapter beside a full run's model.
+cp -r "$work/A" "$work/S"
+"$bin" "${common[@]}" --steps 10 "${lora[@]}" --init-from "$work/base/checkpoint.safetensors" --out "$work/S" > "$work/S.log"
+[ ! -e "$work/S/model.safetensors" ] && grep -q "removed $work/S/model.safetensors" "$work/S.log" ||
+    { echo "FAIL: the earlier run's model.safetensors stayed beside the LoRA run's adapter"; exit 1; }
+"$bin" "${common[@]}" --steps 10 --init-from "$work/base/checkpoint.safetensors" --out "$work/S" > "$work/S2.log"
+[ ! -e "$work/S/adapter/adapter_model.safetensors" ] || { echo "FAIL: the earlier LoRA run's adapter stayed"; exit 1; }
+untied=("${common[@]}" --no-tie --eval-only --neighbours 3)
+"$bin" "${common[@]}" --no-tie --steps 20 --out "$work/NT" > /dev/null
+"$bin" "${common[@]}" --no-tie --steps 20 --lr 0.05 --lora-rank 2 --lora-alpha 8 --lora-targets embedding --merge-lora \
+    --init-from "$work/NT/checkpoint.safetensors" --out "$work/NTL" > /dev/null
+"$bin" "${untied[@]}" --lora-rank 2 --lora-alpha 8 --lora-targets embedding \
+    --init-from "$work/NTL/checkpoint.safetensors" --out "$work/E1" | awk '/^nearest/ { on = 1; next } on && /^  /' > "$work/n1"
+"$bin" "${untied[@]}" --init-from "$work/NTL/model.safetensors" --out "$work/E2" | awk '/^nearest/ { on = 1; next } on && /^  /' > "$work/n2"
+"$bin" "${untied[@]}" --init-from "$work/NT/checkpoint.safetensors" --out "$work/E3" | awk '/^nearest/ { on = 1; next } on && /^  /' > "$work/n3"
+[ -s "$work/n1" ] && cmp -s "$work/n1" "$work/n2" && ! cmp -s "$work/n1" "$work/n3" ||
+    { echo "FAIL: --neighbours with the table's adapter are not the merged model's"; paste "$work/n1" "$work/n2" "$work/n3"; exit 1; }
 
 # f. 2 ranks: the bytes each rank sends per step.
 traffic=""

@@ -11,6 +11,19 @@ using namespace xgrad;
 
 const std::string kFlag = "flag.";
 
+namespace {
+
+// A switch (--no-tie) is given or left out, so "pass --no-tie true" names no command line: the
+// flags split into those with a value and the switches ("true", "false"), each with its advice.
+constexpr const char* kSwitchAdvice = "{name} is a switch: give it if saved true, leave it out if false";
+std::pair<RunFlags, RunFlags> split_switches(const RunFlags& flags) {
+    RunFlags valued, switches;
+    for (const auto& [name, value] : flags) (value == "true" || value == "false" ? switches : valued)[name] = value;
+    return {valued, switches};
+}
+
+}  // namespace
+
 void save_checkpoint(const std::string& path, const train::TrainingState& state, const RunFlags& flags,
                      const std::optional<train::TextFingerprint>& data) {
     nn::Metadata meta = data ? train::fingerprint_metadata(*data) : nn::Metadata{};
@@ -33,7 +46,9 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
 int load_checkpoint(const std::string& path, train::TrainingState& state, const RunFlags& flags,
                     const std::optional<train::TextFingerprint>& data) {
     train::LoadOptions options;
-    options.expect(kFlag, flags, "resume with the same flags (pass {name} {saved})");
+    const auto [valued, switches] = split_switches(flags);
+    options.expect(kFlag, valued, "resume with the same flags (pass {name} {saved})");
+    options.expect(kFlag, switches, std::string("resume with the same flags (") + kSwitchAdvice + ")");
     if (data) options.data(*data);
     if (flags.count("--steps"))
         if (const auto steps = try_parse_int64(flags.at("--steps"))) options.max_step(*steps);
@@ -58,9 +73,11 @@ int load_model_weights(const std::string& path, nn::Module& model, const RunFlag
     train::TextFingerprint data;
     data.vocab = vocab;
     data.tokenizer = tokenizer;
+    const auto [valued, switches] = split_switches(model_flags);
     const train::LoadOptions options =
         train::LoadOptions()
-            .expect(kFlag, model_flags, "the weights fit only a model of the same shape: pass {name} {saved}")
+            .expect(kFlag, valued, "the weights fit only a model of the same shape: pass {name} {saved}")
+            .expect(kFlag, switches, std::string("the weights fit only a model of the same shape: ") + kSwitchAdvice)
             .vocabulary(data);
     return train::load_model_weights(path, model, options);
 }

@@ -145,3 +145,34 @@ void save_adapter_folder(const Config& cfg, const LanguageModel& model, examples
 }
 
 }  // namespace gpt
+
+namespace gpt {
+
+std::string lora_flags_mismatch(const std::string& path, const Config& cfg, bool resume) {
+    nn::Metadata meta;
+    try {
+        meta = nn::load_safetensors(path).metadata;
+    } catch (const std::exception&) {
+        return "";  // the load's own message says what is wrong with the file
+    }
+    const auto saved = [&meta](const char* name) {
+        const auto it = meta.find(std::string("flag.") + name);
+        return it == meta.end() ? std::string() : it->second;
+    };
+    const std::string rank = saved("--lora-rank");
+    if (rank.empty() && cfg.lora_rank > 0 && resume)  // --init-from a full run's checkpoint: its base, adapted anew
+        return fmt::format("{} is a full run's checkpoint, without LoRA adapters: --resume continues it as it was "
+                           "saved (without the --lora-* flags); to adapt it, start a run with --init-from {} and the "
+                           "--lora-* flags", path, path);
+    if (rank.empty()) return "";
+    const std::string flags = fmt::format("--lora-rank {} --lora-alpha {} --lora-targets {}", rank,
+                                          saved("--lora-alpha"), saved("--lora-targets"));
+    if (cfg.lora_rank == 0)
+        return fmt::format("{} is a LoRA run's checkpoint, saved with {}: pass the same flags", path, flags);
+    const std::string mine = fmt::format("--lora-rank {} --lora-alpha {} --lora-targets {}", cfg.lora_rank,
+                                         cfg.lora_alpha, cfg.lora_targets);
+    return flags == mine ? "" : fmt::format("{} was saved with {}, this run has {}: pass the saved flags", path,
+                                            flags, mine);
+}
+
+}  // namespace gpt

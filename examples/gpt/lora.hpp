@@ -46,6 +46,12 @@ void add_adapters(const Config& cfg, LanguageModel& model, bool print = true);
 // adapter_model.safetensors and adapter_config.json), with its size printed.
 void save_adapter_folder(const Config& cfg, const LanguageModel& model, examples::FinalSaves& saves);
 
+// Why the checkpoint at `path` cannot be loaded with this run's --lora-* flags, said by the flags
+// (a full run's checkpoint resumed with them, a LoRA run's without them or with others), or "" if
+// the flags agree or the file cannot be read. `resume`: for --resume (else --init-from, where a full
+// run's checkpoint is a base to adapt). Called when a load failed, to replace a message by tensor name.
+std::string lora_flags_mismatch(const std::string& path, const Config& cfg, bool resume);
+
 // Bytes of the files directly in `dir` (0 if it does not exist).
 std::uintmax_t folder_bytes(const std::string& dir);
 

@@ -10,6 +10,7 @@
 
 #include <xgrad/io/atomic_file.hpp>
 #include <xgrad/nn/generate.hpp>
+#include <xgrad/nn/lora.hpp>  // the token table's adapter
 #include <xgrad/text/render.hpp>
 
 #include "generate.hpp"
@@ -39,10 +40,13 @@ std::string draw_heatmap(const Config& cfg, LanguageModel& model, const TextData
 void print_neighbours(const Config& cfg, const LanguageModel& model, const TextData& d) {
     const std::size_t min_bytes = d.tokens.is_bpe() ? 3 : 1;
     const std::vector<std::int64_t> queries = frequent_tokens(d.split.train, d.tokens, std::size_t(cfg.neighbours), min_bytes);
-    const Tensor& table = model.token_embedding().weight;
-    fmt::print("\nnearest tokens by cosine in the token table {}, for the {} most frequent tokens{} of train:\n{}",
-               shape_str(table.shape()), queries.size(), min_bytes > 1 ? " of 3 bytes or more" : "",
-               nearest_tokens(table.data(), d.tokens, queries, 5));
+    const nn::Embedding& wte = model.token_embedding();
+    // The table the model looks up: with an adapter, E + s·(B·A)ᵀ (nn/lora.hpp), not the frozen E.
+    const nn::LoRAEmbedding* adapter = wte.lora();
+    const Array table = adapter && adapter->enabled() ? adapter->merged_weight() : wte.weight.data();
+    fmt::print("\nnearest tokens by cosine in the token table {}{}, for the {} most frequent tokens{} of train:\n{}",
+               shape_str(wte.weight.shape()), adapter ? " with its adapter merged" : "", queries.size(),
+               min_bytes > 1 ? " of 3 bytes or more" : "", nearest_tokens(table, d.tokens, queries, 5));
 }
 
 // The graph's memory, once, on the first fixed validation windows (no rng drawn). A rank's graph

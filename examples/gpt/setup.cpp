@@ -111,6 +111,21 @@ data::WindowSamplerOptions sampler_options(const Config& cfg, const examples::Ba
 
 namespace {
 
+// An earlier run's file in --out that this run does not write (a LoRA run without --merge-lora has
+// no model.safetensors, a full run no adapter): removed, and said, so that none is taken for this run's.
+void remove_stale_output(const std::string& dir, const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+        const std::string path = dir + "/" + name;
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(path, ec)) continue;
+        if (std::filesystem::remove(path, ec))
+            fmt::print("removed {}: an earlier run's, not this run's\n", path);
+        else
+            fmt::print("warning: {} is an earlier run's, not this run's, and could not be removed ({})\n", path,
+                       ec.message());
+    }
+}
+
 // --init-from's weights into `model` (load_weights).
 void load_init_weights(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model, const TextData& d,
                        const nn::SafetensorsFile& file) {
@@ -138,9 +153,15 @@ void load_weights(const Config& cfg, const examples::FlagTable& flags, LanguageM
         throw std::invalid_argument(fmt::format("--init-from {}: a LoRA run's checkpoint (the base and its adapters): "
                                                 "pass its --lora-rank, --lora-alpha and --lora-targets, or --init-from "
                                                 "the model.safetensors its --merge-lora wrote", cfg.init_from));
-    if (!saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base, then adapters beside it
-    add_adapters(cfg, model);
-    if (saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base and its trained adapters
+    try {
+        if (!saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base, then adapters beside it
+        add_adapters(cfg, model);
+        if (saved_adapters) load_init_weights(cfg, flags, model, d, file);  // the base and its trained adapters
+    } catch (const std::exception&) {
+        const std::string lora = lora_flags_mismatch(cfg.init_from, cfg, /*resume=*/false);
+        if (!lora.empty()) throw std::invalid_argument("--init-from " + lora);
+        throw;
+    }
 }
 
 int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& model,
@@ -149,7 +170,14 @@ int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& 
     if (cfg.resume.empty()) return 0;
     train::TrainingState state(model, load_optimizer);
     state.add("sampler", sampler);
-    const int start = examples::load_checkpoint(cfg.resume, state, flags.values(examples::kResume), d.fingerprint);
+    int start = 0;
+    try {
+        start = examples::load_checkpoint(cfg.resume, state, flags.values(examples::kResume), d.fingerprint);
+    } catch (const std::exception&) {
+        const std::string lora = lora_flags_mismatch(cfg.resume, cfg, /*resume=*/true);
+        if (!lora.empty()) throw std::invalid_argument("--resume " + lora);
+        throw;
+    }
     schedule.set_step(start);
     fmt::print("resume {} at step {}\n", cfg.resume, start);
     return start;
@@ -166,7 +194,11 @@ void save(const Config& cfg, const examples::FlagTable& flags, const LanguageMod
                                   d.fingerprint);
     });
     if (cfg.lora_rank > 0) save_adapter_folder(cfg, model, saves);
-    if (cfg.lora_rank > 0 && !cfg.merge_lora) return;  // the adapter is the run's model
+    else remove_stale_output(cfg.out + "/adapter", {"adapter_model.safetensors", "adapter_config.json"});
+    if (cfg.lora_rank > 0 && !cfg.merge_lora) {  // the adapter is the run's model
+        remove_stale_output(cfg.out, {"model.safetensors"});
+        return;
+    }
     saves.attempt(cfg.out + "/model.safetensors", [&] {
         const NamedTensors weights = cfg.lora_rank > 0 ? nn::merged_state_dict(model) : model.state_dict();
         const std::string bad = train::first_non_finite(weights);
