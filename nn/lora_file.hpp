@@ -14,6 +14,7 @@
 #include <string>
 
 #include <xgrad/nn/module.hpp>
+#include <xgrad/nn/serialize.hpp>
 
 namespace xgrad::nn {
 
@@ -24,11 +25,12 @@ namespace xgrad::nn {
 void save_adapter(const Module& model, const std::string& dir);
 
 // Copies the adapter in `dir` into `model`, adapted beforehand at the same paths with the same
-// options (nn::apply_lora with the config's target_modules). All is checked before anything is
-// copied: a missing file, a damaged tensor file, a config changed since saving, another r, α,
-// dropout, scaling rule or parts, a missing, unexpected or mis-shaped tensor (an adapter of another
-// model) each throws ValueError naming the file and the value, the model untouched; a file that
-// cannot be read, std::runtime_error.
-void load_adapter(Module& model, const std::string& dir);
+// options (nn::apply_lora with the config's target_modules), all checked first: ValueError naming
+// the file and value for a missing or damaged file, a config changed since saving, another r, α,
+// dropout, scaling rule or parts, a missing, extra or mis-shaped tensor; std::runtime_error for an
+// unreadable file. A folder without xgrad's checksum and CRC-32 (PEFT's save_pretrained) loads,
+// unverified, only with LoadOptions().require_checksum(false); PEFT keys that change the math throw
+// (fan_in_fan_out, bias, modules_to_save, use_dora, rank_pattern, alpha_pattern); F16 files too.
+void load_adapter(Module& model, const std::string& dir, const LoadOptions& options = LoadOptions());
 
 }  // namespace xgrad::nn
