@@ -128,8 +128,7 @@ Tensor Linear::forward(const Tensor& x) const {
           "the member 'bias' is no longer the registered parameter (was it reassigned?); the optimizer "
           "and state_dict() hold the registered one, so it would never be trained; to set values, "
           "write through bias.mutable_data() or nn::init");
-    const Tensor y = functional::linear(x, weight, bias);
-    return lora_ ? lora_->apply(x, y) : y;
+    return lora_ ? lora_->forward(x, weight, bias) : functional::linear(x, weight, bias);
 }
 
 void Linear::check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const {

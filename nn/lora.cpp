@@ -155,6 +155,15 @@ LoRA::LoRA(Linear& host, const LoRAOptions& options)
     B->weight.mutable_data().fill(0);  // B = 0: s·B·A = 0, the adapted layer starts as the base
 }
 
+Tensor LoRA::forward(const Tensor& x, const Tensor& weight, const Tensor& bias) const {
+    const bool training = A->is_training();
+    if (!active(training)) return functional::linear(x, weight, bias);
+    const bool one_block = blocks_.size() == 1 && blocks_[0].rows == out_;
+    if (one_block && (!training || options_.dropout() == 0))  // A sees x itself: one op
+        return functional::lora_linear(x, weight, bias, A->weight, B->weight, real(options_.scaling()));
+    return apply(x, functional::linear(x, weight, bias));
+}
+
 // x (..., in) → A → (..., r) → B → (..., out), times s, added to the base's y. Backward reaches
 // A and B through their own Linear products; the host's frozen W takes no part in it.
 // With parts: xA (..., k·r) holds every x A_jᵀ side by side; part j's slice of y gets

@@ -124,8 +124,13 @@ class LoRA : public LoRAAdapter {
 public:
     LoRA(Linear& host, const LoRAOptions& options);
 
-    // y + s·B(A(dropout(x))) for the host's output y = x Wᵀ + b; y alone when disabled or merged
-    // (the merged W already holds s·B·A). x (..., in), y (..., out).
+    // The host's forward, x Wᵀ + b + s·B(A(dropout(x))); x Wᵀ + b alone when disabled or merged (the
+    // merged W already holds s·B·A). x (..., in) → (..., out). The choice of form is made here:
+    // functional::lora_linear, one op, without parts and without dropout in training; the composed
+    // apply(x, functional::linear(x, W, b)) otherwise. Both give the same values and gradients.
+    Tensor forward(const Tensor& x, const Tensor& weight, const Tensor& bias) const;
+    // The composed form: y + s·B(A(dropout(x))) for the host's output y = x Wᵀ + b, in ops of their
+    // own (a sum, a scale, two Linear products); y alone when disabled or merged. x (..., in), y (..., out).
     Tensor apply(const Tensor& x, const Tensor& y) const;
     std::vector<Tensor> parameters() const override { return {A->weight, B->weight}; }
 
@@ -144,6 +149,15 @@ private:
     std::int64_t out_;
     std::vector<Block> blocks_;  // one block covering every row without parts
 };
+
+namespace functional {
+// A Linear with its LoRA term as one op: y = x Wᵀ + b + s·(x Aᵀ) Bᵀ, each sum and the scale s folded
+// into the gemms (nn/lora_linear.cpp); the same values and gradients as the composed
+// x Wᵀ + b + s·B(A(x)). x (..., in), weight (out, in), bias (out) or undefined, A (r, in), B (out, r);
+// y (..., out). Throws ValueError on sizes that do not fit. ref: Hu et al. 2021, LoRA, eq. (3)
+Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& A, const Tensor& B,
+                   real s);
+}  // namespace functional
 
 // The adapter of one Embedding (nn::add_lora makes it), PEFT's LoRA of nn.Embedding:
 //   y = E[ids] + s·(Aᵀ[ids]) Bᵀ      E (V, d) frozen,  A (r, V) zeros,  B (d, r) ~ N(0, 1),  ΔE = (B·A)ᵀ

@@ -1,5 +1,6 @@
 // nn/lora_file.cpp — save_adapter and load_adapter (nn/lora_file.hpp): PEFT's two files, the
-// tensors by nn/serialize and the config by nlohmann-json, tied together by the config's CRC-32.
+// tensors by nn/serialize and the config by nlohmann-json, tied together by the config's CRC-32
+// (a folder PEFT wrote has neither checksum: loaded with LoadOptions().require_checksum(false)).
 #include <xgrad/nn/lora_file.hpp>
 
 #include <cmath>
@@ -103,6 +104,30 @@ void check_parts(const nlohmann::json& config, const Layers& layers, const std::
     }
 }
 
+// Throws ValueError for a config key of PEFT's that changes the adapted layer's math in a way this
+// adapter does not compute; keys that do not (task_type, revision, layers_to_transform, ...) are ignored.
+void check_peft_keys(const nlohmann::json& config, const std::string& config_path) {
+    const auto refuse_unless = [&](bool ok, const char* key, const char* why) {
+        if (!ok)
+            throw ValueError(fmt::format("load_adapter: '{}' sets \"{}\": {}, which {}; xgrad's LoRA cannot load it",
+                                         config_path, key, config[key].dump(), why));
+    };
+    const auto set = [&](const char* key) { return config.contains(key) && !config[key].is_null(); };
+    const auto empty = [&](const char* key) { return !set(key) || config[key].empty(); };
+    if (set("peft_type"))
+        refuse_unless(config["peft_type"] == "LORA", "peft_type", "is another method than LoRA");
+    if (set("fan_in_fan_out"))
+        refuse_unless(config["fan_in_fan_out"] == false, "fan_in_fan_out", "stores W as (in, out), GPT-2's Conv1D");
+    if (set("bias"))
+        refuse_unless(config["bias"] == "none", "bias", "trains the base's biases too (their values are not in "
+                      "an adapter xgrad reads)");
+    refuse_unless(empty("modules_to_save"), "modules_to_save", "saves whole modules beside the adapter");
+    if (set("use_dora"))
+        refuse_unless(config["use_dora"] == false, "use_dora", "is DoRA, a magnitude vector beside B·A");
+    refuse_unless(empty("rank_pattern"), "rank_pattern", "gives some layers another r");
+    refuse_unless(empty("alpha_pattern"), "alpha_pattern", "gives some layers another alpha");
+}
+
 std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ValueError(fmt::format("load_adapter: cannot read '{}' (missing?); an adapter folder holds {} and {}",
@@ -133,12 +158,18 @@ void save_adapter(const Module& model, const std::string& dir) {
     config_file.commit();
 }
 
-void load_adapter(Module& model, const std::string& dir) {
+void load_adapter(Module& model, const std::string& dir, const LoadOptions& options) {
     const std::string tensor_path = join(dir, kTensorFile), config_path = join(dir, kConfigFile);
-    const SafetensorsFile file = load_safetensors(tensor_path);  // refuses a damaged file
+    // The checksum, if present, is verified either way; whether it may be absent is decided below.
+    const SafetensorsFile file = load_safetensors(tensor_path, LoadOptions().require_checksum(false));
     const std::string config = read_text(config_path);
     const auto crc = file.metadata.find(kConfigCrcKey);
-    check(crc != file.metadata.end() && crc->second == fmt::format("{:08x}", io::crc32(config)), "load_adapter",
+    check(!options.require_checksum() || (file.verified && crc != file.metadata.end()), "load_adapter",
+          "'{}' has no {}, so the folder cannot be verified: written by another tool, such as PEFT's "
+          "save_pretrained? To load it unverified, pass nn::LoadOptions().require_checksum(false) to "
+          "nn::load_adapter", tensor_path, file.verified ? fmt::format("metadata key '{}' tying it to '{}'",
+          kConfigCrcKey, config_path) : std::string("xgrad checksum"));
+    check(crc == file.metadata.end() || crc->second == fmt::format("{:08x}", io::crc32(config)), "load_adapter",
           "'{}' is not the config saved with '{}' (its CRC-32 differs from the one the tensor file records)",
           config_path, tensor_path);
     nlohmann::json json;
@@ -147,6 +178,8 @@ void load_adapter(Module& model, const std::string& dir) {
     } catch (const nlohmann::json::exception& e) {
         throw ValueError(fmt::format("load_adapter: '{}' is not JSON: {}", config_path, e.what()));
     }
+    check(json.is_object(), "load_adapter", "'{}' is not a JSON object", config_path);
+    check_peft_keys(json, config_path);
     const auto layers = adapted_layers(model);
     check(!layers.empty(), "load_adapter", "the model has no LoRA adapter: apply nn::apply_lora with the targets "
                                            "of '{}' first", config_path);

@@ -6,7 +6,8 @@
 //                                    "target_modules": [<path>, ...], "fan_in_fan_out": false, ...}
 //
 // fan_in_fan_out false: W is (out, in), as in torch.nn.Linear. Adapters on parts of a fused output
-// (nn/lora.hpp, LoRAOptions::parts) add a key of xgrad's, which PEFT ignores (with a warning):
+// (nn/lora.hpp, LoRAOptions::parts) add a key of xgrad's; PEFT has no such layout and cannot apply
+// their stacked tensors (loralib's MergedLinear can):
 //   "xgrad_lora_parts": {<path>: {"sizes": [d, e, e], "adapted": [true, false, true]}, ...}
 // ref: PEFT docs, LoraConfig and save_pretrained; loralib, MergedLinear (enable_lora)
 #pragma once
@@ -14,6 +15,7 @@
 #include <string>
 
 #include <xgrad/nn/module.hpp>
+#include <xgrad/nn/serialize.hpp>
 
 namespace xgrad::nn {
 
@@ -24,10 +26,13 @@ namespace xgrad::nn {
 void save_adapter(const Module& model, const std::string& dir);
 
 // Copies the adapter in `dir` into `model`, adapted beforehand at the same paths with the same
-// options (nn::apply_lora with the config's target_modules). Checked before any copy, each refusal a
-// ValueError naming the file and the value, the model untouched: an adapter of `model` merged, a
-// missing or damaged file, a config changed since saving, other options or parts, a missing,
-// unexpected or mis-shaped tensor (an adapter of another model).
-void load_adapter(Module& model, const std::string& dir);
+// options (nn::apply_lora with the config's target_modules), all checked first, the model untouched
+// by a refusal: ValueError naming the file and value for an adapter of `model` merged (unmerge()
+// first), a missing or damaged file, a config changed since saving, other options or parts, a
+// missing, extra or mis-shaped tensor; std::runtime_error for an unreadable file. A folder without
+// xgrad's checksum and CRC-32 (PEFT's save_pretrained) loads, unverified, only with
+// LoadOptions().require_checksum(false); PEFT keys that change the math throw (fan_in_fan_out, bias,
+// modules_to_save, use_dora, rank_pattern, alpha_pattern); F16 files too.
+void load_adapter(Module& model, const std::string& dir, const LoadOptions& options = LoadOptions());
 
 }  // namespace xgrad::nn

@@ -326,6 +326,7 @@ SafetensorsFile load_safetensors(const std::string& path, const LoadOptions& opt
           "'{}': the metadata holds '{}' but not as the header's first entry, where xgrad writes it and "
           "checks it: the header is damaged", path, kChecksumKey);
     file.metadata.erase(kChecksumKey);
+    file.verified = stamped;
     NamedTensors sorted;
     for (std::size_t i : idx) sorted.push_back(std::move(file.tensors[i]));
     file.tensors = std::move(sorted);

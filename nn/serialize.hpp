@@ -26,6 +26,7 @@ using Metadata = std::map<std::string, std::string>;
 struct SafetensorsFile {
     NamedTensors tensors;  // in file order of data_offsets
     Metadata metadata;     // the "__metadata__" object (string → string), without "xgrad.crc32"
+    bool verified = false; // the file had xgrad's checksum and it matched (false: loaded unverified)
 };
 
 // Writes `tensors` (dtype F32 in the float build, F64 in the double build), `metadata` and the

@@ -11,6 +11,7 @@ list(APPEND XGRAD_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/linear.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lora.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/lora_linear.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lora_embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lora_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tying.cpp

@@ -1,7 +1,7 @@
 // tests/nn/gradcheck_lora.cpp — a Linear with a LoRA adapter (nn/lora.hpp): the gradients of the
 // input, A and B against finite differences, with B away from zero (at B = 0, dA = 0 and a wrong
 // dA would pass), at α/r and rsLoRA's α/√r, on a (B, T, in) input, on parts of a fused q|k|v;
-// and the adapter of an Embedding, its A and B.
+// the fused op functional::lora_linear with every input trained; and the adapter of an Embedding.
 //
 // Built against xgrad_f64 (real = double): central differences in float32 cannot tell a wrong
 // formula from rounding (see core/gradcheck.hpp). Its own executable: `cmake --build build --target
@@ -29,6 +29,16 @@ TEST_CASE("gradcheck LoRA Linear: x, A and B - α/r and α/√r - (BxTxin) input
         REQUIRE_GRADCHECK([&fc](const auto& v) { return fc.forward(v[0]); }, leaf({3, 5}), A, B);
         REQUIRE_GRADCHECK([&fc](const auto& v) { return fc.forward(v[0]); }, leaf({2, 3, 5}), A, B);
     }
+}
+
+TEST_CASE("gradcheck functional::lora_linear, the fused op: x, W, b, A and B", "[gradcheck][nn][lora]") {
+    manual_seed(6);
+    // Every input a leaf (an unfrozen base too), B away from zero, with and without a bias.
+    const Tensor W = leaf({4, 5}), b = leaf({4}), A = leaf({2, 5}), B = leaf({4, 2});
+    REQUIRE_GRADCHECK([](const auto& v) { return nn::functional::lora_linear(v[0], v[1], v[2], v[3], v[4], 1.5); },
+                      leaf({2, 3, 5}), W, b, A, B);
+    REQUIRE_GRADCHECK([](const auto& v) { return nn::functional::lora_linear(v[0], v[1], Tensor(), v[2], v[3], 1.5); },
+                      leaf({3, 5}), W, A, B);
 }
 
 TEST_CASE("gradcheck LoRA on parts of a fused q|k|v: x, A and B - (q, v) and (k, v) adapted", "[gradcheck][nn][lora]") {

@@ -459,3 +459,57 @@ TEST_CASE("a merged adapter whose A is frozen and B trains still refuses a train
     fc->lora()->merge();
     CHECK_THROWS_WITH(fc->forward(Tensor({{1, 2}})), Contains("unmerge() before training"));
 }
+
+TEST_CASE("LoRA: a Linear's adapter runs as one op, lora_linear, without a sum or a scale of its own",
+          "[nn][lora][regression]") {
+    const auto fc = hand_layer();
+    const Tensor y = fc->forward(Tensor({{1, 2}}, true));
+    REQUIRE(y.grad_fn() != nullptr);
+    CHECK(y.grad_fn()->name == "lora_linear");
+    CHECK_FALSE(graph_has(y, "add"));
+    CHECK_FALSE(graph_has(y, "mul"));
+    // y = x Wᵀ + b + s·(x Aᵀ) Bᵀ = [5.5, 10.5] + 2·3·[2, -1] = [17.5, 4.5]
+    CHECK(bits_equal(y.data(), Tensor({{17.5, 4.5}}).data()));
+}
+
+TEST_CASE("functional::lora_linear equals the composed x Wᵀ + b + s·B(A(x)): values and every gradient",
+          "[nn][lora]") {
+    manual_seed(11);
+    // Every input trained (an unfrozen W and b too), a (2, 3, 6) input, and without a bias.
+    for (const bool with_bias : {true, false}) {
+        const Tensor x = leaf({2, 3, 6}), W = leaf({5, 6}), A = leaf({3, 6}), B = leaf({5, 3});
+        const Tensor b = with_bias ? leaf({5}) : Tensor();
+        const Tensor G = randn({2, 3, 5});
+        const real s = real(0.75);
+        std::vector<Tensor> inputs{x, W, A, B};
+        if (with_bias) inputs.push_back(b);
+        const Tensor fused = nn::functional::lora_linear(x, W, b, A, B, s);
+        const Tensor composed = nn::functional::linear(x, W, b) +
+                                nn::functional::linear(nn::functional::linear(x, A), B) * s;
+        require_values(fused, composed);
+        const Grads g_fused = grad(weighted_sum(fused, G), inputs);
+        const Grads g_composed = grad(weighted_sum(composed, G), inputs);
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            INFO("input " << i);
+            require_values(Tensor(std::get<Array>(g_fused[i]->value)), Tensor(std::get<Array>(g_composed[i]->value)));
+        }
+    }
+}
+
+TEST_CASE("functional::lora_linear: an empty batch gives an empty y and zero gradients of A, B and W",
+          "[nn][lora]") {
+    const Tensor x = zeros({0, 2}, true);
+    const Tensor W = leaf({3, 2}), A = leaf({1, 2}), B = leaf({3, 1});
+    const Tensor y = nn::functional::lora_linear(x, W, Tensor(), A, B, 2);
+    CHECK(y.shape() == Shape{0, 3});
+    const Grads g = grad(y.sum(), {W, A, B});
+    for (std::size_t i = 0; i < 3; ++i) CHECK(xt::all(xt::equal(std::get<Array>(g[i]->value), real(0))));
+}
+
+TEST_CASE("functional::lora_linear refuses A and B that do not fit the weight", "[nn][lora]") {
+    const Tensor x = leaf({2, 4}), W = leaf({3, 4});
+    require_value_error([&] { nn::functional::lora_linear(x, W, Tensor(), leaf({2, 5}), leaf({3, 2}), 1); },
+                        "A (2, 5) and B (3, 2) do not fit the weight (3, 4)");
+    require_value_error([&] { nn::functional::lora_linear(x, W, Tensor(), leaf({2, 4}), leaf({3, 1}), 1); },
+                        "must be (r, 4) and B (3, r)");
+}

@@ -1,11 +1,14 @@
 // tests/nn/test_lora_file.cpp — nn::save_adapter and nn::load_adapter: PEFT's two files, a round
-// trip into another copy of the model, each refusal leaving the model untouched, and an adapter on parts.
+// trip into another copy of the model, each refusal leaving the model untouched, an adapter on parts,
+// and a folder as PEFT writes it (no checksum), loaded with the opt-out, its keys that change the math refused.
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +42,45 @@ void adapt(Small& model, std::int64_t rank = 2) {
         Tensor B = adapter->parameters()[1];
         B.mutable_data() = randn(B.shape()).data();
     }
+}
+
+// The folder PEFT's save_pretrained writes for `model`'s adapters: its safetensors file (F32, no
+// xgrad checksum, metadata {"format": "pt"}, tensors in name order) and `config`, PEFT's keys.
+void write_peft_folder(const std::string& folder, const Small& model, const nlohmann::json& config) {
+    std::map<std::string, Tensor> tensors;  // name order, as safetensors' Python writer sorts them
+    for (const auto& [path, adapter] : nn::adapted_layers(model)) {
+        tensors["base_model.model." + path + ".lora_A.weight"] = adapter->parameters()[0];
+        tensors["base_model.model." + path + ".lora_B.weight"] = adapter->parameters()[1];
+    }
+    nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
+    std::string data;
+    for (const auto& [name, t] : tensors) {
+        const std::size_t begin = data.size();
+        for (const real v : t.data()) {
+            const float f = float(v);
+            data.append(reinterpret_cast<const char*>(&f), sizeof f);
+        }
+        header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {begin, data.size()}}};
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::string bytes(8, '\0');
+    const std::uint64_t n = text.size();
+    std::memcpy(bytes.data(), &n, 8);  // little-endian hosts (load_safetensors refuses others)
+    std::filesystem::create_directories(folder);
+    write_bytes(folder + "/adapter_model.safetensors", bytes + text + data);
+    write_bytes(folder + "/adapter_config.json", config.dump(2));
+}
+
+// PEFT 0.13's adapter_config.json for Small's adapter (r 2, α 4 at proj and head.fc).
+nlohmann::json peft_config() {
+    return nlohmann::json::parse(R"({
+  "alpha_pattern": {}, "auto_mapping": null, "base_model_name_or_path": "small", "bias": "none",
+  "fan_in_fan_out": false, "inference_mode": true, "init_lora_weights": true, "layer_replication": null,
+  "layers_pattern": null, "layers_to_transform": null, "loftq_config": {}, "lora_alpha": 4,
+  "lora_dropout": 0.0, "megatron_config": null, "megatron_core": "megatron.core", "modules_to_save": null,
+  "peft_type": "LORA", "r": 2, "rank_pattern": {}, "revision": null, "target_modules": ["head.fc", "proj"],
+  "task_type": null, "use_dora": false, "use_rslora": false})");
 }
 
 }  // namespace
@@ -218,4 +260,57 @@ TEST_CASE("save_adapter names the option in which two adapters differ", "[nn][lo
     nn::add_lora(*model.proj, nn::LoRAOptions().rank(2).alpha(4));
     nn::add_lora(*model.fc, nn::LoRAOptions().rank(2).alpha(4).dropout(0.1));
     CHECK_THROWS_WITH(nn::save_adapter(model, dir.file("a")), Contains("dropout 0.1") && Contains("dropout 0"));
+}
+
+TEST_CASE("load_adapter loads a folder PEFT wrote with require_checksum(false), and refuses it by default",
+          "[nn][lora][regression]") {
+    TempDir dir;
+    const std::string folder = dir.file("peft");
+    Small a(1);
+    adapt(a);
+    write_peft_folder(folder, a, peft_config());
+    Small b(1);
+    manual_seed(99);
+    adapt(b);
+    const Array before = b.proj->lora()->A->weight.data();
+    CHECK_THROWS_WITH(nn::load_adapter(b, folder), Contains("has no xgrad checksum") &&
+                      Contains("pass nn::LoadOptions().require_checksum(false) to nn::load_adapter"));
+    CHECK(bits_equal(b.proj->lora()->A->weight.data(), before));
+    nn::load_adapter(b, folder, nn::LoadOptions().require_checksum(false));
+    const Tensor x = randn({4, 6});
+    CHECK(bits_equal(b.fc->forward(b.proj->forward(x)).data(), a.fc->forward(a.proj->forward(x)).data()));
+}
+
+TEST_CASE("load_adapter with require_checksum(false) still checks a checksum or CRC-32 that is present",
+          "[nn][lora]") {
+    TempDir dir;
+    const std::string folder = dir.file("adapter");
+    Small a(1);
+    adapt(a);
+    nn::save_adapter(a, folder);
+    std::string config = read_bytes(folder + "/adapter_config.json");
+    config.replace(config.find("\"lora_alpha\": 4.0"), 17, "\"lora_alpha\": 8.0");
+    write_bytes(folder + "/adapter_config.json", config);
+    CHECK_THROWS_WITH(nn::load_adapter(a, folder, nn::LoadOptions().require_checksum(false)),
+                      Contains("is not the config saved with"));
+}
+
+TEST_CASE("load_adapter refuses PEFT's options that change the math, naming the key", "[nn][lora]") {
+    TempDir dir;
+    Small a(1);
+    adapt(a);
+    const Array before = a.proj->lora()->A->weight.data();
+    const std::vector<std::pair<std::string, nlohmann::json>> cases{
+        {"fan_in_fan_out", true}, {"bias", "lora_only"}, {"modules_to_save", {"head.fc"}}, {"use_dora", true},
+        {"rank_pattern", {{"proj", 4}}}, {"alpha_pattern", {{"proj", 8}}}, {"peft_type", "LOHA"}};
+    for (const auto& [key, value] : cases) {
+        nlohmann::json config = peft_config();
+        config[key] = value;
+        const std::string folder = dir.file(key);
+        write_peft_folder(folder, a, config);
+        INFO(key);
+        CHECK_THROWS_WITH(nn::load_adapter(a, folder, nn::LoadOptions().require_checksum(false)),
+                          Contains("sets \"" + key + "\": " + value.dump()) && Contains("cannot load it"));
+    }
+    CHECK(bits_equal(a.proj->lora()->A->weight.data(), before));
 }
