@@ -91,6 +91,7 @@ public:
 protected:
     // As Linear's: its adapter's merged state, or a state dict without it, refused (LoRAAdapter::check_state).
     void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const override;
+    bool has_state_check() const override { return lora_ != nullptr; }
 
 private:
     friend void tie_weights(Linear& head, Embedding& table);

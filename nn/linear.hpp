@@ -53,6 +53,7 @@ public:
 protected:
     // Refuses a state dict while the adapter is merged, or one without the adapter to load (LoRAAdapter::check_state).
     void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const override;
+    bool has_state_check() const override { return lora_ != nullptr; }
 
 private:
     friend void tie_weights(Linear& head, Embedding& table);

@@ -213,14 +213,29 @@ void Module::zero_grad(bool set_to_none) {
 
 void Module::check_state(const std::string&, const std::set<std::string>*, const char*) const {}
 
+// Depth first without recursion, as contains(), keeping the names along the current branch: a path
+// is spelt out only for a module that checks its state (every path of a chain n deep would copy
+// n²/2 names).
 void Module::check_states(const std::set<std::string>* loading, const char* op) const {
-    std::vector<std::pair<std::string, const Module*>> pending{{"", this}};  // iterative, as contains()
+    struct Pending {
+        const Module* module;
+        std::size_t depth;        // its parent's names on the branch
+        const std::string* name;  // null for the root
+    };
+    std::vector<Pending> pending{{this, 0, nullptr}};
+    std::vector<const std::string*> branch;
     while (!pending.empty()) {
-        const auto [path, m] = pending.back();
+        const Pending p = pending.back();
         pending.pop_back();
-        m->check_state(path, loading, op);
-        for (auto it = m->children_.rbegin(); it != m->children_.rend(); ++it)
-            pending.emplace_back(path.empty() ? it->first : path + "." + it->first, it->second.get());
+        branch.resize(p.depth);
+        if (p.name) branch.push_back(p.name);
+        if (p.module->has_state_check()) {
+            std::string path;
+            for (const std::string* name : branch) path += (path.empty() ? "" : ".") + *name;
+            p.module->check_state(path, loading, op);
+        }
+        for (auto it = p.module->children_.rbegin(); it != p.module->children_.rend(); ++it)
+            pending.push_back({it->second.get(), branch.size(), &it->first});
     }
 }
 

@@ -92,6 +92,8 @@ protected:
     // load_state_dict, null for state_dict(). Throws ValueError naming `op` for a state that cannot be
     // saved or loaded as it stands (a merged LoRA adapter, nn/lora.hpp); the default accepts.
     virtual void check_state(const std::string& path, const std::set<std::string>* loading, const char* op) const;
+    // True if check_state has something to check here (the walk spells out the path for those alone).
+    virtual bool has_state_check() const { return false; }
 
     // Own parameter `name`, to check a public member is still registered. Throws ValueError if
     // there is none, or if its array was resized since registration (check_parameter_shape).
