@@ -51,9 +51,9 @@ std::vector<std::string> split_words(const std::string& list) {
     }
 }
 
-// The Linear layers at `paths` adapted whole, then gpt2's attn.c_attn at its q, k, v parts
-// (rows d, e, e; e = the K/V heads' width), every other weight frozen. apply_lora freezes every
-// parameter it did not just add, so the parts' adapters, added first, are made trainable again.
+// gpt2's attn.c_attn adapted at its q, k, v parts (rows d, e, e; e = the K/V heads' width), then
+// the Linear layers at `paths` whole, every other weight frozen (a second apply_lora keeps the
+// first one's adapters trainable).
 std::vector<std::string> adapt(LanguageModel& model, const LoRATargets& t, xgrad::nn::LoRAOptions options) {
     namespace nn = xgrad::nn;
     std::vector<std::string> adapted;
@@ -66,8 +66,6 @@ std::vector<std::string> adapt(LanguageModel& model, const LoRATargets& t, xgrad
         const std::vector<std::string> more = nn::apply_lora(model, t.paths, options);
         adapted.insert(adapted.end(), more.begin(), more.end());
     }
-    for (const auto& [path, adapter] : nn::adapted_layers(model))
-        for (Tensor p : adapter->parameters()) p.requires_grad_(true);
     return adapted;
 }
 
@@ -143,10 +141,6 @@ void save_adapter_folder(const Config& cfg, const LanguageModel& model, examples
                    folder_bytes(dir));
     });
 }
-
-}  // namespace gpt
-
-namespace gpt {
 
 std::string lora_flags_mismatch(const std::string& path, const Config& cfg, bool resume) {
     nn::Metadata meta;

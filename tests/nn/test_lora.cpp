@@ -417,7 +417,8 @@ TEST_CASE("refusals that say what to do: no layer to adapt, a base checkpoint af
 // ---- defects found by a second hostile trial --------------------------------------------------
 
 TEST_CASE("LoRA parts: sizes whose sum overflows are refused, not merged out of bounds", "[nn][lora][regression]") {
-    // INT64_MAX + INT64_MAX + 6 wraps to 4 = out_features: accepted, merge() wrote rows [-2, 4) of W.
+    // INT64_MAX + INT64_MAX + 6 wraps to 4 = out_features in int64: accepted, merge() would write rows
+    // [-2, 4) of W.
     nn::Linear fc(4, 4);
     const std::int64_t big = std::numeric_limits<std::int64_t>::max();
     CHECK_THROWS_WITH(nn::add_lora(fc, nn::LoRAOptions().rank(1).parts({big, big, 6}, {false, false, true})),
@@ -426,7 +427,7 @@ TEST_CASE("LoRA parts: sizes whose sum overflows are refused, not merged out of 
 }
 
 TEST_CASE("merge() refuses a disabled adapter", "[nn][lora][regression]") {
-    // Merged while disabled, the layer computed the adapted output with enabled() false.
+    // Merged while disabled, the layer would compute the adapted output with enabled() false.
     const auto fc = hand_layer();
     const Tensor W = Tensor(fc->weight.data());
     fc->lora()->enabled(false);
@@ -437,8 +438,8 @@ TEST_CASE("merge() refuses a disabled adapter", "[nn][lora][regression]") {
 
 TEST_CASE("a model that is itself the adapted Linear: adapted_layers, merged_state_dict, apply_lora",
           "[nn][lora][regression]") {
-    // The walk started at the model's children: a bare adapted Linear had no adapter for them, and
-    // merged_state_dict returned W unmerged beside lora_A and lora_B.
+    // A walk from the model's children alone finds no adapter on a bare adapted Linear, and
+    // merged_state_dict would return W unmerged beside lora_A and lora_B.
     const auto fc = hand_layer();  // s·B·A = [[4, 4], [-2, -2]]
     const auto layers = nn::adapted_layers(*fc);
     REQUIRE(layers.size() == 1);
@@ -453,7 +454,7 @@ TEST_CASE("a model that is itself the adapted Linear: adapted_layers, merged_sta
 }
 
 TEST_CASE("a merged adapter whose A is frozen and B trains still refuses a training forward", "[nn][lora][regression]") {
-    // The check looked at A alone: B would silently get no gradient.
+    // A check of A alone would let B silently get no gradient.
     const auto fc = hand_layer();
     fc->lora()->A->weight.requires_grad_(false);
     fc->lora()->merge();

@@ -210,7 +210,7 @@ TEST_CASE("save_adapter and load_adapter carry an adapter on parts of a fused ou
 // ---- defects found by a hostile trial ----------------------------------------------------------
 
 TEST_CASE("load_adapter refuses a model whose adapter is merged, untouched", "[nn][lora][regression]") {
-    // Accepted before: the merged W kept the old update, and unmerge() then subtracted the new one.
+    // Loaded into a merged model, W would keep the old update and unmerge() would subtract the new one.
     TempDir dir;
     Small saved(1);
     adapt(saved);
@@ -225,8 +225,8 @@ TEST_CASE("load_adapter refuses a model whose adapter is merged, untouched", "[n
 }
 
 TEST_CASE("a save_adapter that fails leaves the folder's previous adapter loadable", "[nn][lora][regression]") {
-    // The config was written first: a tensor file that could not be written (a full disk; here the
-    // file-size limit) left the new config beside the old tensors, and neither adapter loaded.
+    // A tensor file that cannot be written (a full disk; here the file-size limit) must not leave a new
+    // config beside the old tensors, which neither adapter would load.
     TempDir dir;
     const std::string folder = dir.file("adapter");
     Small first(1, 64);
@@ -254,7 +254,7 @@ TEST_CASE("a save_adapter that fails leaves the folder's previous adapter loadab
 }
 
 TEST_CASE("save_adapter names the option in which two adapters differ", "[nn][lora][regression]") {
-    // Adapters that differed in dropout alone were refused as "(r 2, alpha 4) differs from (r 2, alpha 4)".
+    // Adapters that differ in dropout alone: the refusal names the dropouts, not only r and alpha.
     TempDir dir;
     Small model(1);
     nn::add_lora(*model.proj, nn::LoRAOptions().rank(2).alpha(4));
