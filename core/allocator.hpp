@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <new>
 
+#include <xgrad/core/detail/profiler_hooks.hpp>
+
 namespace xgrad {
 
 // Makes glibc keep freed memory for reuse, as MALLOC_MMAP_THRESHOLD_=33554432 (32 MiB) and
@@ -43,11 +45,14 @@ struct MallocAllocator {
         const auto address = (reinterpret_cast<std::uintptr_t>(raw) + kAlign) & ~std::uintptr_t{kAlign - 1};
         void** aligned = reinterpret_cast<void**>(address);
         aligned[-1] = raw;
+        profiler::detail::allocated(n * sizeof(T));  // the live bytes (core/profiler.hpp)
         return reinterpret_cast<T*>(aligned);
     }
 
-    void deallocate(T* p, std::size_t) noexcept {
-        if (p != nullptr) std::free(reinterpret_cast<void**>(p)[-1]);
+    void deallocate(T* p, std::size_t n) noexcept {
+        if (p == nullptr) return;
+        std::free(reinterpret_cast<void**>(p)[-1]);
+        profiler::detail::freed(n * sizeof(T));
     }
 
     // Any block may be freed through any instance.

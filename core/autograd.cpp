@@ -14,6 +14,7 @@
 #include <xgrad/core/detail/accumulate.hpp>
 #include <xgrad/core/detail/anomaly.hpp>
 #include <xgrad/core/detail/fork.hpp>
+#include <xgrad/core/profiler.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -57,6 +58,7 @@ Tensor make_result(Array out, const char* name, const Tensor* inputs, std::size_
     if (g_recorder && any)
         for (std::size_t i = 0; i < n; ++i)
             if (inputs[i].requires_grad()) g_recorder->add(inputs[i]);
+    if (profiler::detail::active()) profiler::detail::note_result(name, out.size());  // an elementwise op's FLOPs
     auto impl = std::make_shared<TensorImpl>(std::move(out));
     if (any && grad_enabled()) {
         auto node = std::make_shared<Node>();
@@ -262,6 +264,9 @@ void backward_pass(TensorImpl* r, const Array& root_grad, bool retain_graph, Cap
             std::lock_guard<std::mutex> lock(node.mutex);
             if (node.released.load(std::memory_order_relaxed)) throw_released(node);
             check_unmodified(node);
+            const profiler::detail::Scope event{profiler::detail::active()  // "<op> backward", while profiling
+                                                    ? profiler::detail::begin(node.name + " backward", profiler::Kind::backward)
+                                                    : profiler::detail::Handle{}};
             in_grads = node.backward(grad_out, t->data);
             if (!retain_graph) {
                 node.backward = nullptr;  // frees every array the closure saved
@@ -282,6 +287,7 @@ void backward_pass(TensorImpl* r, const Array& root_grad, bool retain_graph, Cap
                 check_new(g, in->data.shape(), "backward", source);
                 add_to_sum(capture->sums[capture->index.at(in)], std::move(g), in->data.shape());
             } else if (!in->grad_fn) {
+                const profiler::RecordFunction event("accumulate_grad", profiler::Kind::engine);
                 if (!capture) accumulate_leaf(*in, std::move(g), "backward", source);
             } else {
                 check_new(g, in->data.shape(), "backward", source);
@@ -297,6 +303,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     const Array seed = seed_of(root, gradient, "backward");
     const Array& root_grad = gradient.defined() ? gradient.data() : seed;
     TensorImpl* r = root.impl();
+    const profiler::LaneGuard lane(profiler::Lane::backward);  // the trace's backward lane
+    const profiler::RecordFunction event("backward", profiler::Kind::engine);
     if (!r->grad_fn) {  // backward on a leaf: dL/dL
         accumulate_leaf(*r, Array(root_grad), "backward", Source{"backward() on a leaf"});
         return;
@@ -314,6 +322,8 @@ Grads grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor
     }
     capture.sums.resize(inputs.size());
     TensorImpl* r = output.impl();
+    const profiler::LaneGuard lane(profiler::Lane::backward);
+    const profiler::RecordFunction event("grad", profiler::Kind::engine);
     if (capture.wants(r)) capture.sums[capture.index.at(r)] = root_grad;  // dL/d(output) itself
     else if (r->grad_fn) backward_pass(r, root_grad, retain_graph, &capture);
     Grads out(inputs.size());

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 
+#include <xgrad/core/detail/profiler_hooks.hpp>
 #include <xgrad/core/parallel.hpp>
 
 namespace xgrad {
@@ -175,6 +176,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     // One OpenBLAS thread per xgrad thread, from the first product on, even without a
     // set_num_threads call: the pool below splits the bands, so OpenBLAS's own threads would
     // only compete with it for the same cores.
+    profiler::detail::count_flops(2.0 * double(M) * double(N) * double(K));  // to the op it runs in
     static std::atomic<bool> blas_threads_set{false};
     if (!blas_threads_set.load(std::memory_order_acquire)) {
         std::lock_guard<std::mutex> lock(blas_setup_lock());

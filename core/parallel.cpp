@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <xgrad/core/detail/fork.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/error.hpp>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -84,7 +85,11 @@ public:
     explicit Pool(int threads) : threads_(threads) {
         workers_.reserve(std::size_t(threads - 1));
         try {
-            for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { work(); });
+            for (int t = 1; t < threads; ++t)
+                workers_.emplace_back([this, t] {
+                    profiler::detail::name_this_thread(fmt::format("pool worker {}", t).c_str());  // the trace's lane
+                    work();
+                });
         } catch (...) {
             stop_and_join();
             throw;
@@ -286,11 +291,17 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         InBody() { t_in_body = true; }
         ~InBody() { t_in_body = false; }
     };
+    // While profiling, a worker's chunks are events in its own lane, named after the caller's op.
+    const std::string op = profiler::detail::active() ? profiler::detail::innermost_name() : std::string();
+    const std::thread::id caller = std::this_thread::get_id();
     {
         InBody in_body;
         pool()->run([&](int t) {
             const std::size_t begin = bound(std::size_t(t)), end = bound(std::size_t(t) + 1);
             if (begin >= end) return;
+            const profiler::detail::Scope event{!op.empty() && std::this_thread::get_id() != caller
+                                                    ? profiler::detail::begin(op, profiler::Kind::worker)
+                                                    : profiler::detail::Handle{}};
             try {
                 body(begin, end);
             } catch (...) {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <xgrad/core/error.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/io/checksum.hpp>
 #include <xgrad/distributed/detail/backend.hpp>
 #include <xgrad/distributed/detail/signature.hpp>
@@ -130,7 +131,9 @@ void barrier() {
     backend::barrier();
 }
 
+// While profiling, each collective is an event with its payload (this rank's bytes, Event::bytes_sent).
 void broadcast(Tensor& t, int root) {
+    profiler::RecordFunction event("broadcast", profiler::Kind::collective);
     require_init("broadcast");
     const int W = world_size();
     std::string invalid;
@@ -138,31 +141,37 @@ void broadcast(Tensor& t, int root) {
     else if (root < 0 || root >= W) invalid = fmt::format("root {} is outside [0, {}): the world has {} ranks", root, W, W);
     detail::check_agree("broadcast", signature_of(fmt::format("broadcast from {}", root), t), invalid);
     Array& a = t.mutable_data();
+    event.bytes_sent(a.size() * sizeof(real));
     backend::broadcast(a.data(), a.size() * sizeof(real), root);
 }
 
 void all_reduce(Tensor& t, ReduceOp op) {
+    profiler::RecordFunction event("all_reduce", profiler::Kind::collective);
     require_init("all_reduce");
     detail::check_agree("all_reduce", signature_of(fmt::format("all_reduce {}", name(op)), t),
                         t.defined() ? "" : "got an undefined tensor");
     Array& a = t.mutable_data();
     if (op == ReduceOp::Mean) scale(a.data(), a.size(), real(1) / real(world_size()));  // divide, then sum
+    event.bytes_sent(a.size() * sizeof(real));
     backend::all_reduce_sum(a.data(), a.size(), detail::kReal);
 }
 
 Tensor all_gather(const Tensor& t) {
+    profiler::RecordFunction event("all_gather", profiler::Kind::collective);
     require_init("all_gather");
     detail::check_agree("all_gather", signature_of("all_gather", t), t.defined() ? "" : "got an undefined tensor");
     const Array& a = t.data();
     ArrayShape shape{static_cast<std::size_t>(world_size())};
     shape.insert(shape.end(), a.shape().begin(), a.shape().end());
     Array out(shape);  // (W, ...)
+    event.bytes_sent(a.size() * sizeof(real));
     backend::all_gather(a.data(), a.size() * sizeof(real), out.data());
     return from_array(std::move(out));
 }
 
 // t (W, ...) on every rank: rank r receives Σ_s t_s[r], shape (...), from MPI_Reduce_scatter_block.
 Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
+    profiler::RecordFunction event("reduce_scatter", profiler::Kind::collective);
     require_init("reduce_scatter");
     const int W = world_size();
     std::string invalid;
@@ -173,6 +182,7 @@ Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
     detail::check_agree("reduce_scatter", signature_of(fmt::format("reduce_scatter {}", name(op)), t), invalid);
     const Array& a = t.data();
     Array out(ArrayShape(a.shape().begin() + 1, a.shape().end()));  // (...): n = a.size() / W elements
+    event.bytes_sent(a.size() * sizeof(real));
     if (op == ReduceOp::Mean) {  // divide, then sum, on a copy: t is the caller's
         Array divided = a;
         scale(divided.data(), divided.size(), real(1) / real(W));
@@ -195,6 +205,7 @@ static std::string sparse_problem(const SparseGrad& g) {
 }
 
 SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
+    profiler::RecordFunction event("all_reduce (row-sparse)", profiler::Kind::collective);
     require_init("all_reduce");
     const std::string invalid = sparse_problem(g);
     detail::check_agree("all_reduce",
@@ -216,6 +227,7 @@ SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
     }
     std::vector<std::int64_t> indices(total);
     Array rows(ArrayShape{total, d});  // (Σ k_r, d)
+    event.bytes_sent(k * (sizeof(std::int64_t) + d * sizeof(real)));
     backend::all_gather_v(g.indices.data(), index_bytes, indices.data());
     backend::all_gather_v(g.values.data(), row_bytes, rows.data());
     if (op == ReduceOp::Mean) scale(rows.data(), rows.size(), real(1) / real(W));  // divide, then sum
@@ -227,6 +239,8 @@ SparseGrad all_reduce(const SparseGrad& g, ReduceOp op) {
 }
 
 void all_reduce(std::vector<double>& values, ReduceOp op) {
+    profiler::RecordFunction event("all_reduce (doubles)", profiler::Kind::collective);
+    event.bytes_sent(values.size() * sizeof(double));
     require_init("all_reduce");
     detail::check_agree("all_reduce", fmt::format("all_reduce {} of {} doubles", name(op), values.size()));
     if (op == ReduceOp::Mean)

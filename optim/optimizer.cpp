@@ -16,6 +16,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/parse.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad::optim {
 
@@ -280,6 +281,9 @@ void Optimizer::check_step(const std::function<bool(const Tensor& param)>& only)
 }
 
 void Optimizer::step(const std::function<bool(const Tensor& param)>& only) {
+    const profiler::LaneGuard lane(profiler::Lane::optimizer);  // the profiler's optimizer lane
+    const profiler::detail::Scope event{profiler::detail::active() ? profiler::detail::begin(kind_ + ".step", profiler::Kind::optimizer)
+                                                                   : profiler::detail::Handle{}};
     check_step(only);  // 1. everything validated first: a throw leaves parameters and state untouched
     auto skipped = [&](const Tensor& p) { return only && !only(p); };
     // 2. Update. ParamState is created at a parameter's first gradient, never before.
@@ -312,6 +316,8 @@ void Optimizer::step(const std::function<bool(const Tensor& param)>& only) {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
+    const profiler::LaneGuard lane(profiler::Lane::optimizer);
+    const profiler::RecordFunction event("zero_grad", profiler::Kind::optimizer);
     for (auto& group : groups_) {
         for (auto& [name, p] : group.params) {
             if (set_to_none) clear_grad(*p.impl());
