@@ -156,10 +156,12 @@ std::size_t status_bytes(const std::string& field) {
     return 0;
 }
 // Sets the peak to the resident memory now (writing 5 to /proc/self/clear_refs, Linux 4.0 on);
-// false where the kernel does not allow it.
+// false where the kernel does not allow it or the peak stays above the memory now (by 1 MiB).
 bool reset_peak_rss() {
     std::ofstream out("/proc/self/clear_refs");
-    return static_cast<bool>(out << "5" << std::flush) && status_bytes("VmHWM") > 0;
+    if (!(out << "5" << std::flush)) return false;
+    const std::size_t peak = status_bytes("VmHWM");
+    return peak > 0 && peak <= status_bytes("VmRSS") + (std::size_t(1) << 20);
 }
 
 // One Linear (3000 → 3000) with AdamW stepped once: m and v are 9·10⁶ elements each, 34 MiB (in
