@@ -201,7 +201,7 @@ TEST_CASE("save_safetensors refuses bad names and undefined tensors", "[nn][seri
     REQUIRE(nn::load_safetensors(path).tensors.empty());
 }
 
-TEST_CASE("save_safetensors_arrays writes the file save_safetensors writes, from arrays; a null one is refused",
+TEST_CASE("save_safetensors_arrays writes the file save_safetensors writes, from arrays, and refuses a null one",
           "[nn][serialize]") {
     TempDir dir;
     const Tensor a23({{1, 2, 3}, {4, 5, 6}}), b = zeros({0, 2});

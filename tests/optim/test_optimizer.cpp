@@ -180,7 +180,7 @@ TEST_CASE("state dict names and contents", "[optim][state]") {
     REQUIRE(exactly_equal(m.weight.data(), m2.weight.data()));
 }
 
-TEST_CASE("state_buffers: state_dict's names and order, pointing at the live buffers; state_dict copies",
+TEST_CASE("state_buffers: state_dict's names and order, pointing at the live buffers (state_dict copies them)",
           "[optim][state]") {
     TinyModel m;
     optim::Adam opt(m.params(), optim::AdamOptions(0.01));
