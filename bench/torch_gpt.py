@@ -24,6 +24,13 @@ the process's peak RSS (resource.getrusage ru_maxrss, MiB).
     /usr/bin/python3 bench/torch_gpt.py --pos rope --seed 2 # another position scheme or seed
     /usr/bin/python3 bench/torch_gpt.py --block-size 1024 --batch-size 4 --iters 50 --warmup 0 --eval-batches 1
                                                             # compare.py's T6: long context
+    /usr/bin/python3 bench/torch_gpt.py --n-layer 12 --n-head 12 --d 768 --batch-size 4 --vocab-size 4096 \
+        --iters 3 --warmup 0 --eval-batches 5 --checkpoint /tmp/ckpt.pt   # bench/t13.py: GPT-2 small's memory
+
+--vocab-size V gives the token table V rows while the ids stay characters: the memory and time of a
+V-token model (examples/gpt --tokenizer bpe --vocab-size V), not its losses. --checkpoint PATH saves,
+after training, what nanoGPT's train.py saves: {"model": state_dict, "optimizer": state_dict, ...}
+with torch.save; the JSON line then has the peak RSS by the last step beside the whole run's.
 
 The last line is one JSON object with every number, for bench/compare.py-style tooling.
 """
@@ -61,6 +68,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--data", default=None, help="a text file instead of the KJV")
     ap.add_argument("--save", default=None, help="write the trained state_dict here (torch.save)")
+    ap.add_argument("--vocab-size", type=int, default=0, help="rows of the token table (0: the characters')")
+    ap.add_argument("--checkpoint", default=None, help="save model and optimizer state here after training")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -70,7 +79,10 @@ def main():
     T, B = a.block_size, a.batch_size
     print(f"data   {len(ids)} characters, V {len(chars)}: train {len(train)} / val {len(val)}")
 
-    model = nanogpt.GPT(len(chars), T, a.n_layer, a.n_head, a.d, pos=a.pos, tie=not a.no_tie)
+    if a.vocab_size and a.vocab_size < len(chars):
+        sys.exit(f"torch_gpt.py: --vocab-size {a.vocab_size} is below the text's {len(chars)} characters")
+    vocab = a.vocab_size or len(chars)
+    model = nanogpt.GPT(vocab, T, a.n_layer, a.n_head, a.d, pos=a.pos, tie=not a.no_tie)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model  {n_params} parameters (pos {a.pos}, {'untied' if a.no_tie else 'tied'} head)")
     opt = nanogpt.adamw(model, a.lr, (a.beta1, a.beta2), a.weight_decay)
@@ -97,6 +109,9 @@ def main():
             print(f"step {it + 1:5d}/{a.iters}  loss {loss.item():.4f} nats  lr {lr:.2e}  "
                   f"{(it + 1) / train_time:6.2f} steps/s", flush=True)
     wall = time.perf_counter() - t0
+    train_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB, by the last step
+    if a.checkpoint:  # nanoGPT's train.py: the model's and the optimizer's state_dicts in one file
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "iter_num": a.iters}, a.checkpoint)
 
     model.eval()
     gen = torch.Generator().manual_seed(a.seed + 1)
@@ -114,8 +129,9 @@ def main():
         torch.save(model.state_dict(), a.save)
     print(json.dumps(dict(workload="gpt_default", pos=a.pos, tie=not a.no_tie, seed=a.seed, threads=a.threads,
                           iters=a.iters, val_random=random_val, val_fixed=fixed_val, train_random=random_train,
-                          steps_per_s=a.iters / train_time, wall_s=wall, params=n_params, vocab=len(chars),
-                          block=T, batch=B, peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+                          steps_per_s=a.iters / train_time, wall_s=wall, params=n_params, vocab=vocab,
+                          block=T, batch=B, train_peak_rss_mib=train_peak,
+                          peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 
 
 if __name__ == "__main__":

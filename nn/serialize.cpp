@@ -103,18 +103,28 @@ bool verify_checksum(const std::string& bytes, const std::string& path, const Lo
 }  // namespace
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+    std::vector<ArrayRef> arrays;  // each tensor's own array: nothing is copied
+    for (const auto& [name, t] : tensors) {
+        check(t.defined(), "save_safetensors", "tensor '{}' is undefined", name);
+        arrays.push_back({name, &t.data()});
+    }
+    save_safetensors_arrays(path, arrays, metadata);
+}
+
+void save_safetensors_arrays(const std::string& path, const std::vector<ArrayRef>& arrays, const Metadata& metadata) {
     check(host_is_little_endian(), "save_safetensors", "big-endian hosts are not supported");
     check(metadata.count(kChecksumKey) == 0, "save_safetensors",
           "the metadata key '{}' is reserved: xgrad writes the file's checksum there", kChecksumKey);
     nlohmann::json entries = nlohmann::json::object();
     std::set<std::string> names;
     std::size_t offset = 0;
-    for (const auto& [name, t] : tensors) {
+    for (const auto& [name, a] : arrays) {
         check(!name.empty() && name != "__metadata__", "save_safetensors", "invalid tensor name '{}'", name);
         check(names.insert(name).second, "save_safetensors", "duplicate tensor name '{}'", name);
-        check(t.defined(), "save_safetensors", "tensor '{}' is undefined", name);
-        const std::size_t bytes = t.numel() * sizeof(real);
-        entries[name] = {{"dtype", kDtype}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+        check(a != nullptr, "save_safetensors", "array '{}' is null", name);
+        const std::size_t bytes = a->size() * sizeof(real);
+        entries[name] = {{"dtype", kDtype}, {"shape", to_shape(a->shape())},
+                         {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
     }
     // The header: kStampPrefix, the 8 digits, then `tail` = '"', the caller's metadata, the entries.
@@ -137,16 +147,16 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
     // The checksum of every byte but its own digits, in file order.
     std::uint32_t crc = io::crc32(0, &n, 8);
     crc = io::crc32(io::crc32(crc, kStampPrefix.data(), kStampPrefix.size()), tail.data(), tail.size());
-    for (const auto& [_, t] : tensors)
-        if (t.numel() > 0) crc = io::crc32(crc, t.data().data(), t.numel() * sizeof(real));
+    for (const auto& [_, a] : arrays)
+        if (a->size() > 0) crc = io::crc32(crc, a->data(), a->size() * sizeof(real));
     const std::string text = kStampPrefix + fmt::format("{:08x}", crc) + tail;
 
     // Streamed to the file tensor by tensor, never assembled in memory (io/atomic_file.hpp).
     io::AtomicFile file(path, "save_safetensors");
     file.write(&n, 8);
     file.write(text);
-    for (const auto& [_, t] : tensors)
-        if (t.numel() > 0) file.write(t.data().data(), t.numel() * sizeof(real));  // an empty array's data() may be null
+    for (const auto& [_, a] : arrays)
+        if (a->size() > 0) file.write(a->data(), a->size() * sizeof(real));  // an empty array's data() may be null
     file.commit();
 }
 

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <xgrad/core/tensor.hpp>
 
@@ -41,6 +42,17 @@ struct SafetensorsFile {
 // directory, no permission, a full disk: each naming the path, the file left as it was).
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const Metadata& metadata = {});
+
+// A tensor's bytes where they already live: its name and its array, not owned (it must outlive
+// the save). For a state kept in arrays rather than tensors, e.g. an optimizer's moments
+// (optim::Optimizer::state_buffers), written with no copy of it.
+struct ArrayRef {
+    std::string name;
+    const Array* array = nullptr;
+};
+// The same file from arrays: the same checks, and ValueError for a null array.
+void save_safetensors_arrays(const std::string& path, const std::vector<ArrayRef>& arrays,
+                             const Metadata& metadata = {});
 
 // How load_safetensors treats a file without xgrad's checksum; setters chain, as LibTorch's options.
 //   nn::load_safetensors(path, nn::LoadOptions().require_checksum(false))   // e.g. written by Python

@@ -350,14 +350,20 @@ const ParamState* Optimizer::state_of(const std::string& name) const {
     return it == state_.end() || !it->second.initialized ? nullptr : &it->second;
 }
 
-OptimizerState Optimizer::state_dict() const {
-    OptimizerState s;
-    s.metadata = state_metadata();
+std::vector<std::pair<std::string, const Array*>> Optimizer::state_buffers() const {
+    std::vector<std::pair<std::string, const Array*>> out;  // "<param>.<buffer>", param_groups() order
     const std::vector<std::string> buffers = state_buffer_names();
     for (const auto& group : groups_)
         for (const auto& [name, p] : group.params)
             if (const ParamState* st = state_of(name))
-                for (const auto& b : buffers) s.tensors.emplace_back(name + "." + b, from_array(*st->buffer(b)));
+                for (const auto& b : buffers) out.emplace_back(name + "." + b, st->buffer(b));
+    return out;
+}
+
+OptimizerState Optimizer::state_dict() const {
+    OptimizerState s;
+    s.metadata = state_metadata();
+    for (const auto& [name, buffer] : state_buffers()) s.tensors.emplace_back(name, from_array(*buffer));  // a copy
     return s;
 }
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <xgrad/core/tensor.hpp>
@@ -163,8 +164,13 @@ public:
     // weight_decay, a parameter name already present, or the same tensor twice.
     void add_param_group(ParamGroup group);
 
-    // A deep copy of the state (see OptimizerState for the names).
+    // A deep copy of the state (see OptimizerState for the names): it holds as many bytes again
+    // as the buffers (AdamW: 2 · 4 B a parameter). A later step() leaves it as it was.
     OptimizerState state_dict() const;
+    // state_dict()'s tensors, same names and order, as pointers to the live buffers: no copy. They
+    // change with the next step() and load_state_dict(), and are valid while the optimizer lives.
+    // What train::save streams to a file from a TrainingState made from the optimizer itself.
+    std::vector<std::pair<std::string, const Array*>> state_buffers() const;
     // state_dict()'s metadata alone, no buffer copied.
     Metadata state_metadata() const;
     // Parameter `name`'s state as it is (read only), or null before its first step.

@@ -121,14 +121,20 @@ NamedTensors snapshot(const nn::Module& model) {
     for (const auto& [name, t] : model.state_dict()) out.emplace_back(name, t.detach());
     return out;
 }
+// The name of the first array holding a NaN or an infinity, or "".
+std::string first_non_finite(const std::vector<nn::ArrayRef>& arrays) {
+    for (const auto& [name, a] : arrays) {
+        const real* p = a->data();
+        if (!std::all_of(p, p + a->size(), [](real v) { return std::isfinite(v); })) return name;
+    }
+    return "";
+}
 }  // namespace
 
 std::string first_non_finite(const NamedTensors& tensors) {
-    for (const auto& [name, t] : tensors) {
-        const real* p = t.data().data();
-        if (!std::all_of(p, p + t.numel(), [](real v) { return std::isfinite(v); })) return name;
-    }
-    return "";
+    std::vector<nn::ArrayRef> arrays;
+    for (const auto& [name, t] : tensors) arrays.push_back({name, &t.data()});
+    return first_non_finite(arrays);
 }
 
 // ---- LoadOptions ---------------------------------------------------------------------------------
@@ -153,7 +159,10 @@ LoadOptions& LoadOptions::max_step(std::int64_t last_step) {
 
 // ---- TrainingState -------------------------------------------------------------------------------
 TrainingState::TrainingState(nn::Module& model, optim::Optimizer& optimizer)
-    : model_(&model), model_to_load_(&model), optimizer_(&optimizer) {}
+    : model_(&model), model_to_load_(&model), optimizer_(&optimizer), optimizer_to_save_(&optimizer) {}
+
+TrainingState::TrainingState(const nn::Module& model, const optim::Optimizer& optimizer)
+    : model_(&model), optimizer_to_save_(&optimizer) {}
 
 TrainingState::TrainingState(const nn::Module& model, const optim::OptimizerState& optimizer_state)
     : model_(&model), optimizer_state_(&optimizer_state) {}
@@ -188,22 +197,29 @@ TrainingState& TrainingState::add(const std::string& name, std::function<StringM
 
 // ---- save ----------------------------------------------------------------------------------------
 void save(const std::string& path, const TrainingState& state, const nn::Metadata& metadata) {
-    if (!state.optimizer_ && !state.optimizer_state_)
+    if (!state.optimizer_to_save_ && !state.optimizer_state_)
         throw std::logic_error(fmt::format("train::save {}: this TrainingState was made for loading only (it has "
                                            "a load function, not the optimizer's state)", path));
-    optim::OptimizerState owned;
-    const optim::OptimizerState& os = state.optimizer_ ? (owned = state.optimizer_->state_dict()) : *state.optimizer_state_;
-    NamedTensors tensors;
-    for (const auto& [name, t] : state.model_->state_dict()) tensors.emplace_back(kModel + name, t);
-    for (const auto& [name, t] : os.tensors) tensors.emplace_back(kOptim + name, t);
-    const std::string bad = first_non_finite(tensors);
+    // Every tensor is written from the array it lives in: the model's parameters and buffers, and
+    // the optimizer's live buffers or the gathered state's tensors. Nothing is copied.
+    const NamedTensors model_state = state.model_->state_dict();  // the module's own tensors, shared
+    std::vector<nn::ArrayRef> arrays;
+    for (const auto& [name, t] : model_state) arrays.push_back({kModel + name, &t.data()});
+    const optim::Metadata& optim_meta =
+        state.optimizer_to_save_ ? state.optimizer_to_save_->state_metadata() : state.optimizer_state_->metadata;
+    if (state.optimizer_to_save_)
+        for (const auto& [name, buffer] : state.optimizer_to_save_->state_buffers())
+            arrays.push_back({kOptim + name, buffer});
+    else
+        for (const auto& [name, t] : state.optimizer_state_->tensors) arrays.push_back({kOptim + name, &t.data()});
+    const std::string bad = first_non_finite(arrays);
     if (!bad.empty())
         throw std::runtime_error(fmt::format("{}: not saved: '{}' holds a NaN or an infinity (the run diverged); "
                                              "the file is left as it was",
                                              path, bad));
 
     nn::Metadata meta;
-    for (const auto& [key, value] : os.metadata) meta[kOptim + key] = value;
+    for (const auto& [key, value] : optim_meta) meta[kOptim + key] = value;
     meta[kStep] = std::to_string(state.step_);
     if (state.rng_) meta[kRng] = generator_text(*state.rng_);
     if (state.scheduler_) meta[kSchedulerStep] = std::to_string(state.scheduler_->current_step());
@@ -225,7 +241,7 @@ void save(const std::string& path, const TrainingState& state, const nn::Metadat
                                                      "own ('{}...')", path, key, prefix));
         meta[key] = value;
     }
-    nn::save_safetensors(path, tensors, meta);
+    nn::save_safetensors_arrays(path, arrays, meta);
 }
 
 // ---- load ----------------------------------------------------------------------------------------

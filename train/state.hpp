@@ -74,7 +74,11 @@ int load(const std::string& path, TrainingState& state, const LoadOptions& optio
 // optimizer's gathered state) can be saved, not loaded into: load throws std::logic_error.
 class TrainingState {
 public:
+    // From the live objects: save writes the optimizer's buffers straight from where they live
+    // (optim::Optimizer::state_buffers), with no copy of the state; load restores them.
     TrainingState(nn::Module& model, optim::Optimizer& optimizer);
+    // The same for saving only (a const model or optimizer).
+    TrainingState(const nn::Module& model, const optim::Optimizer& optimizer);
     // For saving a sharded optimizer (distributed::ZeroRedundancyOptimizer): its whole state, as
     // its collective state_dict() gathers it; the file is the same as one process's optimizer's.
     TrainingState(const nn::Module& model, const optim::OptimizerState& optimizer_state);
@@ -117,7 +121,8 @@ private:
 
     const nn::Module* model_;
     nn::Module* model_to_load_ = nullptr;
-    optim::Optimizer* optimizer_ = nullptr;
+    optim::Optimizer* optimizer_ = nullptr;               // to load into
+    const optim::Optimizer* optimizer_to_save_ = nullptr;  // to save from, without a copy
     const optim::OptimizerState* optimizer_state_ = nullptr;
     std::function<void(const optim::OptimizerState&)> load_optimizer_;
     int step_ = 0;

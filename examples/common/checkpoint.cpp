@@ -34,7 +34,8 @@ void save_checkpoint(const std::string& path, const train::TrainingState& state,
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& opt, int step,
                      const std::mt19937_64& rng, const RunFlags& flags,
                      const std::optional<train::TextFingerprint>& data) {
-    save_checkpoint(path, model, opt.state_dict(), step, rng, flags, data);
+    // Written from AdamW's live buffers: no copy of its state.
+    save_checkpoint(path, train::TrainingState(model, opt).generator(rng).step(step), flags, data);
 }
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::OptimizerState& optimizer_state,

@@ -46,7 +46,7 @@ static double zero_step(LanguageModel& model, distributed::ZeroRedundancyOptimiz
                         const std::vector<data::Batch>& micro, const Config& cfg);
 
 // ---- the run, as nanoGPT's train.py: data, model, optimizer, the loop, save, report --------------
-static int run(const Config& cfg, const examples::FlagTable& flags) {
+static int run(const Config& cfg, const examples::FlagTable& flags, std::optional<double>& training_peak_mib) {
     const double t0 = examples::now_seconds();
     const bool rank0 = distributed::rank() == 0;  // rank 0 alone writes files (and alone has a stdout)
     const examples::BatchSplit split = prepare_run(cfg);
@@ -96,13 +96,16 @@ static int run(const Config& cfg, const examples::FlagTable& flags) {
     }
     progress.finish();
     if (!sync_timer.line().empty()) fmt::print("{}\n", sync_timer.line());
+    training_peak_mib = peak_rss_mib();  // the steps' peak, before anything is saved
 
     // ---- save and report: AdamW's whole state (ZeRO: gathered onto rank 0, collective) ------------
-    const optim::OptimizerState optimizer_state = zero ? zero->state_dict() : rank0 ? opt->state_dict() : optim::OptimizerState{};
+    std::optional<optim::OptimizerState> gathered;  // one process: none, the file is written from AdamW's own buffers
+    if (zero) gathered = zero->state_dict();
     const optim::MemoryReport memory = zero ? zero->memory_report() : opt->memory_report();
     if (!rank0) return 0;
     examples::FinalSaves saves;  // a failed save is reported, the other files are still written
-    save(cfg, flags, model, optimizer_state, end, sampler, d, saves);
+    save(cfg, flags, model, gathered ? train::TrainingState(model, *gathered) : train::TrainingState(model, *opt), end,
+         sampler, d, saves);
     saves.attempt(cfg.out + "/loss.csv", [&] {  // a row that could not be written, reported again here
         log->flush();
         if (!log->failure().empty()) throw std::runtime_error(log->failure());
@@ -126,10 +129,14 @@ int main(int argc, char** argv) {
     add_flags(flags, cfg);  // config.cpp: one row a flag
     return examples::parse_and_run(app, "gpt", argc, argv, [&] {
         finish_flags(flags, cfg);
-        const int status = run(cfg, flags);
-        if (distributed::rank() == 0)  // the memory at its highest, whichever options made it
-            fmt::print("peak RSS {:.1f} MiB (getrusage ru_maxrss: the most memory this process held at once)\n",
-                       peak_rss_mib());
+        std::optional<double> training_peak_mib;
+        const int status = run(cfg, flags, training_peak_mib);
+        // The memory at its highest, whichever options made it, and the training's share of it.
+        const std::string training =
+            training_peak_mib ? fmt::format("; {:.1f} MiB by the last step", *training_peak_mib) : "";
+        if (distributed::rank() == 0)
+            fmt::print("peak RSS {:.1f} MiB (getrusage ru_maxrss: the most memory this process held at once){}\n",
+                       peak_rss_mib(), training);
         return status;
     });
 }

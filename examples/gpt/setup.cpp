@@ -184,12 +184,12 @@ int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& 
 }
 
 void save(const Config& cfg, const examples::FlagTable& flags, const LanguageModel& model,
-          const optim::OptimizerState& optimizer_state, int step, const data::WindowSampler& sampler,
-          const TextData& d, examples::FinalSaves& saves) {
+          train::TrainingState state, int step, const data::WindowSampler& sampler, const TextData& d,
+          examples::FinalSaves& saves) {
     if (d.tokens.is_bpe())
         saves.attempt(cfg.out + "/tokenizer.bpe", [&] { d.tokens.tokenizer().save(cfg.out + "/tokenizer.bpe"); });
     saves.attempt(cfg.out + "/checkpoint.safetensors", [&] {
-        const train::TrainingState state = train::TrainingState(model, optimizer_state).add("sampler", sampler).step(step);
+        state.add("sampler", sampler).step(step);
         examples::save_checkpoint(cfg.out + "/checkpoint.safetensors", state, flags.values(examples::kResume),
                                   d.fingerprint);
     });

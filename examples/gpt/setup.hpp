@@ -7,6 +7,7 @@
 #include <xgrad/data/sampler.hpp>
 #include <xgrad/optim/lr_scheduler.hpp>
 #include <xgrad/train/fingerprint.hpp>
+#include <xgrad/train/state.hpp>
 
 #include "common/data_parallel.hpp"  // BatchSplit
 #include "common/outputs.hpp"        // FinalSaves
@@ -63,9 +64,10 @@ int restore(const Config& cfg, const examples::FlagTable& flags, LanguageModel& 
 // vocabulary sampling needs), and for byte pairs tokenizer.bpe beside them; each tried even if
 // another fails (a full disk). A LoRA run: its checkpoint holds the frozen base, the adapters and
 // their AdamW state; the adapter folder --out/adapter; model.safetensors only with --merge-lora,
-// the adapters merged. `optimizer_state`: AdamW's whole state (ZeRO: gathered).
+// the adapters merged. `state`: the model and AdamW, live (its buffers written where they are,
+// no copy) or under ZeRO its gathered state; save adds the sampler and the step.
 void save(const Config& cfg, const examples::FlagTable& flags, const LanguageModel& model,
-          const optim::OptimizerState& optimizer_state, int step, const data::WindowSampler& sampler,
-          const TextData& d, examples::FinalSaves& saves);
+          train::TrainingState state, int step, const data::WindowSampler& sampler, const TextData& d,
+          examples::FinalSaves& saves);
 
 }  // namespace gpt

@@ -201,6 +201,19 @@ TEST_CASE("save_safetensors refuses bad names and undefined tensors", "[nn][seri
     REQUIRE(nn::load_safetensors(path).tensors.empty());
 }
 
+TEST_CASE("save_safetensors_arrays writes the file save_safetensors writes, from arrays, and refuses a null one",
+          "[nn][serialize]") {
+    TempDir dir;
+    const Tensor a23({{1, 2, 3}, {4, 5, 6}}), b = zeros({0, 2});
+    nn::save_safetensors(dir.file("t.safetensors"), {{"a", a23}, {"b", b}}, {{"k", "v"}});
+    nn::save_safetensors_arrays(dir.file("r.safetensors"), {{"a", &a23.data()}, {"b", &b.data()}}, {{"k", "v"}});
+    CHECK(read_bytes(dir.file("r.safetensors")) == read_bytes(dir.file("t.safetensors")));
+    const std::string refused = dir.file("n.safetensors");
+    CHECK_THAT(message_of<ValueError>([&] { nn::save_safetensors_arrays(refused, {{"n", nullptr}}); }),
+               Contains("save_safetensors: array 'n' is null"));
+    CHECK(!fs::exists(refused));
+}
+
 TEST_CASE("a hand-made file loads - F64 data is converted", "[nn][serialize]") {
     TempDir dir;
     const std::string path = dir.file("w.safetensors");

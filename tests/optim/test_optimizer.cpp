@@ -180,6 +180,28 @@ TEST_CASE("state dict names and contents", "[optim][state]") {
     REQUIRE(exactly_equal(m.weight.data(), m2.weight.data()));
 }
 
+TEST_CASE("state_buffers: state_dict's names and order, pointing at the live buffers (state_dict copies them)",
+          "[optim][state]") {
+    TinyModel m;
+    optim::Adam opt(m.params(), optim::AdamOptions(0.01));
+    m.set_grads(1, true);
+    opt.step();
+    const optim::OptimizerState copy = opt.state_dict();
+    const auto live = opt.state_buffers();
+    REQUIRE(live.size() == copy.tensors.size());
+    for (std::size_t i = 0; i < live.size(); ++i) {
+        INFO(live[i].first);
+        CHECK(live[i].first == copy.tensors[i].first);
+        CHECK(exactly_equal(*live[i].second, copy.tensors[i].second.data()));
+    }
+    REQUIRE(live[0].first == "emb.weight.exp_avg");
+    CHECK(live[0].second == &opt.state_of("emb.weight")->exp_avg);  // the buffer itself, not a copy
+    m.set_grads(2, true);
+    opt.step();  // changes the buffers, so the live view, not the copy
+    CHECK(exactly_equal(*live[0].second, opt.state_of("emb.weight")->exp_avg));
+    CHECK_FALSE(exactly_equal(*live[0].second, copy.tensors[0].second.data()));
+}
+
 TEST_CASE("load_state_dict rejects mismatches with clear messages and changes nothing",
           "[optim][state][errors]") {
     Tensor w = make_param({2, 3});
