@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# examples/gpt/profile_table.sh — where the default GPT's training step goes, at T 64 and T 1,024,
+# from xgrad's profiler: the tables of examples/gpt/README.md, "Where a step's time goes".
+#
+#   1. The default model (L 4, H 4, d 128, B 12 windows, the KJV's characters, AdamW, clipping,
+#      1 thread) at --block-size 64 and 1,024: STEPS steps, of which PROFILE after the 5 warm-up
+#      steps go through the profiler (--profile), each run's log kept.
+#   2. The machine's single-core sgemm rate: bench's W5 row, three raw cblas_sgemm of (256 × 512)
+#      and (512 × 512) shapes (xgrad_bench --benchmark_filter=W5_matmul_raw_sgemm), when
+#      BUILD/bench/xgrad_bench exists (cmake -DXGRAD_BUILD_BENCH=ON); else SGEMM_GFLOPS, if given.
+#   3. Two markdown tables: ms per step and share by op category side by side, with the step's
+#      time, its counted FLOPs (products 2·M·N·K, elementwise ops one a value), their rate and
+#      MFU = that rate / the sgemm rate; then the ops of the largest self time, share by share.
+#      Then the machine, the load and the date.
+# Usage: examples/gpt/profile_table.sh [--quick] [BUILD]   BUILD: a Release build with examples/gpt
+#                                                          (default: build), or the gpt binary in it
+#   --quick               a tiny model at T 16 and 64, 2 profiled steps: a check of the script
+#   PROFILE=10 STEPS=16   profiled steps, steps in each run (at least PROFILE + 5)
+#   WORK=DIR              keep the runs' logs, traces and pictures in DIR
+set -euo pipefail
+quick=0
+if [[ ${1:-} == --quick ]]; then quick=1; shift; fi
+build=${1:-build}
+gpt=$build/examples/gpt
+if [[ -f $build && -x $build ]]; then gpt=$build build=$(dirname "$(dirname "$build")"); fi
+[[ -x $gpt ]] || { echo "profile_table.sh: $gpt is not built (cmake --build $build --target gpt)" >&2; exit 2; }
+profile=${PROFILE:-10}
+steps=${STEPS:-$((profile + 6))}
+model=() short=64 long=1024
+if (( quick )); then
+    model=(--data /usr/share/dict/words --n-layer 1 --n-head 2 --d 16 --batch-size 4)
+    profile=2 steps=8 short=16 long=64
+fi
+work=${WORK:-$(mktemp -d)}
+[[ -n ${WORK:-} ]] || trap 'rm -rf "$work"' EXIT
+export OPENBLAS_NUM_THREADS=1
+load_start=$(cut -d' ' -f1 /proc/loadavg)
+
+for T in "$short" "$long"; do
+    echo "profiling T $T: $steps steps, steps 6..$((profile + 5)) profiled" >&2
+    "$gpt" "${model[@]}" --block-size "$T" --steps "$steps" --profile "$profile" --eval-every "$steps" \
+           --eval-batches 1 --sample 0 --threads 1 --out "$work/T$T" > "$work/T$T.log"
+done
+
+sgemm=${SGEMM_GFLOPS:-}
+bench=$build/bench/xgrad_bench
+if [[ -x $bench && -z $sgemm ]]; then
+    "$bench" --benchmark_filter='^W5_matmul_raw_sgemm$' --benchmark_repetitions=3 --benchmark_format=json \
+             --benchmark_min_time=1 > "$work/w5.json" 2> /dev/null
+    sgemm=$(python3 -c "import json, statistics, sys
+runs = [b for b in json.load(open(sys.argv[1]))['benchmarks'] if b.get('run_type') == 'iteration']
+print(f\"{statistics.median(b['GFLOPs'] for b in runs) / 1e9:.1f}\")" "$work/w5.json")
+fi
+
+python3 - "$work/T$short.log" "$work/T$long.log" "$short" "$long" "${sgemm:-}" <<'EOF'
+import re, sys
+short_log, long_log, short, long, sgemm = sys.argv[1:6]
+
+def read(path):
+    text = open(path).read()
+    block = text[text.index("\ntime per step by category"):text.index("\ncounted FLOPs")]
+    cats = re.findall(r"^  (.+?)\s+([\d.]+) ms\s+([\d.]+)%$", block, re.M)
+    step_ms = float(re.search(r"^time per step by category \(\d+ steps, ([\d.]+) ms a step\)", text, re.M)[1])
+    gflop = float(re.search(r"^counted FLOPs ([\d.]+) GFLOP per step", text, re.M)[1])
+    ops = []  # the table's rows: name, calls, self s, self %, total s, GFLOP/s, alloc MiB
+    table = text[text.index("\nname "):text.index("\nother (between ops)")].splitlines()[2:]
+    for row in table:
+        t = row.split()
+        if len(t) >= 7 and not row.startswith("("):
+            ops.append((" ".join(t[:-6]), float(t[-4].rstrip("%"))))
+    return {name: (float(ms), float(pct)) for name, ms, pct in cats}, step_ms, gflop, ops
+
+(c1, ms1, g1, ops1), (c2, ms2, g2, ops2) = read(short_log), read(long_log)
+print(f"| the step's time by category | T {int(short):,}: ms per step | share | T {int(long):,}: ms per step | share |")
+print("|---|---:|---:|---:|---:|")
+for name in c1:
+    print(f"| {name} | {c1[name][0]:.2f} | {c1[name][1]:.1f}% | {c2[name][0]:.2f} | {c2[name][1]:.1f}% |")
+print(f"| **the step** | **{ms1:.2f}** | 100% | **{ms2:.2f}** | 100% |")
+rate1, rate2 = g1 / ms1 * 1e3, g2 / ms2 * 1e3
+print(f"| counted FLOPs per step (GFLOP) | {g1:.3f} | | {g2:.3f} | |")
+print(f"| their rate (GFLOP/s) | {rate1:.1f} | | {rate2:.1f} | |")
+if sgemm:
+    s = float(sgemm)
+    print(f"| MFU: the rate over sgemm's {s:.1f} GFLOP/s (W5, raw cblas_sgemm) | {100 * rate1 / s:.1f}% | | {100 * rate2 / s:.1f}% | |")
+print()
+print(f"| op (self time; a backward closure is its own row) | T {int(short):,}: share | T {int(long):,}: share |")
+print("|---|---:|---:|")
+top = [n for n, _ in ops1[:8]] + [n for n, _ in ops2[:8] if n not in [m for m, _ in ops1[:8]]]
+d1, d2 = dict(ops1), dict(ops2)
+for n in top:
+    f = lambda d: f"{d[n]:.1f}%" if n in d else "-"
+    print(f"| {n} | {f(d1)} | {f(d2)} |")
+EOF
+echo
+echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, 1 thread;" \
+     "load average (1 min) $load_start at start, $(cut -d' ' -f1 /proc/loadavg) at end; $(date -u '+%Y-%m-%d %H:%M UTC');" \
+     "$profile profiled steps of $steps a run; sgemm rate ${sgemm:-not measured (no $bench)} GFLOP/s."
