@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """bench/compare.py — run xgrad and PyTorch side by side on workloads W1–W6, T1–T6 and T4gen, and xgrad
 alone on W7 (bench/w7.py: the gemm libraries per product shape), T7, T8, T9, T10 (bench/data_shards:
-token shards), T11 (bench/t11.py: the pool beside a busy process) and T12 (bench/t12.py: a LoRA step
-against a full fine-tuning step), and print one table.
+token shards), T11 (bench/t11.py: the pool beside a busy process), T12 (bench/t12.py: a LoRA step
+against a full fine-tuning step) and T14 (bench/t14.py: the profiler's cost), and print one table.
 
     make bench                              # builds build-bench/, then runs this with the defaults
     make bench ARGS="--threads 2"           # both sides on 2 threads
@@ -35,6 +35,7 @@ import time
 import t9  # bench/t9.py: ZeRO against DDP under mpirun
 import t11  # bench/t11.py: the pool at 1 and 2 threads, idle and beside a busy process
 import t12  # bench/t12.py: a LoRA step against a full fine-tuning step, and their bytes
+import t14  # bench/t14.py: the profiler's cost on T1's step, off and on
 import w7  # bench/w7.py: OpenBLAS, libxsmm, BLIS and xgrad::gemm on each product shape
 from page import WORKLOAD_ORDER, print_table  # bench/page.py: the results page
 
@@ -505,6 +506,11 @@ def met_at_least(values, target):
     return "yes" if min(values) >= target else "no" if max(values) < target else "mixed"
 
 
+def met_at_most(values, target):
+    """yes when every repeat stays at or below target, no when none does, mixed otherwise."""
+    return "yes" if max(values) <= target else "no" if min(values) > target else "mixed"
+
+
 def fmt_range(values, f):
     vals = sorted(values)
     med = statistics.median(vals)
@@ -517,8 +523,10 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="threads for both sides (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="full repeats; ratios get min and max (default 3)")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps per benchmark (default 1)")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,T1,T2,T3,T4,T4gen,T5,T6,T7,T8,T9,T10,T11,T12",
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,T1,T2,T3,T4,T4gen,T5,T6,T7,T8,T9,T10,T11,T12,T14",
                     help="comma-separated workloads (default all)")
+    ap.add_argument("--baseline-build", metavar="DIR",
+                    help="T14: a build of the tree before the profiler, whose T1 is timed beside this one's")
     ap.add_argument("--t4-steps", type=int, default=200, help="T4, T9: steps of each examples/gpt run (default 200)")
     ap.add_argument("--w6-steps", type=int, default=0,
                     help="W6: stop both char_mlp runs after this many steps (default 0: the whole default run)")
@@ -545,8 +553,9 @@ def main():
     pt = [dict() for _ in range(args.repeats)]
     mem, gpt_runs, dp_runs, gen_runs = [], [], [], []
     attention_runs, t6_runs, t7_runs, t8_runs, t9_runs, t10_runs, t11_runs, w7_runs = [], [], [], [], [], [], [], []
-    t12_runs = []
-    tools = dict(run=run, steady_rate=steady_rate, fmt_range=fmt_range, met_at_least=met_at_least, MPIRUN=MPIRUN, MPI_ENV=MPI_ENV)
+    t12_runs, t14_runs = [], []
+    tools = dict(run=run, steady_rate=steady_rate, fmt_range=fmt_range, met_at_least=met_at_least, met_at_most=met_at_most,
+                 xgrad_benchmarks=xgrad_benchmarks, MPIRUN=MPIRUN, MPI_ENV=MPI_ENV)
     for rep in range(args.repeats):
         for w in only:
             print(f"[repeat {rep + 1}/{args.repeats}] {w} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
@@ -573,6 +582,9 @@ def main():
                 continue
             if w == "T12":
                 t12_runs.append(xgrad_benchmarks(args, "^T12_"))
+                continue
+            if w == "T14":
+                t14_runs.append(t14.measure(args, tools))
                 continue
             if w == "T9":
                 t9_runs.append(t9.measure(args, rep, tools))
@@ -712,7 +724,9 @@ def main():
         rows += t11.rows(t11_runs, tools)
     if t12_runs:
         rows += t12.rows(t12_runs, tools)
-    sides = "xgrad alone" if set(only) <= {"W7", "T7", "T8", "T9", "T10", "T11", "T12"} else f"xgrad vs PyTorch {pt_version()}"
+    if t14_runs:
+        rows += t14.rows(t14_runs, tools)
+    sides = "xgrad alone" if set(only) <= {"W7", "T7", "T8", "T9", "T10", "T11", "T12", "T14"} else f"xgrad vs PyTorch {pt_version()}"
     print_table(args, f"{sides}, {args.threads} thread(s), {args.repeats} repeat(s), "
                 f"{args.min_time:g} s of timed steps per benchmark; median [min – max] over the repeats",
                 (load_start, load_end), ("workload", "unit", "xgrad", "PyTorch", "xgrad/PyTorch", "target", "met"),
@@ -721,7 +735,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "xgrad": xg, "pytorch": pt, "w6": mem, "t3": gpt_runs, "t4": dp_runs,
                        "t4gen": gen_runs, "t5": attention_runs, "t6": t6_runs, "t7": t7_runs, "t8": t8_runs,
-                       "t9": t9_runs, "t10": t10_runs, "t11": t11_runs, "t12": t12_runs, "w7": w7_runs, "load": [load_start, load_end]}, f, indent=1)
+                       "t9": t9_runs, "t10": t10_runs, "t11": t11_runs, "t12": t12_runs, "t14": t14_runs, "w7": w7_runs, "load": [load_start, load_end]}, f, indent=1)
 
 
 # The targets for xgrad's own speed-up at 2 threads: T1 and W2 at least 1.5x their

@@ -111,7 +111,7 @@ T12_PROFILE = [
 ]
 
 # The page's workloads in table order; a row's workload is the first word of its first cell.
-WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9", "T10", "T11", "T12")
+WORKLOAD_ORDER = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "T1", "T2", "T3", "T4", "T4gen", "T5", "T6", "T7", "T8", "T9", "T10", "T11", "T12", "T14")
 
 
 def workload_of(row):

@@ -18,6 +18,8 @@
 //   T12 T1's step with LoRA (r 8 on attention and MLP, the rest frozen; _lora) beside T1's full
 //       fine-tuning step (_full) and the bound with no adapter (_frozen: only wpe trained); counters:
 //       AdamW state and parameter + gradient bytes
+//   T14 T1's step with no profiler (_off) beside the same step under core/profiler.hpp's Profiler
+//       (_on: prof.step() after every step, a new profiler every 20 steps; counter events_per_step)
 //   T2  one op's forward + backward at the GPT example's shapes (B 12, T 64, d 128, H 4,
 //       hd 32, MLP hidden 512): gelu "none" and "tanh" on (B, T, 4d), layer_norm on (B, T, d)
 //       with weight and bias, softmax over the last dim of (B, H, T, T), causal
@@ -51,6 +53,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/threads.hpp>
 #include <xgrad/core/parallel.hpp>
 #include "model.hpp"  // examples/char_mlp: the very model the main example trains
@@ -405,6 +410,33 @@ void T12_gpt_step_frozen(benchmark::State& state) {
     t12(state, w, T12Mode::frozen);
 }
 
+// ---- T14: the profiler's cost on T1's step ------------------------------------------------------------
+// /off: T1 itself, timed beside /on, which runs the same step under a Profiler with its defaults
+// (memory sampled, no shapes), calling step() after each and stopping every 20 steps, so that each
+// profile's stop (merging the threads' events, the self times) is paid as a user pays it.
+void T14_gpt_step_off(benchmark::State& state) {
+    static std::unique_ptr<GptStep> w;
+    run_steps(state, cached(w));
+}
+void T14_gpt_step_on(benchmark::State& state) {
+    static std::unique_ptr<GptStep> w;
+    GptStep& g = cached(w);
+    std::size_t events = 0, steps = 0;
+    std::optional<profiler::Profiler> prof;
+    for (auto _ : state) {
+        if (!prof) prof.emplace();
+        g.step();
+        prof->step();
+        if (++steps % 20 == 0) {
+            events += prof->stop().events.size();
+            prof.reset();
+        }
+    }
+    if (prof) events += prof->stop().events.size();
+    state.counters["steps_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+    state.counters["events_per_step"] = double(events) / double(std::max<std::size_t>(steps, 1));
+}
+
 // ---- T4gen: generating 512 tokens after a 64-token prompt ------------------------------------------
 // A GPT of examples/gpt's shape at block 512 (learned positions, tied head, V 65, initialised
 // as examples/gpt does); each iteration generates from the same prompt and seed, so the two
@@ -583,6 +615,8 @@ BENCHMARK(T1_gpt_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T12_gpt_step_full)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T12_gpt_step_lora)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T12_gpt_step_frozen)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T14_gpt_step_off)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(T14_gpt_step_on)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T4gen_kv_cache)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(T4gen_recompute)->Arg(512)->Arg(448)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(T7_embedding_dense)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -8,7 +8,8 @@
 // align_begin), which rounds exp and others differently, so values would depend on addresses.
 // Units: bytes. allocate throws std::bad_array_new_length when n·sizeof(T) overflows and
 // OutOfMemoryError (core/error.hpp, a std::bad_alloc) naming the bytes when malloc fails; it
-// never returns null.
+// never returns null. Each block's bytes are added to the count of bytes live in Arrays, and taken
+// off when it is freed (profiler::memory_allocated, core/profiler.hpp).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@
 #include <cstdlib>
 #include <new>
 
-#include <xgrad/core/detail/profiler_hooks.hpp>
+#include <xgrad/core/profiler_hooks.hpp>
 
 namespace xgrad {
 

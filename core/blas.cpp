@@ -25,7 +25,7 @@
 #include <memory>
 #include <mutex>
 
-#include <xgrad/core/detail/profiler_hooks.hpp>
+#include <xgrad/core/profiler_hooks.hpp>
 #include <xgrad/core/parallel.hpp>
 
 namespace xgrad {

@@ -26,6 +26,7 @@
 #include <xgrad/core/selection.hpp>    // where gather scatter_add topk sort argsort
 #include <xgrad/core/random.hpp>       // multinomial (no gradient)
 #include <xgrad/core/checkpoint.hpp>   // checkpoint (activation checkpointing)
+#include <xgrad/core/profiler.hpp>     // OpScope, the first line of an op (README.md, "Adding an op")
 
 namespace xgrad {
 

@@ -1,33 +1,17 @@
-// core/profiler.hpp — where a step's time and memory go, measured from inside the engine.
+// core/profiler.hpp — where a step's time and memory go, recorded by the engine itself; as
+// torch.profiler (https://pytorch.org/docs/stable/profiler.html). README.md, "Profiling a step",
+// explains the events, self time, FLOPs and the memory timeline.
 //
-//   profiler::Profiler prof(profiler::Options().record_shapes(true));  // starts; step 0 opens
+//   profiler::Profiler prof;                       // records from here; "ProfilerStep#0" opens
 //   for (int s = 0; s < 3; ++s) {
-//       profiler::RecordFunction scope("micro-step");               // a region of your own
-//       opt.zero_grad(); model(x).backward(); opt.step();
-//       prof.step();                                                // closes step s, opens s + 1
+//       opt.zero_grad(); loss_of(model, batch).backward(); opt.step();
+//       prof.step();                               // closes step s, opens s + 1
 //   }
 //   const profiler::Profile& p = prof.stop();
 //   fmt::print("{}", profiler::table(profiler::key_averages(p), p));
-//   profiler::export_chrome_trace(p, "trace.json");                 // Perfetto, chrome://tracing
+//   profiler::export_chrome_trace(p, "trace.json");   // Perfetto, chrome://tracing
 //
-// An event is one interval on one thread: an op's forward (the op's own function, from its checks to
-// its result), an op's backward closure ("<op> backward"), the engine's pass ("backward"), a
-// gradient added into a leaf ("accumulate_grad"), an optimizer's step and zero_grad, a collective
-// (with the bytes it sends), a region a script marks with RecordFunction, a pool worker's share of a
-// parallel loop, and "ProfilerStep#k" around each step. Events on one thread nest; an event's self
-// time is its duration less its children's, so the self times of one thread sum to the wall time
-// the profiler ran (the step events hold the time between ops).
-// As torch.profiler.profile, record_function, key_averages and export_chrome_trace
-// (https://pytorch.org/docs/stable/profiler.html). Units: seconds in the tables, microseconds in
-// the trace (its format's unit), nanoseconds in Event, bytes for memory, FLOPs as counted below.
-//
-// FLOPs: every product through xgrad::gemm adds 2·M·N·K to the event it runs in (matmul, linear,
-// the attention kernels, their backwards); an elementwise op adds its output's element count.
-// Memory: every Array's block passes through MallocAllocator (core/allocator.hpp), which keeps the
-// bytes live in Arrays at every moment (memory_allocated(), on or off); while a profiler runs,
-// each allocation is charged to the innermost event of its thread and sampled for the timeline.
-//
-// Off, an op pays one relaxed atomic load. One profiler runs at a time, on any number of threads.
+// Units: nanoseconds in Event, seconds in the table, microseconds in the trace; bytes; FLOPs.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include <xgrad/core/detail/profiler_hooks.hpp>
+#include <xgrad/core/profiler_hooks.hpp>
 #include <xgrad/core/tensor.hpp>
 
 namespace xgrad::profiler {
@@ -84,7 +68,7 @@ struct Profile {
     const MemorySample& peak() const;
 };
 
-namespace detail {  // the engine's hooks that need names (core/detail/profiler_hooks.hpp has the rest)
+namespace detail {  // the engine's hooks that need names (core/profiler_hooks.hpp has the rest)
 Handle begin(const std::string& name, Kind kind);             // an event on this thread; end_event ends it
 void note_result(const char* name, std::size_t elements);      // make_result: an elementwise op's FLOPs
 std::string innermost_name();                                  // this thread's innermost event, or ""

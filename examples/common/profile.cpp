@@ -44,6 +44,7 @@ enum Category { kProducts, kElementwise, kSoftmaxNorms, kEmbeddingLoss, kShapes,
 Category category_of_op(const std::string& op) {
     static const std::array<std::pair<Category, std::vector<std::string>>, 4> kOps{{
         {kProducts, {"matmul", "linear", "lora_linear", "masked_matmul", "sampled_matmul", "fused_causal_attention",
+                     "fused_causal_attention_packed", "cached_causal_attention",
                      "tiled_causal_attention", "conv1d", "conv2d", "conv3d"}},
         {kElementwise, {"add", "sub", "mul", "div", "neg", "add_scalar", "mul_scalar", "rdiv_scalar", "rsub_scalar",
                         "pow", "exp", "log", "tanh", "relu", "sigmoid", "gelu", "silu", "sqrt", "rsqrt", "abs",

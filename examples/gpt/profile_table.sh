@@ -10,7 +10,8 @@
 #      BUILD/bench/xgrad_bench exists (cmake -DXGRAD_BUILD_BENCH=ON); else SGEMM_GFLOPS, if given.
 #   3. Two markdown tables: ms per step and share by op category side by side, with the step's
 #      time, its counted FLOPs (products 2·M·N·K, elementwise ops one a value), their rate and
-#      MFU = that rate / the sgemm rate; then the ops of the largest self time, share by share.
+#      MFU = that rate / the sgemm rate; then the events of the largest self time (trace.json's
+#      main thread: ops, backward closures, the engine, the regions' own code), share by share.
 #      Then the machine, the load and the date.
 # Usage: examples/gpt/profile_table.sh [--quick] [BUILD]   BUILD: a Release build with examples/gpt
 #                                                          (default: build), or the gpt binary in it
@@ -52,25 +53,26 @@ runs = [b for b in json.load(open(sys.argv[1]))['benchmarks'] if b.get('run_type
 print(f\"{statistics.median(b['GFLOPs'] for b in runs) / 1e9:.1f}\")" "$work/w5.json")
 fi
 
-python3 - "$work/T$short.log" "$work/T$long.log" "$short" "$long" "${sgemm:-}" <<'EOF'
-import re, sys
-short_log, long_log, short, long, sgemm = sys.argv[1:6]
+python3 - "$work" "$short" "$long" "${sgemm:-}" <<'EOF'
+import json, re, sys
+work, short, long, sgemm = sys.argv[1:5]
 
-def read(path):
-    text = open(path).read()
+def read(T):  # the log's categories, step time and FLOPs; the trace's self time by event name
+    text = open(f"{work}/T{T}.log").read()
     block = text[text.index("\ntime per step by category"):text.index("\ncounted FLOPs")]
     cats = re.findall(r"^  (.+?)\s+([\d.]+) ms\s+([\d.]+)%$", block, re.M)
     step_ms = float(re.search(r"^time per step by category \(\d+ steps, ([\d.]+) ms a step\)", text, re.M)[1])
     gflop = float(re.search(r"^counted FLOPs ([\d.]+) GFLOP per step", text, re.M)[1])
-    ops = []  # the table's rows: name, calls, self s, self %, total s, GFLOP/s, alloc MiB
-    table = text[text.index("\nname "):text.index("\nother (between ops)")].splitlines()[2:]
-    for row in table:
-        t = row.split()
-        if len(t) >= 7 and not row.startswith("("):
-            ops.append((" ".join(t[:-6]), float(t[-4].rstrip("%"))))
+    events = [e for e in json.load(open(f"{work}/T{T}/trace.json"))["traceEvents"] if e["ph"] == "X"]
+    wall = sum(e["args"]["self_us"] for e in events if e["tid"] // 4 == 0)  # the main thread's lanes
+    self_us = {}
+    for e in events:
+        if e["tid"] // 4 == 0 and not e["name"].startswith("ProfilerStep#"):
+            self_us[e["name"]] = self_us.get(e["name"], 0) + e["args"]["self_us"]
+    ops = sorted(((n, 100 * us / wall) for n, us in self_us.items()), key=lambda x: -x[1])
     return {name: (float(ms), float(pct)) for name, ms, pct in cats}, step_ms, gflop, ops
 
-(c1, ms1, g1, ops1), (c2, ms2, g2, ops2) = read(short_log), read(long_log)
+(c1, ms1, g1, ops1), (c2, ms2, g2, ops2) = read(short), read(long)
 print(f"| the step's time by category | T {int(short):,}: ms per step | share | T {int(long):,}: ms per step | share |")
 print("|---|---:|---:|---:|---:|")
 for name in c1:
@@ -83,9 +85,10 @@ if sgemm:
     s = float(sgemm)
     print(f"| MFU: the rate over sgemm's {s:.1f} GFLOP/s (W5, raw cblas_sgemm) | {100 * rate1 / s:.1f}% | | {100 * rate2 / s:.1f}% | |")
 print()
-print(f"| op (self time; a backward closure is its own row) | T {int(short):,}: share | T {int(long):,}: share |")
+print(f"| event (self time: an op, its backward closure, a region's own code) | T {int(short):,}: share | T {int(long):,}: share |")
 print("|---|---:|---:|")
-top = [n for n, _ in ops1[:8]] + [n for n, _ in ops2[:8] if n not in [m for m, _ in ops1[:8]]]
+top = [n for n, _ in ops1[:10]]
+top += [n for n, _ in ops2[:10] if n not in top]
 d1, d2 = dict(ops1), dict(ops2)
 for n in top:
     f = lambda d: f"{d[n]:.1f}%" if n in d else "-"
@@ -94,4 +97,5 @@ EOF
 echo
 echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, 1 thread;" \
      "load average (1 min) $load_start at start, $(cut -d' ' -f1 /proc/loadavg) at end; $(date -u '+%Y-%m-%d %H:%M UTC');" \
-     "$profile profiled steps of $steps a run; sgemm rate ${sgemm:-not measured (no $bench)} GFLOP/s."
+     "$profile profiled steps of $steps a run;" \
+     "${sgemm:+sgemm $sgemm GFLOP/s (W5 raw cblas_sgemm, median of 3)}${sgemm:-no sgemm rate (no $bench): no MFU}."

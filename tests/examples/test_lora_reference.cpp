@@ -16,6 +16,7 @@
 #include "examples/gpt_reference.hpp"
 #include "test_helpers.hpp"
 
+namespace test_lora_reference {  // a namespace of its own: the unity build puts files together
 using namespace gpt;
 using namespace gpt::testing;
 
@@ -87,3 +88,5 @@ TEST_CASE("LoRA reference: a PEFT-layout adapter on the GPT gives PyTorch's logi
 TEST_CASE("LoRA reference: the rsLoRA adapter gives PyTorch's logits (s = α/√r)", "[gpt][lora][reference]") {
     check_adapter("lora_adapter_rslora", true);
 }
+
+}  // namespace test_lora_reference

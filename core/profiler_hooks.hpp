@@ -1,5 +1,5 @@
-// core/detail/profiler_hooks.hpp — what the allocator, gemm and the ops call into the profiler
-// (core/profiler.hpp; internal). Free of Tensor, so that core/allocator.hpp can include it.
+// core/profiler_hooks.hpp — what the allocator, gemm and the ops call into the profiler
+// (core/profiler.hpp; not for users). Free of Tensor, so that core/allocator.hpp can include it.
 #pragma once
 
 #include <atomic>
