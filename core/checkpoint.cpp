@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <xgrad/core/autograd.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad {
 
@@ -51,6 +52,7 @@ Tensor checked_output(Tensor y) {
 }  // namespace
 
 Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs) {
+    const profiler::OpScope scope("checkpoint", inputs);
     check(bool(fn), "checkpoint", "the function is empty");
     for (std::size_t i = 0; i < inputs.size(); ++i)
         check(inputs[i].defined(), "checkpoint", "input {} of {} is an undefined tensor", i, inputs.size());

@@ -17,6 +17,7 @@
 #include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/parallel.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad {
 
@@ -58,6 +59,7 @@ void check_broadcastable(const Tensor& a, const Tensor& b, const char* op) {
 // forward : y = a + b                       a, b broadcast to y's shape
 // backward: dL/da = sum_to(g, a.shape)      dL/db = sum_to(g, b.shape)
 Tensor add(const Tensor& a, const Tensor& b) {
+    const profiler::OpScope scope("add", a, b);
     check_broadcastable(a, b, "add");
     Array y;
     if (a.data().shape() == b.data().shape()) {  // a residual connection: no broadcast, over the threads
@@ -80,6 +82,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 // forward : y = a - b
 // backward: dL/da = sum_to(g, a.shape)      dL/db = -sum_to(g, b.shape)
 Tensor sub(const Tensor& a, const Tensor& b) {
+    const profiler::OpScope scope("sub", a, b);
     check_broadcastable(a, b, "sub");
     Array y = a.data() - b.data();
     return make_result(std::move(y), "sub", {a, b},
@@ -93,6 +96,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 // forward : y = a ⊙ b
 // backward: dL/da = sum_to(g ⊙ b, a.shape)  dL/db = sum_to(g ⊙ a, b.shape)
 Tensor mul(const Tensor& a, const Tensor& b) {
+    const profiler::OpScope scope("mul", a, b);
     check_broadcastable(a, b, "mul");
     Array y = a.data() * b.data();
     return make_result(std::move(y), "mul", {a, b},
@@ -108,6 +112,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 // forward : y = a / b
 // backward: dL/da = sum_to(g / b, a.shape)  dL/db = sum_to(-g ⊙ a / b², b.shape)
 Tensor div(const Tensor& a, const Tensor& b) {
+    const profiler::OpScope scope("div", a, b);
     check_broadcastable(a, b, "div");
     Array y = a.data() / b.data();
     return make_result(std::move(y), "div", {a, b},
@@ -124,6 +129,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // ---- neg -----------------------------------------------------------------------------------------
 // forward : y = -a          backward: dL/da = -g
 Tensor neg(const Tensor& a) {
+    const profiler::OpScope scope("neg", a);
     Array y = -a.data();
     return make_result(std::move(y), "neg", {a},
                        [](const Array& g, const Array&) { return make_grads(Array(-g)); });
@@ -135,24 +141,28 @@ Tensor neg(const Tensor& a) {
 // rsub : y = s - a    dL/da = -g
 // rdiv : y = s / a    dL/da = -g · s / a² = -g · y / a
 Tensor add(const Tensor& a, real s) {
+    const profiler::OpScope scope("add_scalar", a);
     Array y = a.data() + s;
     return make_result(std::move(y), "add_scalar", {a},
                        [](const Array& g, const Array&) { return make_grads(g); });
 }
 
 Tensor mul(const Tensor& a, real s) {
+    const profiler::OpScope scope("mul_scalar", a);
     Array y = a.data() * s;
     return make_result(std::move(y), "mul_scalar", {a},
                        [s](const Array& g, const Array&) { return make_grads(Array(g * s)); });
 }
 
 Tensor rsub(real s, const Tensor& a) {
+    const profiler::OpScope scope("rsub_scalar", a);
     Array y = s - a.data();
     return make_result(std::move(y), "rsub_scalar", {a},
                        [](const Array& g, const Array&) { return make_grads(Array(-g)); });
 }
 
 Tensor rdiv(real s, const Tensor& a) {
+    const profiler::OpScope scope("rdiv_scalar", a);
     Array y = s / a.data();
     return make_result(std::move(y), "rdiv_scalar", {a},
                        [a = a.data()](const Array& g, const Array& y) {
@@ -174,6 +184,7 @@ static Array pow_elementwise(const Array& x, real p) {
 }
 
 Tensor pow(const Tensor& x, real p) {
+    const profiler::OpScope scope("pow", x);
     return make_result(pow_elementwise(x.data(), p), "pow", {x},
                        [x = x.data(), p](const Array& g, const Array&) {
                            if (p == 0) return make_grads(Array(xt::zeros<real>(x.shape())));
@@ -184,6 +195,7 @@ Tensor pow(const Tensor& x, real p) {
 // ---- exp -----------------------------------------------------------------------------------------
 // forward : y = e^x         backward: dL/dx = g · y        (y is the output; x is not saved)
 Tensor exp(const Tensor& x) {
+    const profiler::OpScope scope("exp", x);
     Array y = xt::exp(x.data());
     return make_result(std::move(y), "exp", {x},
                        [](const Array& g, const Array& y) { return make_grads(Array(g * y)); });
@@ -192,6 +204,7 @@ Tensor exp(const Tensor& x) {
 // ---- log -----------------------------------------------------------------------------------------
 // forward : y = ln x        backward: dL/dx = g / x
 Tensor log(const Tensor& x) {
+    const profiler::OpScope scope("log", x);
     Array y = xt::log(x.data());
     return make_result(std::move(y), "log", {x}, [x = x.data()](const Array& g, const Array&) {
         return make_grads(Array(g / x));
@@ -223,6 +236,7 @@ static void tanh_rational(const T* x, T* y, std::size_t n) {
 }
 
 Tensor tanh(const Tensor& x) {
+    const profiler::OpScope scope("tanh", x);
     Array y(x.data().shape());
     if constexpr (std::is_same_v<real, float>) {
         const real* px = x.data().data();
@@ -245,6 +259,7 @@ Tensor tanh(const Tensor& x) {
 // forward : y = x <= 0 ? 0 : x   backward: dL/dx = y <= 0 ? 0 : g   (0 at x = 0; NaN stays NaN
 //           and passes g, as PyTorch's relu and threshold_backward; tests/reference/reliability_nan.py)
 Tensor relu(const Tensor& x) {
+    const profiler::OpScope scope("relu", x);
     Array y = xt::where(x.data() <= real(0), real(0), x.data());
     return make_result(std::move(y), "relu", {x}, [](const Array& g, const Array& y) {
         return make_grads(Array(xt::where(y <= real(0), real(0), g)));
@@ -255,6 +270,7 @@ Tensor relu(const Tensor& x) {
 // forward : y = 1 / (1 + e^-x)   backward: dL/dx = g · y · (1 - y)
 // Computed as e^x / (1 + e^x) for x < 0 so that neither branch overflows.
 Tensor sigmoid(const Tensor& x) {
+    const profiler::OpScope scope("sigmoid", x);
     const Array& xd = x.data();
     Array y = xt::where(xd >= 0, 1 / (1 + xt::exp(-xd)), xt::exp(xd) / (1 + xt::exp(xd)));
     return make_result(std::move(y), "sigmoid", {x}, [](const Array& g, const Array& y) {

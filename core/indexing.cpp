@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/indexing.hpp>
 
@@ -34,6 +35,7 @@ void check_ids(const IndexTensor& ids, std::int64_t limit, const char* op) {
 // Only the rows that appeared are touched, and duplicates sum: the backward returns the P rows
 // of g with their indices (a RowSparseGrad), which the engine adds into src.grad in O(P·d).
 Tensor index_select(const Tensor& src, int dim, const IndexTensor& index) {
+    const profiler::OpScope scope("index_select", src);
     check(src.dim() >= 1, "index_select", "source must have at least 1 dim; got shape {}",
           lazy_shape(src.shape()));
     check(normalize_dim(dim, src.dim(), "index_select") == 0, "index_select",

@@ -9,6 +9,7 @@
 #include <xtensor/xbroadcast.hpp>
 
 #include <xgrad/core/masked_matmul.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad {
 
@@ -45,6 +46,7 @@ ArrayShape result_shape(const Sizes& s, std::size_t rows, std::size_t cols);
 // backward: da[m, k] = keep[m, k] ? Σ_n g[m, n] · b[k, n] : 0      (g · bᵀ, sampled on keep)
 //           db[k, n] = Σ_{m : keep[m, k]} a[m, k] · g[m, n]        (aᵀ · g, masked on keepᵀ)
 Tensor masked_matmul(const Tensor& a, const Tensor& b, const Tensor& keep) {
+    const profiler::OpScope scope("masked_matmul", a, b, keep);
     const Sizes s = check_operands(a, b, keep, /*keep_on_output=*/false, "masked_matmul");
     auto kb = std::make_shared<KeepBytes>(keep_bytes(keep, s, s.M, s.K));
     Array a0 = zero_hidden(a.data(), *kb);  // (N_b, M, K)
@@ -70,6 +72,7 @@ Tensor masked_matmul(const Tensor& a, const Tensor& b, const Tensor& keep) {
 //           da[m, k] = Σ_{n : keep[m, n]} g0[m, n] · b[k, n]        (g0 · bᵀ, masked on keep)
 //           db[k, n] = Σ_{m : keep[m, n]} a[m, k] · g0[m, n]        (dbᵀ = g0ᵀ · a, masked on keepᵀ)
 Tensor sampled_matmul(const Tensor& a, const Tensor& b, const Tensor& keep) {
+    const profiler::OpScope scope("sampled_matmul", a, b, keep);
     const Sizes s = check_operands(a, b, keep, /*keep_on_output=*/true, "sampled_matmul");
     auto kb = std::make_shared<KeepBytes>(keep_bytes(keep, s, s.M, s.N));
     Array y(result_shape(s, s.M, s.N));

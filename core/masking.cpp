@@ -12,6 +12,7 @@
 
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/masking.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad {
 
@@ -21,6 +22,7 @@ namespace xgrad {
 // value may be -inf: how attention hides a key. The mask must broadcast to x's shape (as the
 // in-place masked_fill_). ref: PyTorch docs, torch.Tensor.masked_fill.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
+    const profiler::OpScope scope("masked_fill", x, mask);
     check(x.defined() && mask.defined(), "masked_fill", "x and mask must be defined tensors");
     const ArrayShape xs = array_shape(x.data()), ms = array_shape(mask.data());
     bool ok = ms.size() <= xs.size();
@@ -73,6 +75,7 @@ static Array keep_triangle(const Array& a, std::int64_t k, bool lower) {
 }
 
 static Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* op) {
+    const profiler::OpScope scope(op, x);
     check(x.dim() >= 2, op, "needs at least 2 dims (..., R, C), got shape {}", shape_str(x.shape()));
     return make_result(keep_triangle(x.data(), k, lower), op, {x}, [k, lower](const Array& g, const Array&) {
         return make_grads(keep_triangle(g, k, lower));  // the kept entries pass g, the zeroed ones 0

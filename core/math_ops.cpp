@@ -12,6 +12,7 @@
 
 #include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/math_ops.hpp>
@@ -23,6 +24,7 @@ namespace xgrad {
 // backward: dL/dx = g / (2y)            (y is the saved output; inf at x = 0, as in PyTorch)
 // ref: PyTorch docs, torch.sqrt; d√x/dx = 1 / (2√x)
 Tensor sqrt(const Tensor& x) {
+    const profiler::OpScope scope("sqrt", x);
     Array y = xt::sqrt(x.data());
     return make_result(std::move(y), "sqrt", {x}, [](const Array& g, const Array& y) {
         return make_grads(Array(g / (real(2) * y)));
@@ -34,6 +36,7 @@ Tensor sqrt(const Tensor& x) {
 // backward: dL/dx = g · (-1/2) x^(-3/2) = -g · y³ / 2
 // ref: PyTorch docs, torch.rsqrt; power rule
 Tensor rsqrt(const Tensor& x) {
+    const profiler::OpScope scope("rsqrt", x);
     Array y = real(1) / xt::sqrt(x.data());
     return make_result(std::move(y), "rsqrt", {x}, [](const Array& g, const Array& y) {
         return make_grads(Array(real(-0.5) * g * y * y * y));
@@ -48,6 +51,7 @@ Tensor rsqrt(const Tensor& x) {
 // backward: dL/dx_i = g · 2 (x_i - mean) / D      (the term through mean vanishes: Σ_j (x_j - mean) = 0)
 // ref: PyTorch docs, torch.var (argument `unbiased`, Bessel's correction).
 Tensor var(const Tensor& x, int dim, bool keepdim, bool unbiased) {
+    const profiler::OpScope scope("var", x);
     const ArrayShape xs = array_shape(x.data());
     check(!xs.empty(), "var", "needs a dim to reduce; x is 0-d");
     const std::size_t d = normalize_dim(dim, xs.size(), "var");
@@ -92,6 +96,7 @@ Tensor var(const Tensor& x, int dim, bool keepdim, bool unbiased) {
 // backward: dL/dx = sign(x) · g         sign(0) = 0: the subgradient PyTorch picks at the kink
 // ref: PyTorch docs, torch.abs; derivatives.yaml, abs: grad * self.sgn()
 Tensor abs(const Tensor& x) {
+    const profiler::OpScope scope("abs", x);
     Array y = xt::abs(x.data());
     return make_result(std::move(y), "abs", {x}, [x](const Array& g, const Array&) {
         const Array& X = x.data();
@@ -106,6 +111,7 @@ Tensor abs(const Tensor& x) {
 // backward: dL/dx = g where lo <= x <= hi, else 0    (1 at the bounds themselves; 0 at NaN)
 // ref: PyTorch docs, torch.clamp; clamp_backward (FunctionsManual.cpp)
 Tensor clamp(const Tensor& x, std::optional<real> min, std::optional<real> max) {
+    const profiler::OpScope scope("clamp", x);
     check(min.has_value() || max.has_value(), "clamp", "at least one of min and max must be given");
     check(!(min && std::isnan(*min)), "clamp", "min is nan; a bound must not be NaN");
     check(!(max && std::isnan(*max)), "clamp", "max is nan; a bound must not be NaN");
@@ -136,6 +142,7 @@ Tensor clamp_max(const Tensor& x, real max) { return clamp(x, std::nullopt, max)
 // ref: PyTorch docs, torch.maximum / torch.minimum; derivatives.yaml:
 //      self: at::where(self == other, grad / 2, grad).masked_fill_(self < other, 0)
 static Tensor min_or_max(const Tensor& a, const Tensor& b, bool is_max, const char* op) {
+    const profiler::OpScope scope(op, a, b);
     check_broadcastable(a, b, op);
     const Array& A = a.data();
     const Array& B = b.data();

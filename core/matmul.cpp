@@ -8,6 +8,7 @@
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/matmul.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad {
 
@@ -68,6 +69,7 @@ MatmulPlan plan_matmul(const ArrayShape& sa, const ArrayShape& sb) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+    const profiler::OpScope scope("matmul", a, b);
     const ArrayShape sa = array_shape(a.data()), sb = array_shape(b.data());
     MatmulPlan p = plan_matmul(sa, sb);
     ArrayShape ys = p.batch;

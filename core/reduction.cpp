@@ -7,6 +7,7 @@
 
 #include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>
 
@@ -45,6 +46,7 @@ double sum_double(const real* p, std::size_t n) {
 }
 
 Tensor sum(const Tensor& x) {
+    const profiler::OpScope scope("sum", x);
     const double acc = sum_double(x.data().data(), x.numel());
     Array y = xt::zeros<real>(ArrayShape{});
     y() = static_cast<real>(acc);
@@ -59,6 +61,7 @@ Tensor sum(const Tensor& x) {
 // forward : y[o, j] = Σ_i x[o, i, j]        x viewed as (outer, n, inner) around dim
 // backward: dL/dx[o, i, j] = g[o, j]        (g broadcast back along dim)
 Tensor sum(const Tensor& x, int dim, bool keepdim) {
+    const profiler::OpScope scope("sum_dim", x);
     const ArrayShape xs = array_shape(x.data());
     const std::size_t d = normalize_dim(dim, xs.size(), "sum");
     const DimSplit s = split_at(xs, d);
@@ -96,6 +99,7 @@ Tensor mean(const Tensor& x, int dim, bool keepdim) {
 static bool beats(real v, real best) { return !std::isnan(best) && (v > best || std::isnan(v)); }
 
 Tensor max(const Tensor& x) {
+    const profiler::OpScope scope("max", x);
     check(x.numel() > 0, "max", "max of an empty tensor of shape {}", shape_str(x.shape()));
     const real* px = x.data().data();
     std::size_t k = 0;
@@ -132,6 +136,7 @@ IndexTensor argmax(const Tensor& x, int dim, bool keepdim) {
 }
 
 Tensor max(const Tensor& x, int dim, bool keepdim) {
+    const profiler::OpScope scope("max_dim", x);
     const ArrayShape xs = array_shape(x.data());
     const std::size_t d = normalize_dim(dim, xs.size(), "max");
     check(xs[d] > 0, "max", "max over an empty dim {} of shape {}", dim, shape_str(xs));
@@ -176,6 +181,7 @@ static Array running_sum(const Array& x, const DimSplit& s, bool from_end) {
 }
 
 Tensor cumsum(const Tensor& x, int dim) {
+    const profiler::OpScope scope("cumsum", x);
     const ArrayShape xs = array_shape(x.data());
     const ArrayShape lines = xs.empty() ? ArrayShape{1} : xs;  // a 0-d x is one line of one element
     check(!xs.empty() || dim == 0 || dim == -1, "cumsum", "dim {} out of range [-1, 0] for a 0-d tensor", dim);

@@ -13,6 +13,7 @@
 #include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/indexing.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/selection.hpp>
 #include <xgrad/core/shape.hpp>
 
@@ -27,6 +28,7 @@ namespace xgrad {
 // Written with a selection, not g·cond: g·0 would turn an infinite g into NaN.
 // ref: PyTorch docs, torch.where; derivatives.yaml, where: grad * condition / grad * ~condition
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+    const profiler::OpScope scope("where", cond, x, y);
     check_broadcastable(cond, x, "where");
     check_broadcastable(cond, y, "where");
     check_broadcastable(x, y, "where");  // pairwise broadcastable sizes agree at every dim
@@ -99,6 +101,7 @@ static void check_index_fits(const IndexTensor& index, const ArrayShape& other, 
 // backward: dL/dinput[c with c_dim → index[c]] += g[c]    a scatter-add; repeated indices sum
 // ref: PyTorch docs, torch.gather; derivatives.yaml, gather_backward (a scatter_add of grad)
 Tensor gather(const Tensor& input, int dim, const IndexTensor& index) {
+    const profiler::OpScope scope("gather", input);
     const ArrayShape xs = array_shape(input.data());
     const std::size_t d = normalize_dim(dim, as_lines(xs).size(), "gather");
     check_index_fits(index, xs, "input", d, /*skip_dim=*/true, "gather");
@@ -122,6 +125,7 @@ Tensor gather(const Tensor& input, int dim, const IndexTensor& index) {
 //           positions of src outside index's shape (they were not read)
 // ref: PyTorch docs, Tensor.scatter_add_; derivatives.yaml, scatter_add: src: grad.gather(dim, index)
 Tensor scatter_add(const Tensor& input, int dim, const IndexTensor& index, const Tensor& src) {
+    const profiler::OpScope scope("scatter_add", input, src);
     const ArrayShape xs = array_shape(input.data()), ss = array_shape(src.data());
     const std::size_t d = normalize_dim(dim, as_lines(xs).size(), "scatter_add");
     check_index_fits(index, xs, "input", d, /*skip_dim=*/true, "scatter_add");

@@ -9,6 +9,7 @@
 
 #include <xgrad/core/detail/op_helpers.hpp>
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/detail/permute.hpp>
 
@@ -25,6 +26,7 @@ std::size_t normalize_dim(int dim, std::size_t ndim, const char* op) {
 // backward: dL/dx = g reshaped back to x's shape
 // Unlike PyTorch's view, the result owns a copy of the data (xgrad never aliases storage).
 Tensor reshape(const Tensor& x, const Dims& dims) {
+    const profiler::OpScope scope("reshape", x);
     const std::size_t numel = x.numel();
     ArrayShape shape(dims.size(), 1);  // an inferred (-1) size stays 1 until it is known
     int infer = -1;
@@ -60,6 +62,7 @@ Tensor reshape(const Tensor& x, const Dims& dims) {
 // forward : y.shape[i] = x.shape[perm[i]],  y[..i..] = x[..perm⁻¹..]
 // backward: dL/dx = permute(g, perm⁻¹)       where perm⁻¹[perm[i]] = i
 Tensor permute(const Tensor& x, const std::vector<int>& dims) {
+    const profiler::OpScope scope("permute", x);
     const std::size_t n = x.dim();
     check(dims.size() == n, "permute", "got {} dims {} for a {}-d tensor of shape {}", dims.size(),
           shape_str(dims), n, shape_str(x.shape()));
@@ -88,6 +91,7 @@ Tensor transpose(const Tensor& x, int dim0, int dim1) {
 // forward : y = [x_0 | x_1 | ... ] along dim   all shapes equal except along dim
 // backward: dL/dx_k = the slice of g that x_k filled
 Tensor concat(const std::vector<Tensor>& xs, int dim) {
+    const profiler::OpScope scope("concat", xs);
     check(!xs.empty(), "concat", "needs at least one tensor");
     const ArrayShape first = array_shape(xs[0].data());
     const std::size_t d = normalize_dim(dim, first.size(), "concat");

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/slicing.hpp>
 
@@ -24,6 +25,7 @@ namespace xgrad {
 // A negative start counts from the end, as in PyTorch.
 // ref: PyTorch docs, torch.narrow.
 Tensor narrow(const Tensor& x, int dim, std::int64_t start, std::int64_t length) {
+    const profiler::OpScope scope("narrow", x);
     const ArrayShape xs = array_shape(x.data());
     check(!xs.empty(), "narrow", "cannot be applied to a 0-d tensor");
     const std::size_t d = normalize_dim(dim, xs.size(), "narrow");

@@ -16,6 +16,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/softmax.hpp>
@@ -72,6 +73,7 @@ std::size_t grain_rows(std::size_t values_per_slice) {
 //           Where y_i = 0 (a -inf entry) the gradient is exactly 0, as in the composed form.
 // ref: PyTorch docs, torch.nn.functional.softmax; PyTorch's _softmax_backward_data
 Tensor softmax(const Tensor& x, int dim) {
+    const profiler::OpScope scope("softmax", x);
     const ArrayShape xs = array_shape(x.data());
     const std::size_t d = normalize_dim(dim, xs.size(), "softmax");
     std::size_t outer = 1, inner = 1;

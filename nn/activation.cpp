@@ -20,6 +20,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/parallel.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/detail/simd.hpp>
 
 namespace xgrad::nn {
@@ -190,6 +191,7 @@ void multiply(const real* g, const real* dydx, real* dx, std::size_t n) {
 // evaluation of exp and the polynomial. Without a backward only y is computed.
 template <class Form>
 Tensor pointwise(const Tensor& x, const char* name) {
+    const profiler::OpScope scope(name, x);
     const Array& xd = x.data();
     const std::size_t n = xd.size();
     Array y(xd.shape());

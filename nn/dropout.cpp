@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <xgrad/core/autograd.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad::nn {
 
@@ -28,6 +29,7 @@ namespace functional {
 // to a multiple of 2⁻³²) and m = 1/(1 - p') keeps E[m_i] = 1 exactly; with p = 1, m = 0.
 // ref: Srivastava et al. 2014; PyTorch docs, torch.nn.functional.dropout
 Tensor dropout(const Tensor& x, double p, bool training) {
+    const profiler::OpScope scope("dropout", x);
     check(x.defined(), "dropout", "the input is an undefined tensor");
     check_p(p, "dropout");
     if (!training || p == 0) return x;

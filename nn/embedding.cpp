@@ -11,6 +11,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/indexing.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/nn/lora.hpp>
 
 namespace xgrad::nn {
@@ -132,6 +133,7 @@ Grads scatter_rows_coalesced(const Array& g, const IndexTensor& ids, std::int64_
 
 Tensor embedding(const Tensor& weight, const IndexTensor& ids, std::optional<std::int64_t> padding_idx,
                  bool sparse, std::shared_ptr<EmbeddingStats> stats) {
+    const profiler::OpScope scope("embedding", weight);
     const std::int64_t pad = check_embedding_args(weight, ids, padding_idx, sparse);
     const std::size_t d = weight.shape()[1];
     return make_result(gather_rows(weight.data(), ids), "embedding", {weight},

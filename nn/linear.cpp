@@ -11,6 +11,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/parallel.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/nn/lora.hpp>
 
 namespace xgrad::nn {
@@ -33,6 +34,7 @@ std::size_t grain(std::size_t values_per_item) {
 // ref: PyTorch docs, torch.nn.functional.linear
 // Empty sizes: R = 0 gives an empty y and dW = 0; in = 0 gives y = b (gemm's beta·C when K = 0).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    const profiler::OpScope scope("linear", x, weight, bias);
     check_defined(x, "linear", "the input");
     check_defined(weight, "linear", "the weight");
     const auto& ws = weight.data().shape();

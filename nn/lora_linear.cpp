@@ -10,6 +10,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/error.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/shape.hpp>
 
 namespace xgrad::nn::functional {
@@ -22,6 +23,7 @@ namespace xgrad::nn::functional {
 // ref: Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models", eq. (3)
 Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& A, const Tensor& B,
                    real s) {
+    const profiler::OpScope scope("lora_linear", x, weight, A, B, bias);
     for (const auto& [t, what] : {std::pair{&x, "the input"}, {&weight, "the weight"}, {&A, "A"}, {&B, "B"}})
         check_defined(*t, "lora_linear", what);
     const auto &xs = x.data().shape(), &ws = weight.data().shape();

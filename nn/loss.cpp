@@ -14,6 +14,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/reduction.hpp>
 
 namespace xgrad::nn::functional {
@@ -115,6 +116,7 @@ real row_max(const real* x, std::size_t C) {
 
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const CrossEntropyOptions& o) {
     const char* op = "cross_entropy";
+    const profiler::OpScope scope(op, logits);
     check(o.label_smoothing() >= 0 && o.label_smoothing() <= 1, op, "label_smoothing {} outside [0, 1]",
           o.label_smoothing());
     const auto [N, C] = class_shapes(logits, targets, o, op);
@@ -176,6 +178,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets, const Cro
 // ref: PyTorch docs, torch.nn.functional.nll_loss
 Tensor nll_loss(const Tensor& log_probs, const IndexTensor& targets, const CrossEntropyOptions& o) {
     const char* op = "nll_loss";
+    const profiler::OpScope scope(op, log_probs);
     check(o.label_smoothing() == 0, op, "label_smoothing is not supported; got {}", o.label_smoothing());
     const auto [N, C] = class_shapes(log_probs, targets, o, op);
     const real* lp = log_probs.data().data();
@@ -224,6 +227,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 // At x = ±∞ the formula gives ∞ - ∞ = nan; the limit is used (PyTorch gives nan there).
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, Reduction reduction) {
     const char* op = "binary_cross_entropy_with_logits";
+    const profiler::OpScope scope(op, logits, targets);
     check_defined(logits, op, "the input");
     check_defined(targets, op, "the target");
     check_reduction(reduction, op);

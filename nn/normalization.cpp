@@ -19,6 +19,7 @@
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/elementwise.hpp>
 #include <xgrad/core/math_ops.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/reduction.hpp>
 #include <xgrad/core/shape.hpp>
 #include <xgrad/core/parallel.hpp>
@@ -256,6 +257,7 @@ Grads norm_backward(const NormSaved& s, const Array& grad_out) {
 
 Tensor fused_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps, bool center, const char* op) {
+    const profiler::OpScope scope(op, x, weight, bias);
     const std::size_t D = check_norm_args(x, normalized_shape, weight, bias, eps, op);
     const ArrayShape xs = array_shape(x.data());
     std::size_t N = 1;  // Π of the leading dims (not numel / D, which fails for D = 0)

@@ -9,6 +9,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/elementwise.hpp>
+#include <xgrad/core/profiler.hpp>
 
 namespace xgrad::nn {
 
@@ -64,6 +65,7 @@ Tensor sinusoidal_positions(std::int64_t T, std::int64_t d) {
 // ref: Su et al. 2021, RoFormer, §3.4.2; facebookresearch/llama model.py, apply_rotary_emb.
 Tensor apply_rotary(const Tensor& x, const IndexTensor& positions, double base) {
     const char* op = "apply_rotary";
+    const profiler::OpScope scope(op, x);
     check(x.defined() && x.dim() >= 2, op, "x must be (..., T, hd); got {}",
           x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
     const ArrayShape xs = array_shape(x.data());

@@ -36,6 +36,7 @@
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/parallel.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/softmax.hpp>
 #include <xgrad/nn/attention/detail/shape.hpp>
 
@@ -133,6 +134,7 @@ void attend_backward(const Sizes& s, const real* P, In g, In q, In k, In v, Out 
 }  // namespace
 
 Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::optional<double> scale_opt) {
+    const profiler::OpScope scope("fused_causal_attention", q, k, v);
     const detail::AttentionSizes a = detail::check_qkv(q, k, &v, "fused_causal_attention");
     Sizes s{1, a.Tq, a.Tk, a.hd, a.hv, detail::attention_scale(scale_opt, a.hd, "fused_causal_attention")};
     for (std::size_t n : a.lead) s.N *= n;  // B·H matrices
@@ -158,6 +160,7 @@ Tensor fused_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 
 Tensor fused_causal_attention_packed(const Tensor& qkv, std::int64_t n_head, std::optional<double> scale_opt) {
     const char* op = "fused_causal_attention_packed";
+    const profiler::OpScope scope(op, qkv);
     check(qkv.defined(), op, "qkv is an undefined tensor");
     const ArrayShape xs = array_shape(qkv.data());
     check(xs.size() == 3, op, "qkv must be (B, T, 3·d); got shape {}", lazy_shape(xs));

@@ -40,6 +40,7 @@
 #include <xgrad/core/blas.hpp>
 #include <xgrad/core/masked_matmul.hpp>
 #include <xgrad/core/parallel.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/detail/simd.hpp>
 #include <xgrad/nn/attention/detail/shape.hpp>
 
@@ -230,6 +231,7 @@ void backward_matrix(const Problem& p, const real* q, const real* k, const real*
 
 Tensor tiled_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::optional<double> scale,
                               std::int64_t diagonal) {
+    const profiler::OpScope scope("tiled_causal_attention", q, k, v);
     const detail::AttentionSizes s = detail::check_qkv(q, k, &v, "tiled_causal_attention");
     Problem p;
     p.Tq = s.Tq, p.Tk = s.Tk, p.hd = s.hd, p.hv = s.hv;
