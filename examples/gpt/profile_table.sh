@@ -6,8 +6,9 @@
 #      1 thread) at --block-size 64 and 1,024: STEPS steps, of which PROFILE after the 5 warm-up
 #      steps go through the profiler (--profile), each run's log kept.
 #   2. The machine's single-core sgemm rate: bench's W5 row, three raw cblas_sgemm of (256 × 512)
-#      and (512 × 512) shapes (xgrad_bench --benchmark_filter=W5_matmul_raw_sgemm), when
-#      BUILD/bench/xgrad_bench exists (cmake -DXGRAD_BUILD_BENCH=ON); else SGEMM_GFLOPS, if given.
+#      and (512 × 512) shapes (xgrad_bench --benchmark_filter=W5_matmul_raw_sgemm), 3 repetitions
+#      before the runs and 3 after, their median; when BUILD/bench/xgrad_bench exists (cmake
+#      -DXGRAD_BUILD_BENCH=ON), else SGEMM_GFLOPS, if given.
 #   3. Two markdown tables: ms per step and share by op category side by side, with the step's
 #      time, its counted FLOPs (products 2·M·N·K, elementwise ops one a value), their rate and
 #      MFU = that rate / the sgemm rate; then the events of the largest self time (trace.json's
@@ -27,30 +28,37 @@ if [[ -f $build && -x $build ]]; then gpt=$build build=$(dirname "$(dirname "$bu
 [[ -x $gpt ]] || { echo "profile_table.sh: $gpt is not built (cmake --build $build --target gpt)" >&2; exit 2; }
 profile=${PROFILE:-10}
 steps=${STEPS:-$((profile + 6))}
-model=() short=64 long=1024
+model=() short=64 long=1024 bench_time=1
 if (( quick )); then
     model=(--data /usr/share/dict/words --n-layer 1 --n-head 2 --d 16 --batch-size 4)
-    profile=2 steps=8 short=16 long=64
+    profile=2 steps=8 short=16 long=64 bench_time=0.05
 fi
 work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
 [[ -n ${WORK:-} ]] || trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1
 load_start=$(cut -d' ' -f1 /proc/loadavg)
 
+# W5's raw cblas_sgemm, GFLOP/s of each repetition, into $work/w5_NAME.txt
+sgemm_rate() {
+    [[ -x $bench && -z ${SGEMM_GFLOPS:-} ]] || return 0
+    "$bench" --benchmark_filter='^W5_matmul_raw_sgemm/' --benchmark_repetitions=3 --benchmark_format=json \
+             --benchmark_min_time="$bench_time" 2> /dev/null |
+        python3 -c "import json, sys
+print('\n'.join(str(b['GFLOPs']) for b in json.load(sys.stdin)['benchmarks'] if b.get('run_type') == 'iteration'))" \
+        > "$work/w5_$1.txt"
+}
+bench=$build/bench/xgrad_bench
+sgemm_rate before
 for T in "$short" "$long"; do
     echo "profiling T $T: $steps steps, steps 6..$((profile + 5)) profiled" >&2
     "$gpt" "${model[@]}" --block-size "$T" --steps "$steps" --profile "$profile" --eval-every "$steps" \
            --eval-batches 1 --sample 0 --threads 1 --out "$work/T$T" > "$work/T$T.log"
 done
-
+sgemm_rate after
 sgemm=${SGEMM_GFLOPS:-}
-bench=$build/bench/xgrad_bench
-if [[ -x $bench && -z $sgemm ]]; then
-    "$bench" --benchmark_filter='^W5_matmul_raw_sgemm$' --benchmark_repetitions=3 --benchmark_format=json \
-             --benchmark_min_time=1 > "$work/w5.json" 2> /dev/null
-    sgemm=$(python3 -c "import json, statistics, sys
-runs = [b for b in json.load(open(sys.argv[1]))['benchmarks'] if b.get('run_type') == 'iteration']
-print(f\"{statistics.median(b['GFLOPs'] for b in runs) / 1e9:.1f}\")" "$work/w5.json")
+if [[ -z $sgemm && -s $work/w5_before.txt ]]; then  # the median of the 6 repetitions, before and after the runs
+    sgemm=$(sort -g "$work/w5_before.txt" "$work/w5_after.txt" | awk '{v[NR] = $1} END {printf "%.1f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2}')
 fi
 
 python3 - "$work" "$short" "$long" "${sgemm:-}" <<'EOF'
@@ -77,6 +85,9 @@ print(f"| the step's time by category | T {int(short):,}: ms per step | share | 
 print("|---|---:|---:|---:|---:|")
 for name in c1:
     print(f"| {name} | {c1[name][0]:.2f} | {c1[name][1]:.1f}% | {c2[name][0]:.2f} | {c2[name][1]:.1f}% |")
+    if name == "products":  # the attention kernels, forward and backward, apart
+        a1, a2 = (sum(p for n, p in ops if "causal_attention" in n) for ops in (ops1, ops2))
+        print(f"| &nbsp;&nbsp;of which the attention kernels | {a1 * ms1 / 100:.2f} | {a1:.1f}% | {a2 * ms2 / 100:.2f} | {a2:.1f}% |")
 print(f"| **the step** | **{ms1:.2f}** | 100% | **{ms2:.2f}** | 100% |")
 rate1, rate2 = g1 / ms1 * 1e3, g2 / ms2 * 1e3
 print(f"| counted FLOPs per step (GFLOP) | {g1:.3f} | | {g2:.3f} | |")
@@ -98,4 +109,4 @@ echo
 echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, 1 thread;" \
      "load average (1 min) $load_start at start, $(cut -d' ' -f1 /proc/loadavg) at end; $(date -u '+%Y-%m-%d %H:%M UTC');" \
      "$profile profiled steps of $steps a run;" \
-     "${sgemm:+sgemm $sgemm GFLOP/s (W5 raw cblas_sgemm, median of 3)}${sgemm:-no sgemm rate (no $bench): no MFU}."
+     "$(if [[ -n $sgemm ]]; then echo "sgemm $sgemm GFLOP/s (W5's raw cblas_sgemm)."; else echo "no sgemm rate (no $bench): no MFU."; fi)"
