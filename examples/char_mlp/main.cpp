@@ -297,7 +297,7 @@ static void add_flags(FlagTable& t, Config& cfg) {
     t.seed("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples", kResume);
     t.integer("--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the cores");
     t.text("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)", kResume);
-    t.path("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
+    t.path("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors (and --profile's trace.json, profile.png)");
     t.integer("--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
     t.integer("--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
     t.integer("--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)", kRanks);

@@ -80,7 +80,7 @@ void add_lora_flags(examples::FlagTable& t, Config& c) {
 
 // What the run prints, samples and writes: free to change between runs.
 void add_output_flags(examples::FlagTable& t, Config& c) {
-    t.path("--out", c.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
+    t.path("--out", c.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors (and --profile's trace.json, profile.png)");
     t.integer("--sample", c.sample, 0, INT_MAX, "tokens to sample after training (characters with --tokenizer char; 0: none)");
     t.real("--temperature", c.temperature, {0, inf, true}, "sampling temperature: logits are divided by it");
     t.integer("--top-k", c.top_k, 0, INT_MAX, "sample only among the k likeliest tokens (0: all)");
