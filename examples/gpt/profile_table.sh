@@ -7,11 +7,12 @@
 #      steps go through the profiler (--profile), each run's log kept.
 #   2. The machine's single-core sgemm rate: bench's W5 row, three raw cblas_sgemm of (256 × 512)
 #      and (512 × 512) shapes (xgrad_bench --benchmark_filter=W5_matmul_raw_sgemm), 3 repetitions
-#      before the runs and 3 after, the best of them; when BUILD/bench/xgrad_bench exists (cmake
-#      -DXGRAD_BUILD_BENCH=ON), else SGEMM_GFLOPS, if given.
+#      before the runs and 3 after, the best of them; and W5's other row, the same products through
+#      xgrad's matmul; when BUILD/bench/xgrad_bench exists (cmake -DXGRAD_BUILD_BENCH=ON), else
+#      SGEMM_GFLOPS, if given.
 #   3. Two markdown tables: ms per step and share by op category side by side, with the step's
 #      time, its counted FLOPs (products 2·M·N·K, elementwise ops one a value), their rate and
-#      MFU = that rate / the sgemm rate; then the events of the largest self time (trace.json's
+#      MFU = that rate / the sgemm rate (and over xgrad's matmul rate); then the events of the largest self time (trace.json's
 #      main thread: ops, backward closures, the engine, the regions' own code), share by share.
 #      Then the machine, the load and the date.
 # Usage: examples/gpt/profile_table.sh [--quick] [BUILD]   BUILD: a Release build with examples/gpt
@@ -39,14 +40,18 @@ mkdir -p "$work"
 export OPENBLAS_NUM_THREADS=1
 load_start=$(cut -d' ' -f1 /proc/loadavg)
 
-# W5's raw cblas_sgemm, GFLOP/s of each repetition, into $work/w5_NAME.txt
+# W5's two rows, GFLOP/s of each repetition: raw cblas_sgemm into $work/w5_NAME.txt, xgrad's matmul
+# (the same three products through xgrad::gemm) into $work/w5x_NAME.txt
 sgemm_rate() {
     [[ -x $bench && -z ${SGEMM_GFLOPS:-} ]] || return 0
-    "$bench" --benchmark_filter='^W5_matmul_raw_sgemm/' --benchmark_repetitions=3 --benchmark_format=json \
-             --benchmark_min_time="$bench_time" 2> /dev/null |
+    "$bench" --benchmark_filter='^W5_' --benchmark_repetitions=3 --benchmark_format=json \
+             --benchmark_min_time="$bench_time" 2> /dev/null > "$work/w5_$1.json"
+    for row in raw_sgemm:w5 xgrad:w5x; do
         python3 -c "import json, sys
-print('\n'.join(str(b['GFLOPs']) for b in json.load(sys.stdin)['benchmarks'] if b.get('run_type') == 'iteration'))" \
-        > "$work/w5_$1.txt"
+print('\n'.join(str(b['GFLOPs']) for b in json.load(open(sys.argv[1]))['benchmarks']
+                if b.get('run_type') == 'iteration' and b['name'].startswith('W5_matmul_' + sys.argv[2] + '/')))" \
+            "$work/w5_$1.json" "${row%%:*}" > "$work/${row##*:}_$1.txt"
+    done
 }
 bench=$build/bench/xgrad_bench
 sgemm_rate before
@@ -61,12 +66,15 @@ sgemm=${SGEMM_GFLOPS:-} sgemm_note="no sgemm rate (no $bench): no MFU."
 if [[ -z $sgemm && -s $work/w5_before.txt ]]; then  # the best of the 6 repetitions: the least disturbed by a shared machine
     sgemm=$(sort -g "$work/w5_before.txt" "$work/w5_after.txt" | tail -n 1 | awk '{printf "%.1f", $1}')
     sgemm_note="sgemm $sgemm GFLOP/s, the best of W5's raw cblas_sgemm before and after the runs:"
-    sgemm_note+=" $(awk '{printf "%s%.1f", (NR > 1 ? ", " : ""), $1}' "$work/w5_before.txt" "$work/w5_after.txt")."
+    sgemm_note+=" $(awk '{printf "%s%.1f", (NR > 1 ? ", " : ""), $1}' "$work/w5_before.txt" "$work/w5_after.txt");"
+    matmul=$(sort -g "$work/w5x_before.txt" "$work/w5x_after.txt" | tail -n 1 | awk '{printf "%.1f", $1}')
+    sgemm_note+=" xgrad's matmul on W5's products: $(awk '{printf "%s%.1f", (NR > 1 ? ", " : ""), $1}' \
+        "$work/w5x_before.txt" "$work/w5x_after.txt")."
 fi
 
-python3 - "$work" "$short" "$long" "${sgemm:-}" <<'EOF'
+python3 - "$work" "$short" "$long" "${sgemm:-}" "${matmul:-}" <<'EOF'
 import json, re, sys
-work, short, long, sgemm = sys.argv[1:5]
+work, short, long, sgemm, matmul = sys.argv[1:6]
 
 def read(T):  # the log's categories, step time and FLOPs; the trace's self time by event name
     text = open(f"{work}/T{T}.log").read()
@@ -98,6 +106,9 @@ print(f"| their rate (GFLOP/s) | {rate1:.1f} | | {rate2:.1f} | |")
 if sgemm:
     s = float(sgemm)
     print(f"| MFU: the rate over sgemm's {s:.1f} GFLOP/s (W5, raw cblas_sgemm) | {100 * rate1 / s:.1f}% | | {100 * rate2 / s:.1f}% | |")
+if matmul:
+    m = float(matmul)
+    print(f"| the rate over xgrad's matmul on W5's products, {m:.1f} GFLOP/s | {100 * rate1 / m:.1f}% | | {100 * rate2 / m:.1f}% | |")
 print()
 print(f"| event (self time: an op, its backward closure, a region's own code) | T {int(short):,}: share | T {int(long):,}: share |")
 print("|---|---:|---:|")
