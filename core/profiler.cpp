@@ -107,8 +107,9 @@ std::string shapes_of(const Tensor* const* inputs, std::size_t n) {
 
 // The ops whose FLOPs are their output's element count (one arithmetic operation a value).
 bool is_elementwise(const std::string& name) {
-    static const char* const kOps[] = {"add", "sub", "mul", "div", "neg", "add_scalar", "mul_scalar", "pow",
-                                       "exp", "log", "tanh", "relu", "sigmoid", "gelu", "silu", "sqrt"};
+    static const char* const kOps[] = {"add", "sub", "mul", "div", "neg", "add_scalar", "mul_scalar", "rsub_scalar",
+                                       "rdiv_scalar", "pow", "exp", "log", "tanh", "relu", "sigmoid", "gelu",
+                                       "silu", "sqrt", "rsqrt", "abs", "clamp", "maximum", "minimum"};
     return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return name == op; });
 }
 }  // namespace

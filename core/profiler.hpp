@@ -38,7 +38,7 @@ struct Event {
     Kind kind = Kind::user;
     Lane lane = Lane::forward;
     int thread = 0;               // 0, 1, ... in the order threads first recorded
-    std::string shapes;           // the inputs' shapes, "[4, 64, 128], [128, 384]" (record_shapes)
+    std::string shapes;           // the inputs' shapes, "(4, 64, 128), (128, 384)" (record_shapes)
     std::int64_t start_ns = 0;    // from the profiler's start
     std::int64_t duration_ns = 0;
     std::int64_t self_ns = 0;     // duration_ns less the children's durations

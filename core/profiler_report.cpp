@@ -81,7 +81,6 @@ std::string table(const std::vector<OpStats>& rows, const Profile& profile, std:
     const bool shapes = std::any_of(rows.begin(), rows.end(), [](const OpStats& r) { return !r.shapes.empty(); });
     std::string out = fmt::format("{:<30} {:>7} {:>10} {:>7} {:>10} {:>9} {:>10}{}\n", "name", "calls", "self s",
                                   "self %", "total s", "GFLOP/s", "alloc MiB", shapes ? "  input shapes" : "");
-    std::int64_t listed = 0;
     const std::size_t n = row_limit == 0 ? rows.size() : std::min(row_limit, rows.size());
     for (std::size_t i = 0; i < n; ++i) {
         const OpStats& r = rows[i];
@@ -91,19 +90,16 @@ std::string table(const std::vector<OpStats>& rows, const Profile& profile, std:
                            double(r.self_ns) * 1e-9, pct(r.self_ns), double(r.total_ns) * 1e-9,
                            g > 0 ? fmt::format("{:.2f}", g) : std::string("-"),
                            double(r.bytes_allocated) / (1 << 20), r.shapes.empty() ? "" : "  " + r.shapes);
-        if (!r.worker) listed += r.self_ns;
     }
     std::int64_t between = 0, rest = 0;  // on the profiling thread: the steps' own time; rows not listed
-    for (const Event& e : profile.events) {
-        if (e.thread != profile.profiling_thread) continue;
-        if (e.kind == Kind::step) between += e.self_ns;
-    }
+    for (const Event& e : profile.events)
+        if (e.thread == profile.profiling_thread && e.kind == Kind::step) between += e.self_ns;
     for (std::size_t i = n; i < rows.size(); ++i)
         if (!rows[i].worker) rest += rows[i].self_ns;
     if (rest > 0) out += fmt::format("{:<30} {:>7} {:>10.6f} {:>6.1f}%\n", fmt::format("({} more rows)", rows.size() - n), "", double(rest) * 1e-9, pct(rest));
     out += fmt::format("{:<30} {:>7} {:>10.6f} {:>6.1f}%\n", "other (between ops)", "", double(between) * 1e-9, pct(between));
-    out += fmt::format("profiled wall {:.6f} s; rows other than [worker] are the threads' self times: they sum to the wall on one thread\n", wall);
-    (void)listed;
+    out += fmt::format("{:<30} {:>7} {:>10.6f} {:>6.1f}%   (the self times of one thread sum to it)\n", "profiled wall", "",
+                       wall, 100.0);
     return out;
 }
 

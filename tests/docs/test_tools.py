@@ -15,6 +15,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 FIX = HERE / "fixtures"
 sys.path.insert(0, str(HERE))
+import check_op_scopes  # noqa: E402
 import check_output  # noqa: E402
 import lint_text  # noqa: E402
 import long_runs  # noqa: E402
@@ -175,6 +176,49 @@ class Aesthetics(unittest.TestCase):
             self.assertIn("core/open.hpp: opens with 16 comment lines", findings[0])
             self.assertIn("core/open.hpp:18: a public header includes an internal one", findings[1])
             self.assertIn("examples/long.cpp:1: a function of 81 lines", findings[2])
+
+
+# An op file with one op scoped, one whose scope names another op, one unscoped, one named by a
+# variable and one in a comment; the check must name exactly the two lines at fault.
+OPS_CPP = """Tensor add(const Tensor& a, const Tensor& b) {
+    const profiler::OpScope scope("add", a, b);
+    return make_result(a.data() + b.data(), "add", {a, b}, nullptr);
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+    const profiler::OpScope scope("add", a, b);
+    return make_result(f(a.data(), g(b, ',')), "sub", {a, b}, nullptr);
+}
+Tensor neg(const Tensor& a) {
+    return make_result(
+        -a.data(), "neg", {a}, nullptr);
+}
+static Tensor tri(const Tensor& x, const char* op) {
+    const profiler::OpScope scope(op, x);
+    return make_result(x.data(), op, {x}, nullptr);  // make_result(y, "ignored", ...)
+}
+// make_result(y, "in_a_comment", {x}, nullptr);
+"""
+
+
+class OpScopes(unittest.TestCase):
+    def test_names_each_unscoped_make_result(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = pathlib.Path(d)
+            (root / "core").mkdir()
+            (root / "nn").mkdir()
+            (root / "core" / "ops.cpp").write_text(OPS_CPP)
+            (root / "core" / "autograd.cpp").write_text('Tensor f() { return make_result(y, "unscoped", {}, nullptr); }\n')
+            calls, findings = check_op_scopes.check(root)
+            self.assertEqual(calls, 4)
+            self.assertEqual(len(findings), 2, findings)
+            self.assertTrue(findings[0].startswith('core/ops.cpp:7: make_result names "sub"'), findings[0])
+            self.assertTrue(findings[1].startswith('core/ops.cpp:10: make_result names "neg"'), findings[1])
+            (root / "core" / "ops.cpp").write_text(OPS_CPP.replace('scope("add", a, b);\n    return make_result(f',
+                                                                   'scope("sub", a, b);\n    return make_result(f')
+                                                     .replace("Tensor neg(const Tensor& a) {\n",
+                                                              "Tensor neg(const Tensor& a) {\n"
+                                                              "    const profiler::OpScope scope(\"neg\", a);\n"))
+            self.assertEqual(check_op_scopes.check(root), (4, []))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,10 @@ GPTConfig tiny(const std::string& arch) {
     c.d = 16;
     c.dropout = 0.1;
     c.arch = arch;
-    if (arch == "llama") c.pos = "rope";
+    if (arch == "llama") {
+        c.pos = "rope";
+        c.bias = false;
+    }
     return c;
 }
 
