@@ -43,41 +43,26 @@ def machine(load):
             f"{load[1][0]:.2f} at end")
 
 
-# A static measurement, not remade by this script: where T1's step and T2's layer_norm and softmax
-# spend their time, by `perf record -g` on xgrad_bench (see the command in the text).
+# Static text, not remade by this script: where T1's profile is (examples/gpt's --profile), and
+# measurements made by hand (T1 at 2 threads, the AVX-512 builds, T2's layer_norm and softmax by perf).
 T1_PROFILE = [
     "## T1 profile",
     "",
-    "Measured once by hand (Intel Xeon with AVX-512, 2 cores, idle, load 0.7, 2026-12-04 22:45 UTC), not",
-    "by this script: `OPENBLAS_NUM_THREADS=1 perf record -F 2000 -g build-bench/bench/xgrad_bench",
-    "--threads 1 --benchmark_filter=T1 --benchmark_min_time=5`, then `perf report --no-children` (each",
-    "symbol's own samples, share of the run). The step's matrix products are 73% of it: libxsmm's",
-    "JIT-generated kernels (perf names them `[JIT]`) 64.3%, OpenBLAS's gemm 8.3% (mlp.c_proj's dW in",
-    "each of the 4 layers, Aᵀ·B with N = 512 by `core/blas.cpp`'s rule: kernel 6.2%, packing 2.0%);",
-    "libxsmm's dispatch (looking up a kernel per call) 0.2%.",
+    "Where T1's step (the default examples/gpt model) spends its time, op by op, is measured by xgrad's",
+    "own profiler: examples/gpt/README.md, \"Where a step's time goes: `--profile N`\", made by",
+    "`examples/gpt/profile_table.sh` (with T 1,024 beside it, and the step's FLOPs over W5's sgemm rate).",
     "",
-    "| symbol (what it does) | share of T1 |",
-    "|---|---|",
-    "| libxsmm's JIT kernels (every product below M·N·K = 10^8 but one shape) | 64.3% |",
-    "| sgemm_kernel_SKYLAKEX, sgemm_itcopy, otcopy (OpenBLAS: mlp.c_proj's dW) | 8.3% |",
-    "| memmove (a Linear's bias copied into each row of y before gemm adds X·Wᵀ) | 4.6% |",
-    "| map_values_and_grads of the exact GELU (forward: y and dy/dx, AVX-512) | 4.2% |",
-    "| multiply (GELU's backward: g ⊙ the saved dy/dx) | 2.6% |",
-    "| AdamW's update; softmax_row (attention's forward) | 2.1% each |",
-    "| layer_norm (fused_norm 1.1%, norm_backward_x 1.3%, weight and bias 0.4%) | 2.8% |",
-    "| add (the residual stream) | 1.2% |",
-    "| clip_grad_norm_ (grad_square_partials, scale_grad_); Linear's db column sums | 1.1%; 0.8% |",
-    "",
-    "At 2 threads the same step runs 1.78x [1.69x – 1.80x] as fast as at 1 (`bench/compare.py --only T1",
-    "--scaling 2`, 3 repeats, 23:13 UTC, load 1.0): the bias copy, db's column sums and the residual add",
-    "are cut over the pool's threads too.",
+    "At 2 threads T1's step runs 1.78x [1.69x – 1.80x] as fast as at 1 (`bench/compare.py --only T1",
+    "--scaling 2`, 3 repeats, Intel Xeon with AVX-512, 2 cores, 2026-12-04 23:13 UTC, load 1.0): a",
+    "Linear's bias copy into each row of y, db's column sums and the residual add are cut over the",
+    "pool's threads too.",
     "",
     "nn/activation.cpp and nn/attention/tiled.cpp are compiled for AVX-512 where the machine has it",
-    "(CMakeLists.txt). Their AVX2 builds against the AVX-512 ones, alternating binaries on this machine",
-    "(1 thread, 2026-12-04 22:35-23:00 UTC): T2 gelu exact fwd+bwd 580 and 587 us → 441 and 447 us;",
+    "(CMakeLists.txt). Their AVX2 builds against the AVX-512 ones, alternating binaries on that Intel",
+    "Xeon (1 thread, 2026-12-04 22:35-23:00 UTC): T2 gelu exact fwd+bwd 580 and 587 us → 441 and 447 us;",
     "T5's tiled kernel at T 1,024 10.28, 10.03, 10.02 ms → 9.66, 9.41, 9.32 ms.",
     "",
-    "T2 layer_norm, measured the same way on AMD EPYC (2026-12-02): its forward rows 33%, the",
+    "T2 layer_norm, by `perf record -g` on xgrad_bench (AMD EPYC, 2026-12-02): its forward rows 33%, the",
     "backward's dL/dw and dL/db column sums 30%, the backward's dL/dx rows 18%, the row mean",
     "(sum_double) 10%. T2 softmax: softmax_row 71% (most of it xsimd's exp), softmax_backward_row 22%.",
 ]

@@ -8,6 +8,8 @@
 #                          which end every rank under mpirun), data_parallel (the batch rule of
 #                          W ranks × --grad-accum, rank 0 alone on stdout, the ranks' agreement),
 #                          outputs (--out's files checked up front, saved one by one at the end),
+#                          profile (--profile N: a window of steps through the profiler, its
+#                          table, trace.json and profile.png),
 #                          similarity (cosines and nearest rows of an embedding table).
 #                          Included as "common/checkpoint.hpp"; its include path is examples/, so
 #                          "char_mlp/model.hpp" (header-only) is reachable the same way.
@@ -24,7 +26,7 @@ add_library(xgrad_examples_common STATIC ${_xgrad_examples}/common/checkpoint.cp
             ${_xgrad_examples}/common/cli.cpp ${_xgrad_examples}/common/data_parallel.cpp
             ${_xgrad_examples}/common/flags.cpp
             ${_xgrad_examples}/common/gnuplot.cpp ${_xgrad_examples}/common/outputs.cpp
-            ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/similarity.cpp)
+            ${_xgrad_examples}/common/profile.cpp ${_xgrad_examples}/common/run_log.cpp ${_xgrad_examples}/common/similarity.cpp)
 target_include_directories(xgrad_examples_common PUBLIC ${_xgrad_examples})
 target_link_libraries(xgrad_examples_common PUBLIC xgrad xgrad::distributed CLI11::CLI11)
 

@@ -10,6 +10,8 @@
 //       build/examples/char_mlp --help            (every flag, with units and defaults)
 //       mpirun -np 2 build/examples/char_mlp      (2 processes, each on its half of every batch)
 // Writes to --out: loss.csv, loss.png (if gnuplot is installed), checkpoint.safetensors.
+// --profile N: steps 6..5+N through xgrad's profiler, then its table, trace.json and profile.png
+// (common/profile.hpp).
 // Under mpirun every rank trains the same model on its slice of each batch (common/data_parallel.hpp)
 // and rank 0 alone prints and writes.
 #include <climits>
@@ -27,7 +29,9 @@
 #include "common/flags.hpp"       // the flags as one table
 #include "common/data_parallel.hpp"  // the batch rule of W ranks × --grad-accum, rank 0's stdout
 #include "common/outputs.hpp"     // --out's files checked up front, saved one by one
+#include "common/profile.hpp"     // --profile N: a window of steps through the profiler
 #include "common/run_log.hpp"     // LossLog, Progress, plot_losses, now_seconds
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/core/threads.hpp>
 #include <xgrad/distributed/ddp.hpp>
 #include "data.hpp"
@@ -57,6 +61,7 @@ struct Config {
     int sample = 20;            // words to sample at the end
     int eval_every = 2000;      // steps between validation losses
     int stop_after = 0;         // stop after this many steps of this run (0: run to the end)
+    int profile = 0;            // steps profiled after the warm-up (common/profile.hpp); 0: none
 };
 
 static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
@@ -74,8 +79,10 @@ static BatchSplit prepare_run(const Config& cfg) {
     std::error_code ec;
     if (distributed::rank() == 0) std::filesystem::create_directories(cfg.out, ec);
     if (ec) throw std::runtime_error(fmt::format("--out {}: cannot create the directory ({})", cfg.out, ec.message()));
-    if (distributed::rank() == 0)
-        check_output_files(cfg.out, {"loss.csv", "loss_ema.csv", "loss.gp", "loss.png", "checkpoint.safetensors"});
+    std::vector<std::string> files{"loss.csv", "loss_ema.csv", "loss.gp", "loss.png", "checkpoint.safetensors"};
+    if (cfg.profile > 0)
+        for (const std::string& name : profile_files()) files.push_back(name);
+    if (distributed::rank() == 0) check_output_files(cfg.out, files);
     return batch_split;
 }
 
@@ -123,18 +130,27 @@ static int restore(const Config& cfg, CharMLP& model, optim::AdamW& opt, optim::
 // One step's gradients on the B examples of `batch`: micro-step k takes this rank's b of them
 // (common/data_parallel.hpp) and adds ∇(CE_k / N) to the gradients; DDP averages the W ranks'
 // sums, so every rank holds ∇ of the mean loss over the B examples. Returns Σ_k CE_k / N, this
-// rank's mean over its N·b examples (nats).
+// rank's mean over its N·b examples (nats). The profiler's regions (free when none runs) mark the
+// step's phases in the trace; the optimizer and the collectives record themselves.
 static double accumulate_gradients(CharMLP& model, optim::AdamW& opt, distributed::DistributedDataParallel& ddp,
                                    const Batch& batch, const BatchSplit& batch_split, int grad_accum) {
     opt.zero_grad();
     double loss_sum = 0;
     for (int k = 0; k < grad_accum; ++k) {
         const Batch mb = micro_batch(batch, batch_split, k);          // x (b, block), y (b,)
-        Tensor logits = model.forward(mb.x);                          // (b, V)
-        Tensor loss = nn::functional::cross_entropy(logits, mb.y) / real(grad_accum);  // () nats
-        loss.backward();  // the gradients add up over the micro-steps
+        Tensor loss;
+        {
+            const profiler::RecordFunction scope("forward + loss");
+            Tensor logits = model.forward(mb.x);                      // (b, V)
+            loss = nn::functional::cross_entropy(logits, mb.y) / real(grad_accum);  // () nats
+        }
+        {
+            const profiler::RecordFunction scope("loss.backward()");
+            loss.backward();  // the gradients add up over the micro-steps
+        }
         loss_sum += loss.item();
     }
+    const profiler::RecordFunction scope("ddp.sync_gradients()", profiler::Kind::collective);
     ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
     return loss_sum;
 }
@@ -201,7 +217,10 @@ static int run(const Config& cfg, const FlagTable& table) {
     Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     SyncTimer sync_timer;  // the all-reduce's share of the steps
+    const bool stops_early = cfg.stop_after > 0 && start + cfg.stop_after < cfg.steps;
+    StepProfile profile(cfg.profile, start, end, cfg.out, stops_early ? "--stop-after" : "--steps");
     for (int step = start; step < end; ++step) {
+        profile.begin_step(step);  // --profile N: steps start + 6 .. start + 5 + N (1-based)
         sync_timer.start_step();
         const Batch batch = sample_batch(d.train, std::size_t(cfg.batch_size), batch_rng);  // x (B, block), y (B,)
         const double loss_sum = accumulate_gradients(model, opt, ddp, batch, batch_split, cfg.grad_accum);
@@ -211,6 +230,7 @@ static int run(const Config& cfg, const FlagTable& table) {
         opt.step();
         sync_timer.end_step(ddp.last_sync());
         schedule.step();
+        profile.end_step(step);  // after the window's last step: the table, trace.json, profile.png
         log_step(cfg, model, d.val, step + 1, train_loss, lr, log, progress);
     }
     progress.finish();
@@ -243,6 +263,8 @@ static int run(const Config& cfg, const FlagTable& table) {
 static void check_flags(const Config& c) {
     const BatchSplit split = split_batch(c.batch_size, c.grad_accum);  // W·N divides B
     examples::require(c.warmup <= c.steps, fmt::format("--warmup {} is longer than --steps {}: pass --warmup {} or less", c.warmup, c.steps, c.steps));
+    const bool stops_early = c.stop_after > 0 && c.stop_after < c.steps;
+    check_profile_window(c.profile, 0, stops_early ? c.stop_after : c.steps, stops_early ? "--stop-after" : "--steps");
     // Lower bounds in bytes: the parameters (the embedding table, the two Linear layers), each
     // with its gradient and AdamW's two moments; the step's whole batch, which every rank draws
     // (B row numbers, x (B, block) and y (B,) of int64 ids); the (b, block·d) input of the hidden
@@ -275,10 +297,11 @@ static void add_flags(FlagTable& t, Config& cfg) {
     t.seed("--seed", cfg.seed, "seed of the data split, initialisation, batches and samples", kResume);
     t.integer("--threads", cfg.threads, 1, 256, "threads: xgrad's pool, matrix products included (OpenBLAS itself runs on 1); at most the cores");
     t.text("--data", cfg.data, "word list, one word per line (words with letters other than a-z are skipped)", kResume);
-    t.path("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors");
+    t.path("--out", cfg.out, "directory (created if missing) for loss.csv, loss.png, loss.gp and checkpoint.safetensors (and --profile's trace.json, profile.png)");
     t.integer("--sample", cfg.sample, 0, INT_MAX, "number of words to sample at the end");
     t.integer("--eval-every", cfg.eval_every, 1, INT_MAX, "steps between validation losses");
     t.integer("--stop-after", cfg.stop_after, 0, INT_MAX, "stop after this many steps of this run and save a checkpoint (0: run to the end)", kRanks);
+    t.integer("--profile", cfg.profile, 0, 1000, "profile N steps after the run's first 5 (warm-up) with xgrad's profiler: print the table of ops by self time and the time per step by category, write trace.json (Perfetto, chrome://tracing) and profile.png (time by category; live bytes, the peak marked) in --out (0: off)");
     t.checkpoint("--resume", cfg.resume, "checkpoint.safetensors to continue from; the word list and every flag but " +
                  t.names_without(kResume) + " must match the saved run (at any number of ranks)");
 }

@@ -9,6 +9,7 @@
 
 #include "common/cli.hpp"            // require, check_memory
 #include "common/data_parallel.hpp"  // split_batch
+#include "common/profile.hpp"        // check_profile_window
 #include "lora.hpp"                  // lora_targets
 
 namespace gpt {
@@ -79,7 +80,7 @@ void add_lora_flags(examples::FlagTable& t, Config& c) {
 
 // What the run prints, samples and writes: free to change between runs.
 void add_output_flags(examples::FlagTable& t, Config& c) {
-    t.path("--out", c.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors");
+    t.path("--out", c.out, "directory (created if missing) for loss.csv/png, attention.csv/png, checkpoint.safetensors, model.safetensors (and --profile's trace.json, profile.png)");
     t.integer("--sample", c.sample, 0, INT_MAX, "tokens to sample after training (characters with --tokenizer char; 0: none)");
     t.real("--temperature", c.temperature, {0, inf, true}, "sampling temperature: logits are divided by it");
     t.integer("--top-k", c.top_k, 0, INT_MAX, "sample only among the k likeliest tokens (0: all)");
@@ -90,6 +91,7 @@ void add_output_flags(examples::FlagTable& t, Config& c) {
     t.integer("--heatmap-head", c.heatmap_head, 0, 255, "head whose attention attention.png shows (below --n-head)");
     t.integer("--neighbours", c.neighbours, 0, 1000, "after training (and with --eval-only): the 5 nearest tokens, by cosine in the token table, of the N most frequent tokens of train (--tokenizer bpe: of 3 bytes or more; 0: none)");
     t.flag("--verbose", c.verbose, "print the optimizer memory table of every parameter tensor, not only the 5 largest");
+    t.integer("--profile", c.profile, 0, 1000, "profile N steps after the run's first 5 (warm-up) with xgrad's profiler: print the table of ops by self time and the time per step by category, write trace.json (Perfetto, chrome://tracing) and profile.png (time by category; live bytes, the peak marked) in --out (0: off)");
 }
 
 // Lower bounds on the memory the flags ask for, against the machine's (check_flags).
@@ -186,6 +188,9 @@ void check_flags(const examples::FlagTable& table, const Config& c) {
             "--eval-only needs --resume CHECKPOINT or --init-from CHECKPOINT");
     require(c.val_data.empty() || !c.data.empty(), "--val-data needs --data: the text it validates");
     check_lora_flags(table, c);
+    require(!c.eval_only || c.profile == 0, "--profile N profiles training steps: --eval-only takes none");
+    const bool stops_early = c.stop_after > 0 && c.stop_after < c.steps;
+    examples::check_profile_window(c.profile, 0, stops_early ? c.stop_after : c.steps, stops_early ? "--stop-after" : "--steps");
     require(c.resume.empty() || c.init_from.empty(),
             "--resume continues a run exactly and --init-from starts a new one from its weights: pass one of them");
     require(c.tokenizer == "bpe" || !table.given("--vocab-size"),

@@ -47,6 +47,7 @@ struct Config {
     int heatmap_layer = -1;       // -1: the last block
     int heatmap_head = 0;
     bool verbose = false;         // the optimizer's full memory table instead of its summary
+    int profile = 0;              // steps profiled after the warm-up (common/profile.hpp); 0: none
     int neighbours = 0;           // frequent tokens whose nearest tokens are printed at the end (0: none)
     int zero = 0;                 // 0: DistributedDataParallel; 1, 2: ZeRO's stage (distributed/zero.hpp)
     int lora_rank = 0;            // r of the LoRA adapters (lora.hpp); 0: no adapters, every weight trains

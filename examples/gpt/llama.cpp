@@ -57,7 +57,7 @@ Llama::Llama(const GPTConfig& config) : LanguageModel(checked_llama(config)) {
 Tensor Llama::trunk(const IndexTensor& idx, std::int64_t n_layers) const {
     check_window(idx, 0, "Llama");
     Tensor x = F::dropout(tok_embeddings->forward(idx), config_.dropout, is_training());  // (B, T, d)
-    for (std::int64_t i = 0; i < n_layers; ++i) x = run_block((*layers)[std::size_t(i)], x);
+    for (std::int64_t i = 0; i < n_layers; ++i) x = run_block(std::size_t(i), (*layers)[std::size_t(i)], x);
     return x;
 }
 

@@ -16,7 +16,9 @@
 // --init-from), model.safetensors (nanoGPT's names) and, for byte pairs, tokenizer.bpe.
 // Fine-tuning: --init-from a base and --lora-rank r train LoRA adapters alone (lora.hpp), saved
 // in --out/adapter; --merge-lora writes model.safetensors with them merged.
-// Under mpirun rank 0 alone prints and writes; --zero 1 or 2 shards AdamW's state over the ranks.
+// --profile N: steps 6..5+N through xgrad's profiler, then its table, trace.json and profile.png
+// (common/profile.hpp). Under mpirun rank 0 alone prints and writes; --zero 1 or 2 shards AdamW's
+// state over the ranks.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -26,12 +28,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/data/sampler.hpp>
 #include <xgrad/distributed/ddp.hpp>
 #include <xgrad/distributed/zero.hpp>
 
 #include "common/cli.hpp"            // parse_and_run
 #include "common/data_parallel.hpp"  // the ranks' agreement, the loss over the ranks
+#include "common/profile.hpp"        // --profile N: a window of steps through the profiler
 #include "config.hpp"                // Config, the flag table
 #include "report.hpp"                // peak_rss_mib
 #include "results.hpp"               // what the run prints
@@ -82,7 +86,10 @@ static int run(const Config& cfg, const examples::FlagTable& flags, std::optiona
     examples::Progress progress(start, cfg.steps);
     const int end = cfg.stop_after > 0 ? std::min(cfg.steps, start + cfg.stop_after) : cfg.steps;
     examples::SyncTimer sync_timer;  // the all-reduce's share of the steps
+    const bool stops_early = cfg.stop_after > 0 && start + cfg.stop_after < cfg.steps;
+    examples::StepProfile profile(cfg.profile, start, end, cfg.out, stops_early ? "--stop-after" : "--steps");
     for (int step = start; step < end; ++step) {
+        profile.begin_step(step);  // --profile N: steps start + 6 .. start + 5 + N (1-based)
         sync_timer.start_step();
         const double lr = *opt->param_groups()[0].lr;
         const std::vector<data::Batch> micro = sampler.next();  // --grad-accum micro-batches x, y (b, T)
@@ -92,6 +99,7 @@ static int run(const Config& cfg, const examples::FlagTable& flags, std::optiona
         const double train_loss = examples::mean_over_ranks(loss_sum);  // the B windows' mean CE, nats
         examples::check_finite_loss(step + 1, train_loss);
         schedule.step();
+        profile.end_step(step);  // after the window's last step: the table, trace.json, profile.png
         log_step(cfg, model, d, step + 1, train_loss, lr, log, progress);
     }
     progress.finish();
@@ -144,14 +152,29 @@ int main(int argc, char** argv) {
 // ---- one optimizer step --------------------------------------------------------------------------
 // The forwards and backwards of one step: micro-step k runs this rank's b windows and adds
 // ∇(CE_k / N) to the gradients. Returns Σ_k CE_k / N, this rank's mean over its N·b windows (nats).
+// The profiler's regions (free when none runs) mark the step's phases in the trace; the
+// optimizer's step and zero_grad and the collectives record themselves.
 static double accumulate_gradients(LanguageModel& model, const std::vector<data::Batch>& micro) {
     double loss_sum = 0;
     for (const data::Batch& mb : micro) {  // (b, T), (b, T)
-        Tensor loss = nn::functional::cross_entropy(model.forward(mb.x), mb.y) / real(micro.size());  // ()
-        loss.backward();  // the gradients add up over the micro-steps
+        Tensor loss;
+        {
+            const profiler::RecordFunction scope("forward + loss");
+            loss = nn::functional::cross_entropy(model.forward(mb.x), mb.y) / real(micro.size());  // ()
+        }
+        {
+            const profiler::RecordFunction scope("loss.backward()");
+            loss.backward();  // the gradients add up over the micro-steps
+        }
         loss_sum += loss.item();
     }
     return loss_sum;
+}
+
+// clip_gradients in a region of the optimizer's kind (it runs no op of its own).
+static void clip(LanguageModel& model, double max_norm) {
+    const profiler::RecordFunction scope("clip_grad_norm_", profiler::Kind::optimizer);
+    clip_gradients(model, max_norm);
 }
 
 // DDP averages the W ranks' gradient sums, so every rank holds ∇ of the mean loss over the B
@@ -160,8 +183,11 @@ static double data_parallel_step(LanguageModel& model, optim::Optimizer& opt, di
                                  const std::vector<data::Batch>& micro, const Config& cfg) {
     opt.zero_grad();
     const double loss_sum = accumulate_gradients(model, micro);
-    ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
-    clip_gradients(model, cfg.grad_clip);
+    {
+        const profiler::RecordFunction scope("ddp.sync_gradients()", profiler::Kind::collective);
+        ddp.sync_gradients();  // ∇ ← the mean of the W ranks' ∇
+    }
+    clip(model, cfg.grad_clip);
     opt.step();
     return loss_sum;
 }
@@ -173,8 +199,14 @@ static double zero_step(LanguageModel& model, distributed::ZeroRedundancyOptimiz
                         const std::vector<data::Batch>& micro, const Config& cfg) {
     zero.zero_grad();
     const double loss_sum = accumulate_gradients(model, micro);
-    zero.reduce_scatter_gradients();  // this rank's parameters: ∇ ← the mean of the W ranks' ∇
-    zero.clip_grad_norm_(cfg.grad_clip > 0 ? cfg.grad_clip : std::numeric_limits<double>::infinity());  // 0: off
+    {
+        const profiler::RecordFunction scope("zero.reduce_scatter_gradients()", profiler::Kind::collective);
+        zero.reduce_scatter_gradients();  // this rank's parameters: ∇ ← the mean of the W ranks' ∇
+    }
+    {
+        const profiler::RecordFunction scope("clip_grad_norm_", profiler::Kind::optimizer);
+        zero.clip_grad_norm_(cfg.grad_clip > 0 ? cfg.grad_clip : std::numeric_limits<double>::infinity());  // 0: off
+    }
     zero.step();  // AdamW on this rank's parameters, then the all-gather of every rank's
     return loss_sum;
 }

@@ -117,7 +117,7 @@ Tensor GPT::embed(const IndexTensor& idx, std::int64_t P) const {
 
 Tensor GPT::forward(const IndexTensor& idx) const {
     Tensor x = embed(idx, 0);                        // (B, T, d)
-    for (const auto& block : *transformer->h) x = run_block(block, x);
+    for (std::size_t i = 0; i < transformer->h->size(); ++i) x = run_block(i, (*transformer->h)[i], x);
     return lm_head->forward(transformer->ln_f->forward(x));  // (B, T, V)
 }
 
@@ -139,6 +139,10 @@ Tensor GPT::attention_weights(const IndexTensor& idx, std::int64_t layer) const 
 }
 
 // ---- what every model shares -----------------------------------------------------------------------
+
+LanguageModel::LanguageModel(const GPTConfig& config) : config_(config) {
+    for (std::int64_t i = 0; i < config_.n_layer; ++i) block_names_.push_back("block " + std::to_string(i));
+}
 
 void LanguageModel::check_window(const IndexTensor& idx, std::int64_t P, const char* op) const {
     check(idx.dim() == 2, op, "idx must be (B, T), got {} dims", idx.dim());

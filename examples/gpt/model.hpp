@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <xgrad/core/checkpoint.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/nn/attention.hpp>
 #include <xgrad/nn/generate.hpp>
 #include <xgrad/nn/nn.hpp>
@@ -88,7 +89,7 @@ public:
     const GPTConfig& config() const { return config_; }
 
 protected:
-    explicit LanguageModel(const GPTConfig& config) : config_(config) {}
+    explicit LanguageModel(const GPTConfig& config);
     // Checks idx (B, T) and that P + T ≤ block; op names the model.
     void check_window(const IndexTensor& idx, std::int64_t P, const char* op) const;
     // Checks that `caches` are one per layer and that idx fits after them; returns P, their length.
@@ -100,15 +101,20 @@ protected:
     // stream's variance does not grow with depth. Parameters whose names contain `norm` (the
     // normalization layers) keep their (1, 0).
     void init_gpt2(const std::string& norm, const std::vector<std::string>& residual);
-    // x (B, T, d) through one block, (B, T, d). With config().checkpoint_blocks, through
-    // xgrad::checkpoint (core/checkpoint.hpp): the graph keeps the block's input and output, not
-    // its insides, and backward runs the block again (same dropout masks) to get its gradients.
+    // x (B, T, d) through block i, (B, T, d), in a profiler region "block i" (free when no profiler
+    // runs). With config().checkpoint_blocks, through xgrad::checkpoint (core/checkpoint.hpp): the
+    // graph keeps the block's input and output, not its insides, and backward runs the block again
+    // (same dropout masks) to get its gradients.
     template <class BlockT>
-    Tensor run_block(const std::shared_ptr<BlockT>& block, const Tensor& x) const {
+    Tensor run_block(std::size_t i, const std::shared_ptr<BlockT>& block, const Tensor& x) const {
+        const profiler::RecordFunction scope(block_names_[i]);
         if (!config_.checkpoint_blocks) return block->forward(x);
         return checkpoint([block](const Tensor& in) { return block->forward(in); }, x);
     }
     GPTConfig config_;
+
+private:
+    std::vector<std::string> block_names_;  // "block 0", "block 1", ...: the profiler's regions
 };
 
 // The feed-forward half of a block: d → 4d → GELU (exact erf form) → d.

@@ -14,6 +14,7 @@
 #include <xgrad/train/state.hpp>
 
 #include "common/checkpoint.hpp"
+#include "common/profile.hpp"  // profile_files
 #include "common/run_log.hpp"  // now_seconds
 #include "lora.hpp"             // the adapter folder
 
@@ -35,6 +36,8 @@ examples::BatchSplit prepare_run(const Config& cfg) {
                                    "attention.gp",  "attention.png", "checkpoint.safetensors", "model.safetensors",
                                    "sample.txt"};
     if (cfg.tokenizer == "bpe") files.push_back("tokenizer.bpe");
+    if (cfg.profile > 0)
+        for (const std::string& name : examples::profile_files()) files.push_back(name);
     if (distributed::rank() == 0) examples::check_output_files(cfg.out, files);
     return batch_split;
 }
