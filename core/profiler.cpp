@@ -36,7 +36,6 @@ struct Session {
     std::mutex mutex;
     std::uint32_t id = 0;
     bool running = false;
-    Clock::time_point start;
     Options options;
     std::vector<std::shared_ptr<ThreadBuffer>> buffers;  // index = Event::thread
     std::vector<std::string> names;
@@ -229,14 +228,13 @@ Profiler::Profiler(const Options& options) {
         s.options = options;
         s.buffers.clear();
         s.names.clear();
-        s.start = Clock::now();
-        g_start_ns.store(clock_ns(), std::memory_order_relaxed);
         g_record_shapes.store(options.record_shapes(), std::memory_order_relaxed);
         g_profile_memory.store(options.profile_memory(), std::memory_order_relaxed);
         g_session_id.store(s.id, std::memory_order_release);
     }
     profile_.live_bytes_at_start = memory_allocated();
     buffer();  // this thread first: thread 0, "main"
+    g_start_ns.store(clock_ns(), std::memory_order_relaxed);  // time 0: step 0 opens now
     detail::g_active.store(true, std::memory_order_release);
     owner_ = this_thread_hash();
     const detail::Handle h = begin_event("ProfilerStep#0", Kind::step);

@@ -43,11 +43,11 @@ double OpStats::gflops_per_s() const { return flops > 0 && self_ns > 0 ? flops /
 
 // ---- key_averages ---------------------------------------------------------------------------------
 std::vector<OpStats> key_averages(const Profile& profile, bool group_by_input_shape) {
-    std::map<std::tuple<std::string, std::string, bool>, OpStats> groups;
+    std::map<std::tuple<std::string, std::string, Kind>, OpStats> groups;  // a region named as an op stays apart
     for (const Event& e : profile.events) {
         if (e.kind == Kind::step) continue;
         const bool worker = e.kind == Kind::worker;
-        OpStats& row = groups[{e.name, group_by_input_shape ? e.shapes : std::string(), worker}];
+        OpStats& row = groups[{e.name, group_by_input_shape ? e.shapes : std::string(), e.kind}];
         if (row.calls == 0) {
             row.name = e.name;
             row.shapes = group_by_input_shape ? e.shapes : std::string();
@@ -79,14 +79,17 @@ std::string table(const std::vector<OpStats>& rows, const Profile& profile, std:
     const double wall = double(profile.wall_ns) * 1e-9;
     const auto pct = [&](std::int64_t ns) { return profile.wall_ns > 0 ? 100.0 * double(ns) / double(profile.wall_ns) : 0.0; };
     const bool shapes = std::any_of(rows.begin(), rows.end(), [](const OpStats& r) { return !r.shapes.empty(); });
-    std::string out = fmt::format("{:<30} {:>7} {:>10} {:>7} {:>10} {:>9} {:>10}{}\n", "name", "calls", "self s",
-                                  "self %", "total s", "GFLOP/s", "alloc MiB", shapes ? "  input shapes" : "");
     const std::size_t n = row_limit == 0 ? rows.size() : std::min(row_limit, rows.size());
+    std::size_t w = 20;  // the name column: the longest name shown, at most 48 characters
+    for (std::size_t i = 0; i < n; ++i) w = std::max(w, rows[i].name.size() + (rows[i].worker ? 9 : 0));
+    w = std::min<std::size_t>(w, 48);
+    std::string out = fmt::format("{:<{}} {:>7} {:>10} {:>7} {:>10} {:>9} {:>10}{}\n", "name", w, "calls", "self s",
+                                  "self %", "total s", "GFLOP/s", "alloc MiB", shapes ? "  input shapes" : "");
     for (std::size_t i = 0; i < n; ++i) {
         const OpStats& r = rows[i];
         const std::string name = r.worker ? r.name + " [worker]" : r.name;
         const double g = r.gflops_per_s();
-        out += fmt::format("{:<30} {:>7} {:>10.6f} {:>6.1f}% {:>10.6f} {:>9} {:>10.2f}{}\n", cut(name, 30), r.calls,
+        out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}% {:>10.6f} {:>9} {:>10.2f}{}\n", cut(name, w), w, r.calls,
                            double(r.self_ns) * 1e-9, pct(r.self_ns), double(r.total_ns) * 1e-9,
                            g > 0 ? fmt::format("{:.2f}", g) : std::string("-"),
                            double(r.bytes_allocated) / (1 << 20), r.shapes.empty() ? "" : "  " + r.shapes);
@@ -96,10 +99,12 @@ std::string table(const std::vector<OpStats>& rows, const Profile& profile, std:
         if (e.thread == profile.profiling_thread && e.kind == Kind::step) between += e.self_ns;
     for (std::size_t i = n; i < rows.size(); ++i)
         if (!rows[i].worker) rest += rows[i].self_ns;
-    if (rest > 0) out += fmt::format("{:<30} {:>7} {:>10.6f} {:>6.1f}%\n", fmt::format("({} more rows)", rows.size() - n), "", double(rest) * 1e-9, pct(rest));
-    out += fmt::format("{:<30} {:>7} {:>10.6f} {:>6.1f}%\n", "other (between ops)", "", double(between) * 1e-9, pct(between));
-    out += fmt::format("{:<30} {:>7} {:>10.6f} {:>6.1f}%   (the self times of one thread sum to it)\n", "profiled wall", "",
-                       wall, 100.0);
+    if (rest > 0)
+        out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}%\n", fmt::format("({} more rows)", rows.size() - n), w, "",
+                           double(rest) * 1e-9, pct(rest));
+    out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}%\n", "other (between ops)", w, "", double(between) * 1e-9, pct(between));
+    out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}%   (the self times of one thread sum to it)\n", "profiled wall", w,
+                       "", wall, 100.0);
     return out;
 }
 

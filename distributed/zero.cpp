@@ -15,6 +15,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/error.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/distributed/detail/backend.hpp>
 #include <xgrad/distributed/detail/signature.hpp>
 #include <xgrad/distributed/detail/synced.hpp>
@@ -257,6 +258,8 @@ void ZeroRedundancyOptimizer::gather_parameters() {
         for (std::size_t c : counts) total += c;
         if (total == 0) continue;
         buffer_.resize(total / sizeof(real));
+        profiler::RecordFunction event("all_gather (bucket)", profiler::Kind::collective);  // while profiling
+        event.bytes_sent(mine_.size() * sizeof(real));
         backend::all_gather_v(mine_.data(), counts, buffer_.data());
         ++stats_.all_gathers;
         stats_.gathered_bytes += total;
@@ -281,6 +284,8 @@ void ZeroRedundancyOptimizer::gather_parameters() {
         if (owner_[i] == rank_)
             for (std::size_t k = 0; k < rows.size(); ++k)
                 std::copy_n(t.data.data() + std::size_t(rows[k]) * d, d, mine_.data() + k * d);
+        profiler::RecordFunction event("broadcast (rows)", profiler::Kind::collective);
+        event.bytes_sent(mine_.size() * sizeof(real));
         backend::broadcast(mine_.data(), mine_.size() * sizeof(real), owner_[i]);
         stats_.broadcast_rows += rows.size();
         if (owner_[i] == rank_) continue;

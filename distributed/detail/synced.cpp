@@ -8,6 +8,7 @@
 
 #include <xgrad/core/autograd.hpp>
 #include <xgrad/core/error.hpp>
+#include <xgrad/core/profiler.hpp>
 #include <xgrad/distributed/distributed.hpp>
 #include <xgrad/distributed/detail/backend.hpp>
 #include <xgrad/distributed/detail/signature.hpp>
@@ -160,12 +161,16 @@ void reduce_scatter_by_alltoall(const std::vector<real>& send, const std::vector
 
 void reduce_scatter_in_rank_order(const std::vector<real>& send, const std::vector<std::size_t>& counts,
                                   std::vector<real>& scratch, real* out) {
+    profiler::RecordFunction event("reduce_scatter (bucket)", profiler::Kind::collective);
+    event.bytes_sent(send.size() * sizeof(real));
     if (counts.size() == 2) backend::reduce_scatter_v_sum(send.data(), out, counts, kReal);
     else reduce_scatter_by_alltoall(send, counts, scratch, out);
 }
 
 void all_reduce_in_rank_order(std::vector<real>& buffer, std::vector<real>& scratch, std::vector<real>& segment) {
     const std::size_t n = buffer.size(), W = std::size_t(world_size());
+    profiler::RecordFunction event("all_reduce (bucket)", profiler::Kind::collective);  // while profiling
+    event.bytes_sent(n * sizeof(real));
     if (W == 2) return backend::all_reduce_sum(buffer.data(), n, kReal);
     std::vector<std::size_t> counts(W), bytes(W);
     for (std::size_t q = 0; q < W; ++q) {
