@@ -119,6 +119,11 @@ T13_NOTE = [
     "instead (`TrainingState(model, opt.state_dict())`), the copy (673 MiB) sits beside them: the whole",
     "run then peaks at 2,111 MiB against 1,588 MiB by the last step (measured once by hand, AMD EPYC,",
     "2 cores, 2026-12-05 19:24 UTC, load 3.0, 3 steps, examples/gpt's end-of-run defaults).",
+    "Where the training peak lives, from the profiler's memory timeline (`examples/gpt` at this shape",
+    "with `--steps 6 --profile 1`, AMD EPYC, 2 cores, 2026-12-05 20:48 UTC, load 1.3): 1,518.6 MiB live",
+    "in Arrays, 1,386 ms into the 1,485 ms step, allocated by a `linear backward` inside",
+    "`loss.backward()`: the parameters, gradients and moments, with the last layers' gradients arriving",
+    "while the first blocks' activations are still held; the run's peak RSS was 1,588.5 MiB.",
 ]
 
 # The page's workloads in table order; a row's workload is the first word of its first cell.
@@ -241,7 +246,9 @@ def print_table(args, title, load, header, rows, date):
         "with LoRA (r 8 on attention and MLP, the rest frozen) beside the full fine-tuning step, and the",
         "optimizer report's bytes of each, xgrad alone, `bench/t12.py`; T13: examples/gpt at GPT-2 small's",
         "shape, 3 steps, and `bench/torch_gpt.py` at the same shape, each process's peak memory by its last",
-        "step and over the whole run, saving included, `bench/t13.py`).",
+        "step and over the whole run, saving included, `bench/t13.py`; T14: T1's step with no profiler beside",
+        "the same step under core/profiler.hpp's Profiler, and with --baseline-build T1 of a tree built before",
+        "the profiler beside this tree's, xgrad alone, `bench/t14.py`).",
         "",
         *run_lines,
         "",

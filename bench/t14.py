@@ -23,8 +23,8 @@ def measure(args, tools):
     if args.baseline_build:
         base = argparse.Namespace(**vars(args))
         base.build = args.baseline_build
-        run["baseline_T1"] = bench(base, "^T1_gpt_step$")["T1_gpt_step"]
-        run["this_T1"] = bench(args, "^T1_gpt_step$")["T1_gpt_step"]
+        run["baseline_T1"] = bench(base, "^T1_gpt_step/")["T1_gpt_step"]
+        run["this_T1"] = bench(args, "^T1_gpt_step/")["T1_gpt_step"]
     return run
 
 
