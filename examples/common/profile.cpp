@@ -140,6 +140,9 @@ void write_profile_data(const profiler::Profile& profile, int steps, const std::
     for (const profiler::MemorySample& m : profile.memory)
         fmt::format_to(std::back_inserter(memory), "{:.6f}\t{:.6f}\n", double(m.time_ns) * 1e-6,
                        double(m.live_bytes) / (1 << 20));
+    const std::int64_t last = profile.memory.empty() ? profile.live_bytes_at_start : profile.memory.back().live_bytes;
+    fmt::format_to(std::back_inserter(memory), "{:.6f}\t{:.6f}\n", double(profile.wall_ns) * 1e-6,  // to the end:
+                   double(last) / (1 << 20));  // an optimizer's step may allocate nothing
     xgrad::io::write_file_atomically(dir + "/profile_memory.tsv", memory, "plot_profile");
 }
 
@@ -153,9 +156,11 @@ std::string memory_marks(const profiler::Profile& profile) {
     if (profile.memory.empty()) return gp;
     const profiler::MemorySample& peak = profile.peak();
     const std::string by = peak.event >= 0 ? profile.events[std::size_t(peak.event)].name : "no event";
-    gp += fmt::format("set label 1 {} at {:.4f}, {:.6f} point pt 7 ps 1.5 lc rgb '#c0392b' offset 1,0.5\n",
+    const bool right_half = 2 * peak.time_ns > profile.wall_ns;  // the label on the side with room
+    gp += fmt::format("set label 1 {1} at {2:.4f}, {3:.6f} {0} point pt 7 ps 1.5 lc rgb '#c0392b' offset {4},0.5\n",
+                      right_half ? "right" : "left",
                       gnuplot_quote(fmt::format("peak {:.2f} MiB: {}", double(peak.live_bytes) / (1 << 20), by)),
-                      double(peak.time_ns) * 1e-6, double(peak.live_bytes) / (1 << 20));
+                      double(peak.time_ns) * 1e-6, double(peak.live_bytes) / (1 << 20), right_half ? -1 : 1);
     return gp;
 }
 }  // namespace
