@@ -57,7 +57,7 @@ TEST_CASE("op_category: an op and its backward closure by the op's name, the res
     CHECK(examples::op_categories().size() == 9);
 }
 
-TEST_CASE("time_by_category sums the profiling thread's self times; a worker's share is left out",
+TEST_CASE("time_by_category sums the profiling thread's self times, a worker's share left out",
           "[examples_common][profile]") {
     profiler::Profile p;
     p.events = {event("ProfilerStep#0", Kind::step, 100), event("matmul", Kind::op, 300, 0, 0),

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <xgrad/core/profiler.hpp>  // memory_allocated: the Array bytes a save holds
 #include <xgrad/io/checksum.hpp>
 #include <xgrad/nn/nn.hpp>
 #include <xgrad/optim/optim.hpp>
@@ -147,26 +148,8 @@ TEST_CASE("train: the file's tensors and metadata, under PyTorch's names", "[tra
 // ---- saving without a copy of the optimizer's state ------------------------------------------------
 namespace {
 
-// Linux's peak resident memory of this process since reset_peak_rss(), in bytes (/proc/self/status
-// VmHWM), and its resident memory now (VmRSS).
-std::size_t status_bytes(const std::string& field) {
-    std::ifstream in("/proc/self/status");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;  // "… kB"
-    return 0;
-}
-// Sets the peak to the resident memory now (writing 5 to /proc/self/clear_refs, Linux 4.0 on);
-// false where the kernel does not allow it or the peak stays above the memory now (by 1 MiB).
-bool reset_peak_rss() {
-    std::ofstream out("/proc/self/clear_refs");
-    if (!(out << "5" << std::flush)) return false;
-    const std::size_t peak = status_bytes("VmHWM");
-    return peak > 0 && peak <= status_bytes("VmRSS") + (std::size_t(1) << 20);
-}
-
-// One Linear (3000 → 3000) with AdamW stepped once: m and v are 9·10⁶ elements each, 34 MiB (in
-// float), above the 32 MiB from which malloc maps fresh pages (core/allocator.hpp): a copy of
-// them would raise the resident memory by their size.
+// One Linear (3000 → 3000) with AdamW stepped once: m and v are 9·10⁶ elements each, 34 MiB in
+// float; a copy of them would add as many bytes to the Arrays live during the save.
 struct WideRun {
     nn::Linear fc{3000, 3000};
     optim::AdamW opt{fc.named_parameters(), optim::AdamWOptions(1e-3)};
@@ -183,24 +166,22 @@ TEST_CASE("train: save writes the optimizer's moments from where they live, with
     TempDir dir;
     const std::string path = dir.file("state.safetensors");
     WideRun run;
-    const std::size_t moments = 2 * std::size_t(run.fc.weight.numel() + run.fc.bias.numel()) * sizeof(real);
-    auto peak_above_now = [&](const std::function<void()>& save) {  // bytes the save held at its peak
-        const std::size_t before = status_bytes("VmRSS");
+    const std::int64_t moments = 2 * std::int64_t(run.fc.weight.numel() + run.fc.bias.numel()) * std::int64_t(sizeof(real));
+    auto peak_above_now = [&](const std::function<void()>& save) {  // Array bytes the save held at its peak
+        profiler::reset_peak_memory_stats();
+        const std::int64_t before = profiler::memory_allocated();
         save();
-        return status_bytes("VmHWM") - std::min(before, status_bytes("VmHWM"));
+        return profiler::max_memory_allocated() - before;
     };
-    if (!reset_peak_rss()) {
-        WARN("this kernel does not let a process reset its peak resident memory: not measured");
-        return;
-    }
-    const std::size_t live = peak_above_now([&] { train::save(path, train::TrainingState(run.fc, run.opt).step(1)); });
+    const std::int64_t live = peak_above_now([&] { train::save(path, train::TrainingState(run.fc, run.opt).step(1)); });
     INFO("the save from the live optimizer held " << live << " bytes above its start; the moments are " << moments);
     CHECK(live < moments / 4);
-    REQUIRE(reset_peak_rss());
     const nn::Module& model = run.fc;
     const optim::Optimizer& opt = run.opt;  // saving only
-    const std::size_t from_const = peak_above_now([&] { train::save(path, train::TrainingState(model, opt).step(1)); });
+    const std::int64_t from_const = peak_above_now([&] { train::save(path, train::TrainingState(model, opt).step(1)); });
     CHECK(from_const < moments / 4);
+    const std::int64_t from_copy = peak_above_now([&] { train::save(path, train::TrainingState(model, opt.state_dict()).step(1)); });
+    CHECK(from_copy >= moments);  // the copy the live saves avoid
     const nn::SafetensorsFile f = nn::load_safetensors(path);
     REQUIRE(f.tensors.size() == 6);
     CHECK(f.tensors[2].first == "optim.weight.exp_avg");
