@@ -255,12 +255,11 @@ void Profiler::step() {
 const Profile& Profiler::stop() {
     if (stopped_) return profile_;
     stopped_ = true;
-    detail::end_event({g_session_id.load(std::memory_order_relaxed), step_event_});
     detail::g_active.store(false, std::memory_order_release);
     Session& s = session();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.running = false;
-    const std::int64_t stop_ns = now_ns();
+    const std::int64_t stop_ns = now_ns();  // the wall's end: the last step, and every event still open, end here
     profile_.wall_ns = stop_ns;
     profile_.thread_names = s.names;
     for (std::size_t t = 0; t < s.buffers.size(); ++t) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -273,6 +274,56 @@ TEST_CASE("profiler: refusals", "[profiler]") {
     REQUIRE_THROWS_WITH(prof::export_chrome_trace(r, "/nonexistent-dir/trace.json"), Contains("/nonexistent-dir/trace.json"));
     prof::Profiler again;  // the first one stopped: a new one may run
     (void)again.stop();
+}
+
+// ---- found by probing: each failed before its fix -------------------------------------------------
+TEST_CASE("profiler: an empty profile's step ends at the wall, so the table's lines sum to 100%", "[profiler][regression]") {
+    prof::Profiler p;
+    const prof::Profile& r = p.stop();
+    REQUIRE(r.events.size() == 1);
+    REQUIRE(r.events[0].name == "ProfilerStep#0");
+    REQUIRE(r.events[0].start_ns + r.events[0].duration_ns == r.wall_ns);  // closed at the stop itself
+    REQUIRE(r.events[0].self_ns == r.events[0].duration_ns);
+}
+
+TEST_CASE("profiler: stop() on another thread leaves that thread's open events to the stop", "[profiler][regression][threads]") {
+    // The owner's step has index 0 on its thread; the stopping thread's own first event too.
+    auto p = std::make_unique<prof::Profiler>();
+    std::int64_t outer_end = 0, wall = 0;
+    std::thread other([&] {
+        prof::RecordFunction outer("outer on the stopping thread");
+        prof::RecordFunction inner("inner");
+        const prof::Profile& r = p->stop();
+        wall = r.wall_ns;
+        for (const prof::Event& e : r.events)
+            if (e.name == "outer on the stopping thread") outer_end = e.start_ns + e.duration_ns;
+    });
+    other.join();
+    REQUIRE(wall > 0);
+    REQUIRE(outer_end == wall);  // still open at the stop: closed there
+}
+
+TEST_CASE("profiler: the trace of names that are not UTF-8 still parses, the bad bytes replaced", "[profiler][regression]") {
+    prof::Profiler p;
+    { prof::RecordFunction scope("bad \xff\xfe byte"); }
+    { prof::RecordFunction scope("quote \" backslash \\ newline \n tab \t ü€"); }
+    const prof::Profile& r = p.stop();
+    std::string json;
+    REQUIRE_NOTHROW(json = prof::chrome_trace_json(r));
+    std::set<std::string> names;
+    const nlohmann::json trace = nlohmann::json::parse(json);
+    for (const auto& e : trace.at("traceEvents"))
+        if (e.at("ph") == "X") names.insert(e.at("name").get<std::string>());
+    REQUIRE(names.count("bad \xEF\xBF\xBD\xEF\xBF\xBD byte") == 1);  // U+FFFD for each bad byte
+    REQUIRE(names.count("quote \" backslash \\ newline \n tab \t ü€") == 1);
+}
+
+TEST_CASE("profiler: the table cuts a long name between UTF-8 characters, never inside one", "[profiler][regression]") {
+    prof::Profiler p;
+    { prof::RecordFunction scope(std::string(44, 'y') + "€€€€");  }  // 56 bytes; the column holds 48
+    const prof::Profile& r = p.stop();
+    const std::string t = prof::table(prof::key_averages(r), r);
+    REQUIRE_THAT(t, Contains(std::string(44, 'y') + "... "));  // 44 + "..." : the € at bytes 45..47 is not split
 }
 
 }  // namespace test_profiler
