@@ -173,6 +173,7 @@ std::string innermost_name() {
 }
 
 Handle begin(const std::string& name, Kind kind) { return begin_event(name, kind); }
+Lane lane() { return t_lane; }
 }  // namespace detail
 
 // ---- scopes -------------------------------------------------------------------------------------

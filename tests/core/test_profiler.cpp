@@ -326,4 +326,23 @@ TEST_CASE("profiler: the table cuts a long name between UTF-8 characters, never 
     REQUIRE_THAT(t, Contains(std::string(44, 'y') + "... "));  // 44 + "..." : the € at bytes 45..47 is not split
 }
 
+TEST_CASE("profiler: a pool worker's share of a backward's loop is in the worker's backward lane", "[profiler][regression][threads]") {
+    ThreadsGuard restore;
+    set_pool_threads(2);
+    Tensor a = positive_leaf(Shape{256, 256}), b = positive_leaf(Shape{256, 256});
+    std::size_t backward_shares = 0;  // whether a worker claims a chunk depends on the scheduler: profile until one has
+    for (int attempt = 0; attempt < 50 && backward_shares == 0; ++attempt) {
+        prof::Profiler p;
+        for (int i = 0; i < 5; ++i) sum(matmul(a, b)).backward();
+        const prof::Profile& r = p.stop();
+        for (const prof::Event& e : r.events) {
+            if (e.kind != prof::Kind::worker) continue;
+            const bool in_backward = e.name.size() > 9 && e.name.compare(e.name.size() - 9, 9, " backward") == 0;
+            REQUIRE(e.lane == (in_backward ? prof::Lane::backward : prof::Lane::forward));
+            if (in_backward) ++backward_shares;
+        }
+    }
+    REQUIRE(backward_shares > 0);
+}
+
 }  // namespace test_profiler
