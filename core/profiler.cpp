@@ -182,7 +182,11 @@ RecordFunction::RecordFunction(const char* name, Kind kind) {
     handle_ = begin_event(name, kind);
     recording_ = handle_.index >= 0;
 }
-RecordFunction::RecordFunction(const std::string& name, Kind kind) : RecordFunction(name.c_str(), kind) {}
+RecordFunction::RecordFunction(const std::string& name, Kind kind) {  // all of its bytes, not up to a NUL
+    if (!detail::active()) return;
+    handle_ = begin_event(name, kind);
+    recording_ = handle_.index >= 0;
+}
 
 void RecordFunction::bytes_sent(std::uint64_t n) {
     if (!recording_) return;

@@ -345,4 +345,12 @@ TEST_CASE("profiler: a pool worker's share of a backward's loop is in the worker
     REQUIRE(backward_shares > 0);
 }
 
+TEST_CASE("profiler: a region's std::string name keeps every byte, a NUL among them", "[profiler][regression]") {
+    const std::string name("before\0after", 12);
+    prof::Profiler p;
+    { prof::RecordFunction scope(name); }
+    const prof::Profile& r = p.stop();
+    REQUIRE(named(r, name).size() == 1);
+}
+
 }  // namespace test_profiler
