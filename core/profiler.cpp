@@ -238,12 +238,17 @@ Profiler::Profiler(const Options& options) {
         g_session_id.store(s.id, std::memory_order_release);
     }
     profile_.live_bytes_at_start = memory_allocated();
-    buffer();  // this thread first: thread 0, "main"
-    g_start_ns.store(clock_ns(), std::memory_order_relaxed);  // time 0: step 0 opens now
-    detail::g_active.store(true, std::memory_order_release);
+    ThreadBuffer* b = buffer();  // this thread first: thread 0, "main"
+    g_start_ns.store(clock_ns(), std::memory_order_relaxed);
+    step_event_ = begin_event("ProfilerStep#0", Kind::step).index;
+    {  // time 0 is when step 0 opens: the wall holds no time of the profiler's own start
+        std::lock_guard<std::mutex> lock(b->mutex);
+        Event& step = b->events[std::size_t(step_event_)];
+        g_start_ns.fetch_add(step.start_ns, std::memory_order_relaxed);
+        step.start_ns = 0;
+    }
     owner_ = this_thread_hash();
-    const detail::Handle h = begin_event("ProfilerStep#0", Kind::step);
-    step_event_ = h.index;
+    detail::g_active.store(true, std::memory_order_release);  // other threads record from here
 }
 
 Profiler::~Profiler() {
