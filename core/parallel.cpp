@@ -31,6 +31,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -291,17 +292,21 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
         InBody() { t_in_body = true; }
         ~InBody() { t_in_body = false; }
     };
-    // While profiling, a worker's chunks are events in its own lane, named after the caller's op.
+    // While profiling, a worker's chunks are events named after the caller's op, in the worker's
+    // lane of the caller's phase (a backward's loop in the worker's backward lane).
     const std::string op = profiler::detail::active() ? profiler::detail::innermost_name() : std::string();
+    const profiler::Lane lane = op.empty() ? profiler::Lane::forward : profiler::detail::lane();
     const std::thread::id caller = std::this_thread::get_id();
     {
         InBody in_body;
         pool()->run([&](int t) {
             const std::size_t begin = bound(std::size_t(t)), end = bound(std::size_t(t) + 1);
             if (begin >= end) return;
-            const profiler::detail::Scope event{!op.empty() && std::this_thread::get_id() != caller
-                                                    ? profiler::detail::begin(op, profiler::Kind::worker)
-                                                    : profiler::detail::Handle{}};
+            const bool profiled = !op.empty() && std::this_thread::get_id() != caller;
+            std::optional<profiler::LaneGuard> callers_lane;
+            if (profiled) callers_lane.emplace(lane);
+            const profiler::detail::Scope event{profiled ? profiler::detail::begin(op, profiler::Kind::worker)
+                                                         : profiler::detail::Handle{}};
             try {
                 body(begin, end);
             } catch (...) {

@@ -173,6 +173,7 @@ std::string innermost_name() {
 }
 
 Handle begin(const std::string& name, Kind kind) { return begin_event(name, kind); }
+Lane lane() { return t_lane; }
 }  // namespace detail
 
 // ---- scopes -------------------------------------------------------------------------------------
@@ -181,7 +182,11 @@ RecordFunction::RecordFunction(const char* name, Kind kind) {
     handle_ = begin_event(name, kind);
     recording_ = handle_.index >= 0;
 }
-RecordFunction::RecordFunction(const std::string& name, Kind kind) : RecordFunction(name.c_str(), kind) {}
+RecordFunction::RecordFunction(const std::string& name, Kind kind) {  // all of its bytes, not up to a NUL
+    if (!detail::active()) return;
+    handle_ = begin_event(name, kind);
+    recording_ = handle_.index >= 0;
+}
 
 void RecordFunction::bytes_sent(std::uint64_t n) {
     if (!recording_) return;
@@ -233,12 +238,17 @@ Profiler::Profiler(const Options& options) {
         g_session_id.store(s.id, std::memory_order_release);
     }
     profile_.live_bytes_at_start = memory_allocated();
-    buffer();  // this thread first: thread 0, "main"
-    g_start_ns.store(clock_ns(), std::memory_order_relaxed);  // time 0: step 0 opens now
-    detail::g_active.store(true, std::memory_order_release);
+    ThreadBuffer* b = buffer();  // this thread first: thread 0, "main"
+    g_start_ns.store(clock_ns(), std::memory_order_relaxed);
+    step_event_ = begin_event("ProfilerStep#0", Kind::step).index;
+    {  // time 0 is when step 0 opens: the wall holds no time of the profiler's own start
+        std::lock_guard<std::mutex> lock(b->mutex);
+        Event& step = b->events[std::size_t(step_event_)];
+        g_start_ns.fetch_add(step.start_ns, std::memory_order_relaxed);
+        step.start_ns = 0;
+    }
     owner_ = this_thread_hash();
-    const detail::Handle h = begin_event("ProfilerStep#0", Kind::step);
-    step_event_ = h.index;
+    detail::g_active.store(true, std::memory_order_release);  // other threads record from here
 }
 
 Profiler::~Profiler() {
@@ -255,12 +265,11 @@ void Profiler::step() {
 const Profile& Profiler::stop() {
     if (stopped_) return profile_;
     stopped_ = true;
-    detail::end_event({g_session_id.load(std::memory_order_relaxed), step_event_});
     detail::g_active.store(false, std::memory_order_release);
     Session& s = session();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.running = false;
-    const std::int64_t stop_ns = now_ns();
+    const std::int64_t stop_ns = now_ns();  // the wall's end: the last step, and every event still open, end here
     profile_.wall_ns = stop_ns;
     profile_.thread_names = s.names;
     for (std::size_t t = 0; t < s.buffers.size(); ++t) {

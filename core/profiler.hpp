@@ -72,6 +72,7 @@ namespace detail {  // the engine's hooks that need names (core/profiler_hooks.h
 Handle begin(const std::string& name, Kind kind);             // an event on this thread; end_event ends it
 void note_result(const char* name, std::size_t elements);      // make_result: an elementwise op's FLOPs
 std::string innermost_name();                                  // this thread's innermost event, or ""
+Lane lane();                                                    // this thread's lane (LaneGuard sets it)
 // Ends its event when it goes: `detail::Scope s(active() ? begin(name + " backward", ...) : Handle{});`
 struct Scope {
     Handle handle;

@@ -70,8 +70,12 @@ std::vector<OpStats> key_averages(const Profile& profile, bool group_by_input_sh
 
 // ---- the table --------------------------------------------------------------------------------------
 namespace {
+// At most `width` bytes: a longer name keeps its first whole UTF-8 characters and "...".
 std::string cut(const std::string& s, std::size_t width) {
-    return s.size() <= width ? s : s.substr(0, width - 3) + "...";
+    if (s.size() <= width) return s;
+    std::size_t n = width - 3;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // 10xxxxxx: inside a character
+    return s.substr(0, n) + "...";
 }
 }  // namespace
 
@@ -135,7 +139,8 @@ std::string chrome_trace_json(const Profile& profile) {
     for (const MemorySample& m : profile.memory)
         events.push_back({{"name", "live bytes"}, {"ph", "C"}, {"pid", 0}, {"ts", double(m.time_ns) * 1e-3},
                           {"args", {{"bytes", m.live_bytes}}}});
-    return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump();
+    // Names are the caller's bytes: any that are not UTF-8 are written as U+FFFD, as JSON needs.
+    return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void export_chrome_trace(const Profile& profile, const std::string& path) {

@@ -26,13 +26,14 @@ std::vector<std::string> profile_files() {
 }
 
 void check_profile_window(int n, int start, int end, const std::string& steps_flag) {
-    if (n <= 0) return;
-    const int needed = kProfileWarmup + n;
-    if (end - start >= needed) return;
+    if (n == 0) return;
+    if (n < 0) throw std::invalid_argument(fmt::format("--profile {}: the steps to profile are 0 (off) or more", n));
+    const std::int64_t needed = std::int64_t(kProfileWarmup) + n;  // 64 bits: any int n fits
+    if (std::int64_t(end) - start >= needed) return;
     throw std::invalid_argument(fmt::format(
         "--profile {} profiles steps {}..{} of this run, after {} warm-up steps, but the run takes {} steps ({}..{}): "
-        "give {} room for {} steps, or lower --profile", n, start + kProfileWarmup + 1, start + needed, kProfileWarmup,
-        end - start, start + 1, end, steps_flag, needed));
+        "give {} room for {} steps, or lower --profile", n, std::int64_t(start) + kProfileWarmup + 1, start + needed,
+        kProfileWarmup, std::int64_t(end) - start, std::int64_t(start) + 1, end, steps_flag, needed));
 }
 
 // ---- categories ------------------------------------------------------------------------------------

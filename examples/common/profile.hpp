@@ -27,7 +27,8 @@ constexpr int kProfileWarmup = 5;  // steps of a run before the profiled ones
 std::vector<std::string> profile_files();
 
 // Throws std::invalid_argument, naming --profile and `steps_flag`, unless the run's steps
-// [start, end) hold the warm-up and the N profiled steps. n = 0 (no profile) always passes.
+// [start, end) hold the warm-up and the N profiled steps, and when n < 0. n = 0 (no profile)
+// always passes.
 void check_profile_window(int n, int start, int end, const std::string& steps_flag);
 
 // ---- reading a profile by op category ------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -273,6 +274,84 @@ TEST_CASE("profiler: refusals", "[profiler]") {
     REQUIRE_THROWS_WITH(prof::export_chrome_trace(r, "/nonexistent-dir/trace.json"), Contains("/nonexistent-dir/trace.json"));
     prof::Profiler again;  // the first one stopped: a new one may run
     (void)again.stop();
+}
+
+// ---- found by probing: each failed before its fix -------------------------------------------------
+TEST_CASE("profiler: an empty profile's step ends at the wall, so the table's lines sum to 100%", "[profiler][regression]") {
+    prof::Profiler p;
+    const prof::Profile& r = p.stop();
+    REQUIRE(r.events.size() == 1);
+    REQUIRE(r.events[0].name == "ProfilerStep#0");
+    REQUIRE(r.events[0].start_ns == 0);                 // time 0 is when it opens
+    REQUIRE(r.events[0].duration_ns == r.wall_ns);      // closed at the stop itself
+    REQUIRE(r.events[0].self_ns == r.events[0].duration_ns);
+}
+
+TEST_CASE("profiler: stop() on another thread leaves that thread's open events to the stop", "[profiler][regression][threads]") {
+    // The owner's step has index 0 on its thread; the stopping thread's own first event too.
+    auto p = std::make_unique<prof::Profiler>();
+    std::int64_t outer_end = 0, wall = 0;
+    std::thread other([&] {
+        prof::RecordFunction outer("outer on the stopping thread");
+        prof::RecordFunction inner("inner");
+        const prof::Profile& r = p->stop();
+        wall = r.wall_ns;
+        for (const prof::Event& e : r.events)
+            if (e.name == "outer on the stopping thread") outer_end = e.start_ns + e.duration_ns;
+    });
+    other.join();
+    REQUIRE(wall > 0);
+    REQUIRE(outer_end == wall);  // still open at the stop: closed there
+}
+
+TEST_CASE("profiler: the trace of names that are not UTF-8 still parses, the bad bytes replaced", "[profiler][regression]") {
+    prof::Profiler p;
+    { prof::RecordFunction scope("bad \xff\xfe byte"); }
+    { prof::RecordFunction scope("quote \" backslash \\ newline \n tab \t ü€"); }
+    const prof::Profile& r = p.stop();
+    std::string json;
+    REQUIRE_NOTHROW(json = prof::chrome_trace_json(r));
+    std::set<std::string> names;
+    const nlohmann::json trace = nlohmann::json::parse(json);
+    for (const auto& e : trace.at("traceEvents"))
+        if (e.at("ph") == "X") names.insert(e.at("name").get<std::string>());
+    REQUIRE(names.count("bad \xEF\xBF\xBD\xEF\xBF\xBD byte") == 1);  // U+FFFD for each bad byte
+    REQUIRE(names.count("quote \" backslash \\ newline \n tab \t ü€") == 1);
+}
+
+TEST_CASE("profiler: the table cuts a long name between UTF-8 characters, never inside one", "[profiler][regression]") {
+    prof::Profiler p;
+    { prof::RecordFunction scope(std::string(44, 'y') + "€€€€");  }  // 56 bytes; the column holds 48
+    const prof::Profile& r = p.stop();
+    const std::string t = prof::table(prof::key_averages(r), r);
+    REQUIRE_THAT(t, Contains(std::string(44, 'y') + "... "));  // 44 + "..." : the € at bytes 45..47 is not split
+}
+
+TEST_CASE("profiler: a pool worker's share of a backward's loop is in the worker's backward lane", "[profiler][regression][threads]") {
+    ThreadsGuard restore;
+    set_pool_threads(2);
+    Tensor a = positive_leaf(Shape{256, 256}), b = positive_leaf(Shape{256, 256});
+    std::size_t backward_shares = 0;  // whether a worker claims a chunk depends on the scheduler: profile until one has
+    for (int attempt = 0; attempt < 50 && backward_shares == 0; ++attempt) {
+        prof::Profiler p;
+        for (int i = 0; i < 5; ++i) sum(matmul(a, b)).backward();
+        const prof::Profile& r = p.stop();
+        for (const prof::Event& e : r.events) {
+            if (e.kind != prof::Kind::worker) continue;
+            const bool in_backward = e.name.size() > 9 && e.name.compare(e.name.size() - 9, 9, " backward") == 0;
+            REQUIRE(e.lane == (in_backward ? prof::Lane::backward : prof::Lane::forward));
+            if (in_backward) ++backward_shares;
+        }
+    }
+    REQUIRE(backward_shares > 0);
+}
+
+TEST_CASE("profiler: a region's std::string name keeps every byte, a NUL among them", "[profiler][regression]") {
+    const std::string name("before\0after", 12);
+    prof::Profiler p;
+    { prof::RecordFunction scope(name); }
+    const prof::Profile& r = p.stop();
+    REQUIRE(named(r, name).size() == 1);
 }
 
 }  // namespace test_profiler

@@ -103,6 +103,14 @@ TEST_CASE("check_profile_window: the warm-up and N steps must fit in the run", "
     }
 }
 
+TEST_CASE("check_profile_window refuses a negative N, and an N too large to add to the warm-up",
+          "[examples_common][profile][regression]") {
+    REQUIRE_THROWS_WITH(examples::check_profile_window(-1, 0, 100, "--steps"),
+                        Contains("--profile -1") && Contains("0 (off) or more"));
+    REQUIRE_THROWS_WITH(examples::check_profile_window(2147483647, 0, 100, "--steps"),
+                        Contains("--profile 2147483647 profiles steps 6..2147483652 of this run"));
+}
+
 TEST_CASE("StepProfile profiles its window alone and writes the trace and the picture's data",
           "[examples_common][profile]") {
     const fs::path dir = fs::temp_directory_path() / ("xgrad_step_profile_" + std::to_string(::getpid()));
