@@ -214,10 +214,26 @@ OpScope::OpScope(const char* name, const std::vector<Tensor>& inputs) {
 // ---- the profiler -------------------------------------------------------------------------------
 namespace {
 // A fork()ed child has only the forking thread: it records nothing of its parent's session.
+// The other threads' buffers are left behind unfreed (one may have been mid-write, its mutex held);
+// the forking thread's own, never locked across a fork, stays, so that a stop() in the child works.
 void stop_in_child() {
-    new (&session().mutex) std::mutex();  // another thread may have held it at the fork
-    session().running = false;
+    Session& s = session();
+    new (&s.mutex) std::mutex();  // another thread may have held it at the fork
+    s.running = false;
     detail::g_active.store(false, std::memory_order_relaxed);
+    auto* left = new std::vector<std::shared_ptr<ThreadBuffer>>();  // never freed: see above
+    std::vector<std::shared_ptr<ThreadBuffer>> kept;
+    std::vector<std::string> names;
+    for (std::size_t t = 0; t < s.buffers.size(); ++t) {
+        if (s.buffers[t] == t_buffer) {
+            kept.push_back(s.buffers[t]);
+            names.push_back(s.names[t]);
+        } else {
+            left->push_back(s.buffers[t]);
+        }
+    }
+    s.buffers = std::move(kept);
+    s.names = std::move(names);
 }
 }  // namespace
 

@@ -107,7 +107,7 @@ std::string table(const std::vector<OpStats>& rows, const Profile& profile, std:
         out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}%\n", fmt::format("({} more rows)", rows.size() - n), w, "",
                            double(rest) * 1e-9, pct(rest));
     out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}%\n", "other (between ops)", w, "", double(between) * 1e-9, pct(between));
-    out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}%   (the self times of one thread sum to it)\n", "profiled wall", w,
+    out += fmt::format("{:<{}} {:>7} {:>10.6f} {:>6.1f}%   (the profiling thread's self times sum to it; rows add every thread's)\n", "profiled wall", w,
                        "", wall, 100.0);
     return out;
 }
