@@ -1,6 +1,6 @@
 // core/profiler.hpp — where a step's time and memory go, recorded by the engine itself; as
-// torch.profiler (https://pytorch.org/docs/stable/profiler.html). README.md, "Profiling a step",
-// explains the events, self time, FLOPs and the memory timeline.
+// torch.profiler (https://pytorch.org/docs/stable/profiler.html). examples/gpt/README.md, "What the
+// profiler records", explains the events, self time, FLOPs and the memory timeline.
 //
 //   profiler::Profiler prof;                       // records from here; "ProfilerStep#0" opens
 //   for (int s = 0; s < 3; ++s) {
